@@ -1,1 +1,23 @@
-pub fn placeholder() {}
+//! tlrs: tensors (f32, f64), autograd, ops and CPU kernels (reference and fast), RNGs and init
+//! plans, exposed to Python through PyO3 when the `python` feature is on.
+
+pub mod autograd;
+pub mod backend;
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod init;
+pub mod ops;
+pub mod rng;
+pub mod shape;
+pub mod storage;
+pub mod tensor;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use device::Device;
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use shape::Shape;
+pub use tensor::Tensor;

@@ -1,0 +1,114 @@
+//! The record an op result keeps: which op, its inputs, and what its gradient rule needs.
+
+use crate::ops::{BinaryOp, UnaryOp};
+use crate::Tensor;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub enum Op {
+    Cast(Tensor),
+    Unary(UnaryOp, Tensor),
+    Pow(Tensor, f64),
+    Clamp(Tensor, Option<f64>, Option<f64>),
+    Binary(BinaryOp, Tensor, Tensor),
+    Sum {
+        x: Tensor,
+        axis: Option<usize>,
+        keepdim: bool,
+    },
+    Mean {
+        x: Tensor,
+        axis: Option<usize>,
+        keepdim: bool,
+    },
+    Max {
+        x: Tensor,
+        axis: Option<usize>,
+        keepdim: bool,
+        argmax: Arc<Vec<usize>>,
+    },
+    SumTo(Tensor),
+    BroadcastTo(Tensor),
+    Reshape(Tensor),
+    Permute(Tensor, Vec<usize>),
+    Concat(Vec<Tensor>, usize),
+    Slice {
+        x: Tensor,
+        axis: usize,
+        start: usize,
+        end: usize,
+    },
+    IndexSelect {
+        x: Tensor,
+        axis: usize,
+        index: Arc<Vec<usize>>,
+    },
+    Matmul {
+        a: Tensor,
+        b: Tensor,
+        ta: bool,
+        tb: bool,
+    },
+    Softmax {
+        x: Tensor,
+        axis: usize,
+    },
+    LogSoftmax {
+        x: Tensor,
+        axis: usize,
+    },
+    NllLoss {
+        logp: Tensor,
+        target: Arc<Vec<usize>>,
+    },
+}
+
+impl Op {
+    /// The inputs, in argument order (the order backward visits them).
+    pub fn inputs(&self) -> Vec<&Tensor> {
+        match self {
+            Op::Cast(x)
+            | Op::Unary(_, x)
+            | Op::Pow(x, _)
+            | Op::Clamp(x, _, _)
+            | Op::Sum { x, .. }
+            | Op::Mean { x, .. }
+            | Op::Max { x, .. }
+            | Op::SumTo(x)
+            | Op::BroadcastTo(x)
+            | Op::Reshape(x)
+            | Op::Permute(x, _)
+            | Op::Slice { x, .. }
+            | Op::IndexSelect { x, .. }
+            | Op::Softmax { x, .. }
+            | Op::LogSoftmax { x, .. } => vec![x],
+            Op::NllLoss { logp, .. } => vec![logp],
+            Op::Binary(_, a, b) | Op::Matmul { a, b, .. } => vec![a, b],
+            Op::Concat(xs, _) => xs.iter().collect(),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Cast(_) => "cast",
+            Op::Unary(u, _) => u.name(),
+            Op::Pow(..) => "pow",
+            Op::Clamp(..) => "clamp",
+            Op::Binary(b, ..) => b.name(),
+            Op::Sum { .. } => "sum",
+            Op::Mean { .. } => "mean",
+            Op::Max { .. } => "max",
+            Op::SumTo(_) => "sum_to_shape",
+            Op::BroadcastTo(_) => "broadcast_to",
+            Op::Reshape(_) => "reshape",
+            Op::Permute(..) => "permute",
+            Op::Concat(..) => "concat",
+            Op::Slice { .. } => "slice",
+            Op::IndexSelect { .. } => "index_select",
+            Op::Matmul { .. } => "matmul",
+            Op::Softmax { .. } => "softmax",
+            Op::LogSoftmax { .. } => "log_softmax",
+            Op::NllLoss { .. } => "cross_entropy",
+        }
+    }
+}

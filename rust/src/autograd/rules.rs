@@ -1,0 +1,126 @@
+//! One gradient rule per `Op`, written with tensor ops (run under no_grad), so the same rules
+//! can later be traced into the compiled graph.
+
+use super::Op;
+use crate::ops::elementwise::{clamp_grad, pow_grad, select_weight, unary_grad};
+use crate::ops::layout::{index_select_grad, permute_raw, reshape_to, unslice};
+use crate::ops::loss::nll_grad;
+use crate::ops::reduce::{max_grad, reduced_shape};
+use crate::ops::softmax::softmax_grad;
+use crate::ops::{broadcast_to, div, matmul_t, mul, neg, slice, sum_to_shape, BinaryOp};
+use crate::{Result, Tensor};
+
+/// `g` (shaped like a reduction's output) spread back over `x`'s shape.
+fn expand_reduced(x: &Tensor, axis: Option<usize>, g: &Tensor) -> Result<Tensor> {
+    let kept = reduced_shape(x.shape(), axis, true);
+    broadcast_to(&reshape_to(g, kept), x.shape())
+}
+
+/// The gradient of a batched matmul operand, summed over batches it was broadcast across.
+fn fit(t: Tensor, like: &Tensor) -> Result<Tensor> {
+    sum_to_shape(&t, like.shape())
+}
+
+pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    let need = |t: &Tensor| t.requires_grad();
+    Ok(match op {
+        Op::Cast(x) => vec![Some(g.to_dtype(x.dtype())?)],
+        Op::Unary(u, x) => vec![Some(unary_grad(*u, x, out, g)?)],
+        Op::Pow(x, e) => vec![Some(pow_grad(x, *e, g)?)],
+        Op::Clamp(x, lo, hi) => vec![Some(clamp_grad(x, *lo, *hi, g)?)],
+        Op::Binary(b, x, y) => {
+            let (gx, gy) = match b {
+                BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
+                BinaryOp::Sub => (Some(g.clone()), need(y).then(|| neg(g)).transpose()?),
+                BinaryOp::Mul => (
+                    need(x).then(|| mul(g, y)).transpose()?,
+                    need(y).then(|| mul(g, x)).transpose()?,
+                ),
+                BinaryOp::Div => (
+                    need(x).then(|| div(g, y)).transpose()?,
+                    // d(x/y)/dy = -(x/y)/y, from the output.
+                    need(y).then(|| neg(&mul(g, &div(out, y)?)?)).transpose()?,
+                ),
+                BinaryOp::Maximum | BinaryOp::Minimum => {
+                    let wx = select_weight(*b, x, y)?;
+                    let wy = select_weight(*b, y, x)?;
+                    (Some(mul(g, &wx)?), Some(mul(g, &wy)?))
+                }
+            };
+            vec![
+                gx.map(|t| sum_to_shape(&t, x.shape())).transpose()?,
+                gy.map(|t| sum_to_shape(&t, y.shape())).transpose()?,
+            ]
+        }
+        Op::Sum { x, axis, .. } => vec![Some(expand_reduced(x, *axis, g)?)],
+        Op::Mean { x, axis, .. } => {
+            let n = match axis {
+                None => x.numel(),
+                Some(a) => x.dims()[*a],
+            };
+            let scaled = div(g, &Tensor::scalar(n as f64, g.dtype()))?;
+            vec![Some(expand_reduced(x, *axis, &scaled)?)]
+        }
+        Op::Max {
+            x, axis, argmax, ..
+        } => vec![Some(max_grad(x, *axis, argmax, g)?)],
+        Op::SumTo(x) => vec![Some(broadcast_to(g, x.shape())?)],
+        Op::BroadcastTo(x) => vec![Some(sum_to_shape(g, x.shape())?)],
+        Op::Reshape(x) => vec![Some(reshape_to(g, x.shape().clone()))],
+        Op::Permute(_, p) => {
+            let mut inv = vec![0; p.len()];
+            for (i, &a) in p.iter().enumerate() {
+                inv[a] = i;
+            }
+            vec![Some(permute_raw(g, inv)?)]
+        }
+        Op::Concat(xs, axis) => {
+            let mut start = 0isize;
+            let mut out = Vec::with_capacity(xs.len());
+            for x in xs {
+                let len = x.dims()[*axis] as isize;
+                out.push(
+                    need(x)
+                        .then(|| slice(g, *axis as isize, start, start + len))
+                        .transpose()?,
+                );
+                start += len;
+            }
+            out
+        }
+        Op::Slice {
+            x,
+            axis,
+            start,
+            end,
+        } => vec![Some(unslice(x, *axis, *start, *end, g)?)],
+        Op::IndexSelect { x, axis, index } => vec![Some(index_select_grad(x, *axis, index, g)?)],
+        Op::Matmul { a, b, ta, tb } => {
+            let ga = need(a)
+                .then(|| {
+                    if *ta {
+                        matmul_t(b, g, *tb, true)
+                    } else {
+                        matmul_t(g, b, false, !*tb)
+                    }
+                })
+                .transpose()?;
+            let gb = need(b)
+                .then(|| {
+                    if *tb {
+                        matmul_t(g, a, true, *ta)
+                    } else {
+                        matmul_t(a, g, !*ta, false)
+                    }
+                })
+                .transpose()?;
+            vec![
+                ga.map(|t| fit(t, a)).transpose()?,
+                gb.map(|t| fit(t, b)).transpose()?,
+            ]
+        }
+        Op::Softmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, false)?)],
+        Op::LogSoftmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, true)?)],
+        Op::NllLoss { logp, target } => vec![Some(nll_grad(logp, target, g)?)],
+    })
+}

@@ -1,0 +1,133 @@
+//! Elementwise kernels: maps over one tensor and NumPy-broadcast maps over two. Each output
+//! element is computed independently, so splitting work across threads cannot change a bit.
+
+use super::parallel::{install, PAR_MIN_ELEMS};
+use crate::dtype::Float;
+use crate::Shape;
+use rayon::prelude::*;
+
+const CHUNK: usize = 1 << 13;
+
+pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
+    let mut out = vec![T::ZERO; x.len()];
+    if x.len() >= PAR_MIN_ELEMS {
+        install(|| {
+            out.par_chunks_mut(CHUNK)
+                .zip(x.par_chunks(CHUNK))
+                .for_each(|(o, i)| o.iter_mut().zip(i).for_each(|(o, &v)| *o = f(v)));
+        });
+    } else {
+        out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+    }
+    out
+}
+
+pub fn zip_map<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
+    debug_assert_eq!(a.len(), b.len());
+    let mut out = vec![T::ZERO; a.len()];
+    if a.len() >= PAR_MIN_ELEMS {
+        install(|| {
+            out.par_chunks_mut(CHUNK)
+                .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
+                .for_each(|(o, (x, y))| {
+                    for i in 0..o.len() {
+                        o[i] = f(x[i], y[i]);
+                    }
+                });
+        });
+    } else {
+        for i in 0..out.len() {
+            out[i] = f(a[i], b[i]);
+        }
+    }
+    out
+}
+
+pub fn zip3_map<T: Float>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
+    let mut out = vec![T::ZERO; a.len()];
+    let run = |o: &mut [T], start: usize| {
+        for (i, o) in o.iter_mut().enumerate() {
+            *o = f(a[start + i], b[start + i], c[start + i]);
+        }
+    };
+    if a.len() >= PAR_MIN_ELEMS {
+        install(|| {
+            out.par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(ci, o)| run(o, ci * CHUNK))
+        });
+    } else {
+        run(&mut out, 0);
+    }
+    out
+}
+
+/// `f(a, b)` over the broadcast shape `out`; `sa`/`sb` are the operands' broadcast strides.
+pub fn broadcast_map<T: Float>(
+    a: &[T],
+    sa: &[usize],
+    b: &[T],
+    sb: &[usize],
+    out: &Shape,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Vec<T> {
+    let n = out.numel();
+    let dims = out.dims();
+    if dims.is_empty() {
+        return vec![f(a[0], b[0])];
+    }
+    let last = dims[dims.len() - 1];
+    let (la, lb) = (sa[sa.len() - 1], sb[sb.len() - 1]);
+    let mut res = vec![T::ZERO; n];
+    if last == 0 {
+        return res;
+    }
+    let rank = dims.len();
+    // One output row at a time: compute the operands' row offsets from the row index.
+    let row = |r: usize, o: &mut [T]| {
+        let (mut oa, mut ob, mut rem) = (0usize, 0usize, r);
+        for d in (0..rank - 1).rev() {
+            let i = rem % dims[d];
+            rem /= dims[d];
+            oa += i * sa[d];
+            ob += i * sb[d];
+        }
+        match (la, lb) {
+            (1, 1) => {
+                let (x, y) = (&a[oa..oa + last], &b[ob..ob + last]);
+                for j in 0..last {
+                    o[j] = f(x[j], y[j]);
+                }
+            }
+            (1, 0) => {
+                let (x, y) = (&a[oa..oa + last], b[ob]);
+                for j in 0..last {
+                    o[j] = f(x[j], y);
+                }
+            }
+            (0, 1) => {
+                let (x, y) = (a[oa], &b[ob..ob + last]);
+                for j in 0..last {
+                    o[j] = f(x, y[j]);
+                }
+            }
+            _ => {
+                for j in 0..last {
+                    o[j] = f(a[oa + j * la], b[ob + j * lb]);
+                }
+            }
+        }
+    };
+    if n >= PAR_MIN_ELEMS {
+        install(|| {
+            res.par_chunks_mut(last)
+                .enumerate()
+                .for_each(|(r, o)| row(r, o))
+        });
+    } else {
+        res.chunks_mut(last)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    }
+    res
+}

@@ -1,0 +1,9 @@
+//! CPU kernels: reference kernels (bit-reproducible fold orders) and fast kernels.
+
+pub mod elementwise;
+pub mod gemm_ref;
+pub mod layout;
+pub mod matmul;
+pub mod parallel;
+pub mod reduce;
+pub mod softmax;

@@ -1,0 +1,96 @@
+//! The CPU thread pool and the kernel-kind switch (reference or fast). Kernels run inside this
+//! pool so `set_num_threads` takes effect without touching rayon's global pool.
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+static POOL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
+static FAST_KERNELS: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    // Set by `with_fast_kernels` so a module's options win over the global switch on its thread.
+    static FAST_OVERRIDE: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Work below this many elements runs on the calling thread: spawning costs more than it saves.
+pub const PAR_MIN_ELEMS: usize = 1 << 15;
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn build_pool(n: usize) -> Option<ThreadPool> {
+    ThreadPoolBuilder::new().num_threads(n).build().ok()
+}
+
+fn pool_cell() -> &'static RwLock<Arc<ThreadPool>> {
+    POOL.get_or_init(|| {
+        // Building a pool only fails when the OS refuses threads; one thread is the fallback.
+        let pool = build_pool(default_threads())
+            .or_else(|| build_pool(1))
+            .expect("the OS refused to start even one worker thread");
+        RwLock::new(Arc::new(pool))
+    })
+}
+
+fn pool() -> Arc<ThreadPool> {
+    match pool_cell().read() {
+        Ok(p) => p.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Sets the number of CPU threads kernels use (n >= 1).
+pub fn set_num_threads(n: usize) -> crate::Result<()> {
+    if n == 0 {
+        return Err(crate::Error::arg(
+            "set_num_threads",
+            "expected a thread count >= 1, got 0",
+        ));
+    }
+    let new = build_pool(n).ok_or_else(|| {
+        crate::Error::arg(
+            "set_num_threads",
+            format!("could not start {n} worker threads"),
+        )
+    })?;
+    match pool_cell().write() {
+        Ok(mut p) => *p = Arc::new(new),
+        Err(poisoned) => *poisoned.into_inner() = Arc::new(new),
+    }
+    Ok(())
+}
+
+pub fn num_threads() -> usize {
+    pool().current_num_threads()
+}
+
+/// Runs `f` inside the tlrs pool (nested calls from a worker run inline).
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_some() {
+        return f();
+    }
+    pool().install(f)
+}
+
+pub fn fast_kernels() -> bool {
+    FAST_OVERRIDE
+        .with(|o| o.get())
+        .unwrap_or_else(|| FAST_KERNELS.load(Ordering::Relaxed))
+}
+
+pub fn set_fast_kernels(on: bool) {
+    FAST_KERNELS.store(on, Ordering::Relaxed);
+}
+
+/// Runs `f` with the kernel kind fixed to `on` on this thread, whatever the global switch says.
+pub fn with_fast_kernels<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    let prev = FAST_OVERRIDE.with(|o| o.replace(Some(on)));
+    let r = f();
+    FAST_OVERRIDE.with(|o| o.set(prev));
+    r
+}

@@ -1,0 +1,43 @@
+//! Where a tensor's data lives.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    Cpu,
+    Cuda(usize),
+}
+
+impl Device {
+    /// Parses "cpu", "cuda" or "cuda:N".
+    pub fn parse(s: &str) -> crate::Result<Device> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" => Ok(Device::Cuda(0)),
+            _ => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
+                Some(Ok(n)) => Ok(Device::Cuda(n)),
+                _ => Err(crate::Error::arg(
+                    "device",
+                    format!("expected 'cpu', 'cuda' or 'cuda:N', got '{s}'"),
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// The error every CUDA request gets until the CUDA backend is built.
+pub fn cuda_not_built() -> crate::Error {
+    crate::Error::CudaUnavailable(
+        "CUDA backend not built yet: this version of tlrs runs on the CPU only; use device='cpu' (or --cpu)"
+            .to_string(),
+    )
+}

@@ -1,0 +1,154 @@
+//! Element types: the runtime `DType` tag and the `Float` trait that kernels are generic over.
+//! Transcendentals come from the pure-software `libm` crate so results are identical on every
+//! machine and build (SPEC §2).
+
+use std::fmt;
+use std::iter::Sum;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32,
+    F64,
+}
+
+impl DType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 => 8,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The float types kernels are written for. Every method is one correctly rounded IEEE
+/// operation or a libm function, never a fused multiply-add.
+pub trait Float:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + PartialEq
+    + fmt::Debug
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + Sum
+    + 'static
+{
+    const DTYPE: DType;
+    const ZERO: Self;
+    const ONE: Self;
+    const NEG_INFINITY: Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn log1p(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+    fn erf(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn abs(self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! impl_float {
+    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $sqrt:path, $tanh:path, $erf:path, $pow:path, $abs:path) => {
+        impl Float for $t {
+            const DTYPE: DType = $d;
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                $ln(self)
+            }
+            #[inline(always)]
+            fn log1p(self) -> Self {
+                $log1p(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                $sqrt(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                $tanh(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self {
+                $pow(self, e)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                $abs(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+
+impl_float!(
+    f32,
+    DType::F32,
+    libm::expf,
+    libm::logf,
+    libm::log1pf,
+    libm::sqrtf,
+    libm::tanhf,
+    libm::erff,
+    libm::powf,
+    libm::fabsf
+);
+impl_float!(
+    f64,
+    DType::F64,
+    libm::exp,
+    libm::log,
+    libm::log1p,
+    libm::sqrt,
+    libm::tanh,
+    libm::erf,
+    libm::pow,
+    libm::fabs
+);
+
+/// `v` in the element type of `like`: lets dtype-dispatch macros name constants without spelling `T`.
+#[inline(always)]
+pub fn lit<T: Float>(_like: &[T], v: f64) -> T {
+    T::from_f64(v)
+}

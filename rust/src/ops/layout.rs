@@ -1,0 +1,268 @@
+//! Ops that move data without arithmetic: reshape, flatten, permute/transpose, concat, slice,
+//! index_select. Reshape shares storage; the others copy into row-major order.
+
+use crate::autograd::Op;
+use crate::backend::cpu::layout as k;
+use crate::storage::{CpuElem, CpuStorage};
+use crate::{map_cpu, Error, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// Reshape; one dimension may be -1 (inferred).
+pub fn reshape(x: &Tensor, dims: &[isize]) -> Result<Tensor> {
+    let shape = infer_shape(x, dims)?;
+    Ok(reshape_to(x, shape))
+}
+
+pub(crate) fn reshape_to(x: &Tensor, shape: Shape) -> Tensor {
+    if &shape == x.shape() {
+        return x.clone();
+    }
+    x.share_storage(shape, Op::Reshape(x.clone()))
+}
+
+fn infer_shape(x: &Tensor, dims: &[isize]) -> Result<Shape> {
+    let bad = || {
+        Error::shape(
+            "reshape",
+            format!(
+                "cannot reshape {} ({} elements) to {:?}",
+                x.shape(),
+                x.numel(),
+                dims
+            ),
+        )
+    };
+    let mut infer = None;
+    let mut known = 1usize;
+    let mut out = Vec::with_capacity(dims.len());
+    for (i, &d) in dims.iter().enumerate() {
+        if d == -1 {
+            if infer.replace(i).is_some() {
+                return Err(Error::arg(
+                    "reshape",
+                    format!("only one dimension can be -1, got {dims:?}"),
+                ));
+            }
+            out.push(0);
+        } else if d < 0 {
+            return Err(Error::arg(
+                "reshape",
+                format!("dimensions must be >= 0 or -1, got {dims:?}"),
+            ));
+        } else {
+            known *= d as usize;
+            out.push(d as usize);
+        }
+    }
+    if let Some(i) = infer {
+        if known == 0 || x.numel() % known != 0 {
+            return Err(bad());
+        }
+        out[i] = x.numel() / known;
+    }
+    let shape = Shape(out);
+    if shape.numel() != x.numel() {
+        return Err(bad());
+    }
+    Ok(shape)
+}
+
+/// Flattens axes start..=end into one (PyTorch `flatten`).
+pub fn flatten(x: &Tensor, start: isize, end: isize) -> Result<Tensor> {
+    if x.rank() == 0 {
+        return Ok(reshape_to(x, Shape(vec![1])));
+    }
+    let s = x.shape().axis("flatten", start)?;
+    let e = x.shape().axis("flatten", end)?;
+    if s > e {
+        return Err(Error::arg(
+            "flatten",
+            format!("start axis {start} comes after end axis {end}"),
+        ));
+    }
+    let d = x.dims();
+    let mut out = d[..s].to_vec();
+    out.push(d[s..=e].iter().product());
+    out.extend_from_slice(&d[e + 1..]);
+    Ok(reshape_to(x, Shape(out)))
+}
+
+pub fn permute(x: &Tensor, perm: &[isize]) -> Result<Tensor> {
+    let r = x.rank();
+    if perm.len() != r {
+        return Err(Error::arg(
+            "permute",
+            format!("expected {r} axes for shape {}, got {perm:?}", x.shape()),
+        ));
+    }
+    let mut p = Vec::with_capacity(r);
+    let mut seen = vec![false; r];
+    for &a in perm {
+        let a = x.shape().axis("permute", a)?;
+        if std::mem::replace(&mut seen[a], true) {
+            return Err(Error::arg(
+                "permute",
+                format!("axis {a} repeats in {perm:?}"),
+            ));
+        }
+        p.push(a);
+    }
+    permute_raw(x, p)
+}
+
+pub(crate) fn permute_raw(x: &Tensor, p: Vec<usize>) -> Result<Tensor> {
+    if p.iter().enumerate().all(|(i, &a)| i == a) {
+        return Ok(x.clone());
+    }
+    let shape = Shape(p.iter().map(|&a| x.dims()[a]).collect());
+    let s = map_cpu!(x.cpu()?, |v| k::permute(v, x.dims(), &p));
+    Ok(Tensor::from_op(s, shape, Op::Permute(x.clone(), p)))
+}
+
+/// Swaps two axes.
+pub fn transpose(x: &Tensor, a: isize, b: isize) -> Result<Tensor> {
+    let a = x.shape().axis("transpose", a)?;
+    let b = x.shape().axis("transpose", b)?;
+    let mut p: Vec<usize> = (0..x.rank()).collect();
+    p.swap(a, b);
+    permute_raw(x, p)
+}
+
+pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
+    let first = xs
+        .first()
+        .ok_or_else(|| Error::arg("concat", "expected at least one tensor, got none"))?;
+    let ax = first.shape().axis("concat", axis)?;
+    for t in xs {
+        let ok = t.rank() == first.rank()
+            && t.dims()
+                .iter()
+                .zip(first.dims())
+                .enumerate()
+                .all(|(i, (a, b))| i == ax || a == b);
+        if !ok {
+            return Err(Error::shape(
+                "concat",
+                format!(
+                    "shapes {} and {} differ outside axis {ax}",
+                    first.shape(),
+                    t.shape()
+                ),
+            ));
+        }
+        if t.dtype() != first.dtype() {
+            return Err(crate::storage::dtype_mismatch(
+                "concat",
+                first.dtype(),
+                t.dtype(),
+            ));
+        }
+    }
+    let (outer, _, inner) = first.shape().split_at_axis(ax);
+    let lens: Vec<usize> = xs.iter().map(|t| t.dims()[ax]).collect();
+    let mut dims = first.dims().to_vec();
+    dims[ax] = lens.iter().sum();
+    let s = match first.dtype() {
+        crate::DType::F32 => concat_typed::<f32>(xs, &lens, outer, inner)?,
+        crate::DType::F64 => concat_typed::<f64>(xs, &lens, outer, inner)?,
+    };
+    Ok(Tensor::from_op(s, Shape(dims), Op::Concat(xs.to_vec(), ax)))
+}
+
+fn concat_typed<T: CpuElem>(
+    xs: &[Tensor],
+    lens: &[usize],
+    outer: usize,
+    inner: usize,
+) -> Result<CpuStorage> {
+    let mut parts = Vec::with_capacity(xs.len());
+    for t in xs {
+        parts.push(
+            T::view(t.cpu()?)
+                .ok_or_else(|| crate::storage::dtype_mismatch("concat", T::DTYPE, t.dtype()))?,
+        );
+    }
+    Ok(T::wrap(k::concat(&parts, lens, outer, inner)))
+}
+
+/// Elements start..end along `axis` (negative bounds count from the end, as in Python).
+pub fn slice(x: &Tensor, axis: isize, start: isize, end: isize) -> Result<Tensor> {
+    let ax = x.shape().axis("slice", axis)?;
+    let len = x.dims()[ax] as isize;
+    let clampi = |v: isize| if v < 0 { (v + len).max(0) } else { v.min(len) };
+    let (s0, e0) = (clampi(start) as usize, clampi(end) as usize);
+    let e0 = e0.max(s0);
+    let (outer, l, inner) = x.shape().split_at_axis(ax);
+    let mut dims = x.dims().to_vec();
+    dims[ax] = e0 - s0;
+    let s = map_cpu!(x.cpu()?, |v| k::slice(v, outer, l, inner, s0, e0));
+    Ok(Tensor::from_op(
+        s,
+        Shape(dims),
+        Op::Slice {
+            x: x.clone(),
+            axis: ax,
+            start: s0,
+            end: e0,
+        },
+    ))
+}
+
+pub(crate) fn unslice(
+    x: &Tensor,
+    axis: usize,
+    start: usize,
+    end: usize,
+    g: &Tensor,
+) -> Result<Tensor> {
+    let (outer, l, inner) = x.shape().split_at_axis(axis);
+    let s = map_cpu!(g.cpu()?, |v| k::unslice(v, outer, l, inner, start, end));
+    Tensor::from_cpu(s, x.shape().clone())
+}
+
+/// Checks integer indices against `bound`; negative indices are errors.
+pub fn check_indices(op: &'static str, idx: &[i64], bound: usize) -> Result<Vec<usize>> {
+    idx.iter()
+        .map(|&i| {
+            if i < 0 || i as u64 >= bound as u64 {
+                Err(Error::Index {
+                    op,
+                    index: i,
+                    bound,
+                })
+            } else {
+                Ok(i as usize)
+            }
+        })
+        .collect()
+}
+
+/// Entries `index` along `axis` (PyTorch `index_select`).
+pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
+    let ax = x.shape().axis("index_select", axis)?;
+    let idx = check_indices("index_select", index, x.dims()[ax])?;
+    let (outer, l, inner) = x.shape().split_at_axis(ax);
+    let mut dims = x.dims().to_vec();
+    dims[ax] = idx.len();
+    let s = map_cpu!(x.cpu()?, |v| k::index_select(v, outer, l, inner, &idx));
+    Ok(Tensor::from_op(
+        s,
+        Shape(dims),
+        Op::IndexSelect {
+            x: x.clone(),
+            axis: ax,
+            index: Arc::new(idx),
+        },
+    ))
+}
+
+pub(crate) fn index_select_grad(
+    x: &Tensor,
+    axis: usize,
+    idx: &[usize],
+    g: &Tensor,
+) -> Result<Tensor> {
+    let (outer, l, inner) = x.shape().split_at_axis(axis);
+    let s = map_cpu!(g.cpu()?, |v| k::index_add(v, outer, l, inner, idx));
+    Tensor::from_cpu(s, x.shape().clone())
+}

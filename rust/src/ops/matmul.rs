@@ -1,0 +1,161 @@
+//! Matrix products (2-D, batched, with transpose flags so backward never copies) and `linear`.
+
+use crate::autograd::Op;
+use crate::backend::cpu::matmul::{matmul as kernel, MatmulDims};
+use crate::backend::cpu::parallel::fast_kernels;
+use crate::ops::elementwise::{add, check_same_device};
+use crate::ops::layout::reshape_to;
+use crate::{map_cpu2, Error, Result, Shape, Tensor};
+
+/// Matrix product with NumPy `matmul` rules for 1-D operands; batch axes must be equal, or one
+/// operand must be a plain matrix (it is then shared by every batch).
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(Error::shape(
+            "matmul",
+            format!(
+                "both operands need at least one axis, got {} @ {}",
+                a.shape(),
+                b.shape()
+            ),
+        ));
+    }
+    let a2 = if a.rank() == 1 {
+        reshape_to(a, Shape(vec![1, a.dims()[0]]))
+    } else {
+        a.clone()
+    };
+    let b2 = if b.rank() == 1 {
+        reshape_to(b, Shape(vec![b.dims()[0], 1]))
+    } else {
+        b.clone()
+    };
+    let out = matmul_t(&a2, &b2, false, false).map_err(|e| match e {
+        Error::Shape { .. } => Error::shape(
+            "matmul",
+            format!("inner dimensions differ: {} @ {}", a.shape(), b.shape()),
+        ),
+        e => e,
+    })?;
+    if a.rank() == 1 || b.rank() == 1 {
+        let mut d = out.dims().to_vec();
+        if b.rank() == 1 {
+            d.pop();
+        }
+        if a.rank() == 1 {
+            d.remove(d.len() - 1);
+        }
+        return Ok(reshape_to(&out, Shape(d)));
+    }
+    Ok(out)
+}
+
+/// op(a) @ op(b), where op transposes the last two axes when its flag is set.
+pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
+    check_same_device("matmul", a, b)?;
+    let bad = || {
+        Error::shape(
+            "matmul",
+            format!("inner dimensions differ: {} @ {}", a.shape(), b.shape()),
+        )
+    };
+    if a.rank() < 2 || b.rank() < 2 {
+        return Err(bad());
+    }
+    let (ad, bd) = (a.dims(), b.dims());
+    let (ra, rb) = (ad.len(), bd.len());
+    let (m, ka) = if ta {
+        (ad[ra - 1], ad[ra - 2])
+    } else {
+        (ad[ra - 2], ad[ra - 1])
+    };
+    let (kb, n) = if tb {
+        (bd[rb - 1], bd[rb - 2])
+    } else {
+        (bd[rb - 2], bd[rb - 1])
+    };
+    if ka != kb {
+        return Err(bad());
+    }
+    let (abatch, bbatch) = (&ad[..ra - 2], &bd[..rb - 2]);
+    let batch_dims = if abatch == bbatch || bbatch.is_empty() {
+        abatch
+    } else if abatch.is_empty() {
+        bbatch
+    } else {
+        return Err(Error::shape(
+            "matmul",
+            format!("batch axes differ: {} @ {}", a.shape(), b.shape()),
+        ));
+    };
+    let batch: usize = batch_dims.iter().product();
+    let d = MatmulDims {
+        batch,
+        m,
+        n,
+        k: ka,
+        ta,
+        tb,
+        a_batch_stride: if abatch.is_empty() { 0 } else { m * ka },
+        b_batch_stride: if bbatch.is_empty() { 0 } else { ka * n },
+    };
+    let fast = fast_kernels();
+    let s = map_cpu2!("matmul", a.cpu()?, b.cpu()?, |x, y| kernel(x, y, d, fast))?;
+    let mut dims = batch_dims.to_vec();
+    dims.extend([m, n]);
+    Ok(Tensor::from_op(
+        s,
+        Shape(dims),
+        Op::Matmul {
+            a: a.clone(),
+            b: b.clone(),
+            ta,
+            tb,
+        },
+    ))
+}
+
+/// y = x @ weightᵀ + bias, with weight [out, in] (PyTorch `linear`).
+pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if weight.rank() != 2 {
+        return Err(Error::shape(
+            "linear",
+            format!(
+                "expected a weight of shape [out, in], got {}",
+                weight.shape()
+            ),
+        ));
+    }
+    let (out_f, in_f) = (weight.dims()[0], weight.dims()[1]);
+    if x.rank() == 0 || x.dims()[x.rank() - 1] != in_f {
+        return Err(Error::shape(
+            "linear",
+            format!(
+                "input {} does not end in {in_f} features (weight {})",
+                x.shape(),
+                weight.shape()
+            ),
+        ));
+    }
+    if let Some(b) = bias {
+        if b.dims() != [out_f] {
+            return Err(Error::shape(
+                "linear",
+                format!("expected a bias of shape [{out_f}], got {}", b.shape()),
+            ));
+        }
+    }
+    let x2 = if x.rank() == 1 {
+        reshape_to(x, Shape(vec![1, in_f]))
+    } else {
+        x.clone()
+    };
+    let mut y = matmul_t(&x2, weight, false, true)?;
+    if let Some(b) = bias {
+        y = add(&y, b)?;
+    }
+    if x.rank() == 1 {
+        y = reshape_to(&y, Shape(vec![out_f]));
+    }
+    Ok(y)
+}

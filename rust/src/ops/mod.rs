@@ -1,0 +1,19 @@
+//! The op set. Each function checks its arguments (naming both shapes on a mismatch), runs the
+//! kernel of the current kind and records its `Op` for autograd.
+
+pub mod elementwise;
+pub mod layout;
+pub mod loss;
+pub mod matmul;
+pub mod reduce;
+pub mod softmax;
+
+pub use elementwise::{
+    abs, add, binary, clamp, div, exp, gelu, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
+    softplus, sqrt, sub, tanh, unary, BinaryOp, UnaryOp,
+};
+pub use layout::{concat, flatten, index_select, permute, reshape, slice, transpose};
+pub use loss::{cross_entropy, mse_loss, Target};
+pub use matmul::{linear, matmul, matmul_t};
+pub use reduce::{broadcast_to, max, mean, sum, sum_to_shape};
+pub use softmax::{log_softmax, softmax};

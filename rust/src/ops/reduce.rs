@@ -1,0 +1,189 @@
+//! Reductions over all elements or one axis (sum, mean, max), and the two shape-moving helpers
+//! their gradients need: `sum_to_shape` and `broadcast_to`.
+
+use crate::autograd::Op;
+use crate::backend::cpu::{elementwise as ek, reduce as k};
+use crate::shape::{broadcast_shapes, broadcast_strides};
+use crate::storage::CpuStorage;
+use crate::{map_cpu, Error, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// The shape left after reducing `axis` (all axes when None).
+pub(crate) fn reduced_shape(shape: &Shape, axis: Option<usize>, keepdim: bool) -> Shape {
+    match axis {
+        None if keepdim => Shape(vec![1; shape.rank()]),
+        None => Shape::scalar(),
+        Some(a) => {
+            let mut d = shape.0.clone();
+            if keepdim {
+                d[a] = 1;
+            } else {
+                d.remove(a);
+            }
+            Shape(d)
+        }
+    }
+}
+
+fn resolve(op: &'static str, x: &Tensor, axis: Option<isize>) -> Result<Option<usize>> {
+    axis.map(|a| x.shape().axis(op, a)).transpose()
+}
+
+fn sum_raw(x: &Tensor, axis: Option<usize>) -> Result<crate::storage::CpuStorage> {
+    Ok(match axis {
+        None => map_cpu!(x.cpu()?, |v| vec![k::sum_all(v)]),
+        Some(a) => {
+            let (o, l, i) = x.shape().split_at_axis(a);
+            map_cpu!(x.cpu()?, |v| k::sum_axis(v, o, l, i))
+        }
+    })
+}
+
+/// Sum over all elements (axis None) or one axis; a left fold from 0 in index order.
+pub fn sum(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    let axis = resolve("sum", x, axis)?;
+    let s = sum_raw(x, axis)?;
+    let shape = reduced_shape(x.shape(), axis, keepdim);
+    Ok(Tensor::from_op(
+        s,
+        shape,
+        Op::Sum {
+            x: x.clone(),
+            axis,
+            keepdim,
+        },
+    ))
+}
+
+/// Mean: the left-fold sum divided once by the count (an empty reduction gives NaN).
+pub fn mean(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    let axis = resolve("mean", x, axis)?;
+    let count = match axis {
+        None => x.numel(),
+        Some(a) => x.dims()[a],
+    };
+    let s = map_cpu!(sum_raw(x, axis)?, |v| {
+        let n = crate::dtype::lit(&v, count as f64);
+        ek::map(&v, |s| s / n)
+    });
+    let shape = reduced_shape(x.shape(), axis, keepdim);
+    Ok(Tensor::from_op(
+        s,
+        shape,
+        Op::Mean {
+            x: x.clone(),
+            axis,
+            keepdim,
+        },
+    ))
+}
+
+/// Maximum over all elements or one axis; the gradient goes to the first maximal element.
+pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    let axis = resolve("max", x, axis)?;
+    if x.numel() == 0 {
+        return Err(Error::shape(
+            "max",
+            format!("cannot reduce an empty tensor of shape {}", x.shape()),
+        ));
+    }
+    let (o, l, i) = match axis {
+        None => (1, x.numel(), 1),
+        Some(a) => x.shape().split_at_axis(a),
+    };
+    if l == 0 {
+        return Err(Error::shape(
+            "max",
+            format!("cannot reduce an empty axis of shape {}", x.shape()),
+        ));
+    }
+    let (s, argmax) = match x.cpu()? {
+        CpuStorage::F32(v) => {
+            let (vals, idx) = k::max_axis(v, o, l, i);
+            (CpuStorage::F32(vals), idx)
+        }
+        CpuStorage::F64(v) => {
+            let (vals, idx) = k::max_axis(v, o, l, i);
+            (CpuStorage::F64(vals), idx)
+        }
+    };
+    let shape = reduced_shape(x.shape(), axis, keepdim);
+    Ok(Tensor::from_op(
+        s,
+        shape,
+        Op::Max {
+            x: x.clone(),
+            axis,
+            keepdim,
+            argmax: Arc::new(argmax),
+        },
+    ))
+}
+
+/// Gradient of `max`: `g` placed at the recorded argmax positions of a zero tensor.
+pub(crate) fn max_grad(
+    x: &Tensor,
+    axis: Option<usize>,
+    argmax: &[usize],
+    g: &Tensor,
+) -> Result<Tensor> {
+    let (o, l, i) = match axis {
+        None => (1, x.numel(), 1),
+        Some(a) => x.shape().split_at_axis(a),
+    };
+    let s = map_cpu!(g.cpu()?, |gv| {
+        let mut out = vec![crate::dtype::lit(gv, 0.0); o * l * i];
+        for oo in 0..o {
+            for ii in 0..i {
+                let r = oo * i + ii;
+                out[oo * l * i + argmax[r] * i + ii] = gv[r];
+            }
+        }
+        out
+    });
+    Tensor::from_cpu(s, x.shape().clone())
+}
+
+/// Sums `x` down to `shape` over the axes that broadcasting expanded (gradient of broadcast).
+pub fn sum_to_shape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
+    if x.shape() == shape {
+        return Ok(x.clone());
+    }
+    let out = broadcast_shapes("sum_to_shape", shape, x.shape())?;
+    if &out != x.shape() {
+        return Err(Error::shape(
+            "sum_to_shape",
+            format!("cannot reduce {} to {}", x.shape(), shape),
+        ));
+    }
+    let s = map_cpu!(x.cpu()?, |v| k::sum_to_shape(v, x.shape(), shape));
+    Ok(Tensor::from_op(s, shape.clone(), Op::SumTo(x.clone())))
+}
+
+/// Repeats `x` along broadcast axes to `shape` (NumPy rules).
+pub fn broadcast_to(x: &Tensor, shape: &Shape) -> Result<Tensor> {
+    if x.shape() == shape {
+        return Ok(x.clone());
+    }
+    let out = broadcast_shapes("broadcast_to", x.shape(), shape)?;
+    if &out != shape {
+        return Err(Error::shape(
+            "broadcast_to",
+            format!("cannot broadcast {} to {}", x.shape(), shape),
+        ));
+    }
+    let sx = broadcast_strides(x.shape(), shape);
+    let s = map_cpu!(x.cpu()?, |v| ek::broadcast_map(
+        v,
+        &sx,
+        v,
+        &sx,
+        shape,
+        |a, _| a
+    ));
+    Ok(Tensor::from_op(
+        s,
+        shape.clone(),
+        Op::BroadcastTo(x.clone()),
+    ))
+}

@@ -1,0 +1,40 @@
+//! Softmax and log-softmax along one axis.
+
+use crate::autograd::Op;
+use crate::backend::cpu::softmax as k;
+use crate::{map_cpu, map_cpu2, Result, Tensor};
+
+fn run(x: &Tensor, axis: isize, log: bool) -> Result<Tensor> {
+    let name = if log { "log_softmax" } else { "softmax" };
+    let ax = x.shape().axis(name, axis)?;
+    let (o, l, i) = x.shape().split_at_axis(ax);
+    let s = map_cpu!(x.cpu()?, |v| k::softmax(v, o, l, i, log));
+    let op = if log {
+        Op::LogSoftmax {
+            x: x.clone(),
+            axis: ax,
+        }
+    } else {
+        Op::Softmax {
+            x: x.clone(),
+            axis: ax,
+        }
+    };
+    Ok(Tensor::from_op(s, x.shape().clone(), op))
+}
+
+pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    run(x, axis, false)
+}
+
+pub fn log_softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    run(x, axis, true)
+}
+
+pub(crate) fn softmax_grad(y: &Tensor, g: &Tensor, axis: usize, log: bool) -> Result<Tensor> {
+    let (o, l, i) = y.shape().split_at_axis(axis);
+    let s = map_cpu2!("softmax", y.cpu()?, g.cpu()?, |yv, gv| k::softmax_grad(
+        yv, gv, o, l, i, log
+    ))?;
+    Tensor::from_cpu(s, y.shape().clone())
+}

@@ -1,0 +1,159 @@
+//! Where a tensor's elements live: one enum over devices and dtypes. Kernels are written once,
+//! generic over `Float`, and reached through the dispatch macros below.
+
+use crate::{DType, Error, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuStorage {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Device memory. The CUDA backend fills this in; until it exists the type has no values,
+/// so no code path can hold a CUDA tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CudaStorage {}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Storage {
+    Cpu(CpuStorage),
+    Cuda(CudaStorage),
+}
+
+impl CpuStorage {
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            CpuStorage::F32(v) => v.len(),
+            CpuStorage::F64(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn zeros(dtype: DType, n: usize) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(vec![0.0; n]),
+            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+        }
+    }
+    pub fn full(dtype: DType, n: usize, v: f64) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(vec![v as f32; n]),
+            DType::F64 => CpuStorage::F64(vec![v; n]),
+        }
+    }
+    pub fn from_f64(dtype: DType, v: &[f64]) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
+            DType::F64 => CpuStorage::F64(v.to_vec()),
+        }
+    }
+    /// Values widened to f64 (exact for both dtypes).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            CpuStorage::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            CpuStorage::F64(v) => v.clone(),
+        }
+    }
+    /// Converts to another dtype (rounding to nearest when narrowing).
+    pub fn to_dtype(&self, dtype: DType) -> Self {
+        match (self, dtype) {
+            (CpuStorage::F32(v), DType::F64) => {
+                CpuStorage::F64(v.iter().map(|&x| x as f64).collect())
+            }
+            (CpuStorage::F64(v), DType::F32) => {
+                CpuStorage::F32(v.iter().map(|&x| x as f32).collect())
+            }
+            _ => self.clone(),
+        }
+    }
+}
+
+/// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &Vec<T>`
+/// and `expr: Vec<T>`; the result keeps the dtype.
+#[macro_export]
+macro_rules! map_cpu {
+    ($s:expr, |$v:ident| $body:expr) => {
+        match $s {
+            $crate::storage::CpuStorage::F32($v) => $crate::storage::CpuStorage::F32($body),
+            $crate::storage::CpuStorage::F64($v) => $crate::storage::CpuStorage::F64($body),
+        }
+    };
+}
+
+/// Applies a generic kernel to two CPU storages of the same dtype; mixed dtypes are an error.
+#[macro_export]
+macro_rules! map_cpu2 {
+    ($op:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        match ($a, $b) {
+            ($crate::storage::CpuStorage::F32($x), $crate::storage::CpuStorage::F32($y)) => {
+                Ok($crate::storage::CpuStorage::F32($body))
+            }
+            ($crate::storage::CpuStorage::F64($x), $crate::storage::CpuStorage::F64($y)) => {
+                Ok($crate::storage::CpuStorage::F64($body))
+            }
+            (a, b) => Err($crate::Error::DType {
+                op: $op,
+                expected: format!("both operands {}", a.dtype()),
+                got: format!("{} and {}", a.dtype(), b.dtype()),
+            }),
+        }
+    };
+}
+
+pub fn dtype_mismatch(op: &'static str, a: DType, b: DType) -> Error {
+    Error::DType {
+        op,
+        expected: format!("both operands {a}"),
+        got: format!("{a} and {b}"),
+    }
+}
+
+impl Storage {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::Cpu(c) => c.dtype(),
+            Storage::Cuda(c) => match *c {},
+        }
+    }
+    pub fn cpu(&self) -> Result<&CpuStorage> {
+        match self {
+            Storage::Cpu(c) => Ok(c),
+            Storage::Cuda(c) => match *c {},
+        }
+    }
+}
+
+/// Typed access to CPU storage, for kernels that handle several tensors of one dtype.
+pub trait CpuElem: crate::dtype::Float {
+    fn view(s: &CpuStorage) -> Option<&[Self]>;
+    fn wrap(v: Vec<Self>) -> CpuStorage;
+}
+impl CpuElem for f32 {
+    fn view(s: &CpuStorage) -> Option<&[f32]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(v: Vec<f32>) -> CpuStorage {
+        CpuStorage::F32(v)
+    }
+}
+impl CpuElem for f64 {
+    fn view(s: &CpuStorage) -> Option<&[f64]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(v: Vec<f64>) -> CpuStorage {
+        CpuStorage::F64(v)
+    }
+}

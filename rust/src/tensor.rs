@@ -1,0 +1,217 @@
+//! The tensor handle: shape, dtype, device, shared storage, and the autograd record (the `Op`
+//! that produced it). Cloning a `Tensor` clones a pointer; storage is never mutated in place.
+
+use crate::autograd::{grad_enabled, Op};
+use crate::storage::{CpuStorage, Storage};
+use crate::{DType, Device, Error, Result, Shape};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+pub struct TensorInner {
+    id: usize,
+    shape: Shape,
+    storage: Arc<Storage>,
+    op: Option<Op>,
+    requires_grad: bool,
+    grad: Mutex<Option<Tensor>>,
+}
+
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorInner>);
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tensor(shape={}, dtype={}, device={})",
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )
+    }
+}
+
+impl Tensor {
+    fn build(shape: Shape, storage: Arc<Storage>, op: Option<Op>, requires_grad: bool) -> Tensor {
+        Tensor(Arc::new(TensorInner {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shape,
+            storage,
+            op,
+            requires_grad,
+            grad: Mutex::new(None),
+        }))
+    }
+
+    /// A leaf tensor over CPU storage; the storage length must match the shape.
+    pub fn from_cpu(storage: CpuStorage, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if storage.len() != shape.numel() {
+            return Err(Error::shape(
+                "tensor",
+                format!(
+                    "{} elements cannot have shape {} ({} elements)",
+                    storage.len(),
+                    shape,
+                    shape.numel()
+                ),
+            ));
+        }
+        Ok(Tensor::build(
+            shape,
+            Arc::new(Storage::Cpu(storage)),
+            None,
+            false,
+        ))
+    }
+
+    pub fn from_vec_f64(v: Vec<f64>, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::from_cpu(CpuStorage::F64(v), shape)
+    }
+    pub fn from_vec_f32(v: Vec<f32>, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::from_cpu(CpuStorage::F32(v), shape)
+    }
+
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Tensor {
+        Tensor::full(shape, 0.0, dtype)
+    }
+    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Tensor {
+        Tensor::full(shape, 1.0, dtype)
+    }
+    pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Tensor {
+        let shape = shape.into();
+        let s = CpuStorage::full(dtype, shape.numel(), value);
+        Tensor::build(shape, Arc::new(Storage::Cpu(s)), None, false)
+    }
+    pub fn scalar(value: f64, dtype: DType) -> Tensor {
+        Tensor::full(Shape::scalar(), value, dtype)
+    }
+
+    /// The result of an op: records `op` only when grad mode is on and an input needs a grad.
+    pub(crate) fn from_op(storage: CpuStorage, shape: Shape, op: Op) -> Tensor {
+        let track = grad_enabled() && op.inputs().iter().any(|t| t.requires_grad());
+        let storage = Arc::new(Storage::Cpu(storage));
+        if track {
+            Tensor::build(shape, storage, Some(op), true)
+        } else {
+            Tensor::build(shape, storage, None, false)
+        }
+    }
+
+    /// Same storage, new shape (no copy); used by reshape.
+    pub(crate) fn share_storage(&self, shape: Shape, op: Op) -> Tensor {
+        let track = grad_enabled() && self.requires_grad();
+        Tensor::build(
+            shape,
+            self.0.storage.clone(),
+            if track { Some(op) } else { None },
+            track,
+        )
+    }
+
+    pub fn id(&self) -> usize {
+        self.0.id
+    }
+    pub fn shape(&self) -> &Shape {
+        &self.0.shape
+    }
+    pub fn dims(&self) -> &[usize] {
+        self.0.shape.dims()
+    }
+    pub fn rank(&self) -> usize {
+        self.0.shape.rank()
+    }
+    pub fn numel(&self) -> usize {
+        self.0.shape.numel()
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.storage.dtype()
+    }
+    pub fn device(&self) -> Device {
+        match &*self.0.storage {
+            Storage::Cpu(_) => Device::Cpu,
+            Storage::Cuda(c) => match *c {},
+        }
+    }
+    pub fn storage(&self) -> &Storage {
+        &self.0.storage
+    }
+    pub fn cpu(&self) -> Result<&CpuStorage> {
+        self.0.storage.cpu()
+    }
+    pub fn op(&self) -> Option<&Op> {
+        self.0.op.as_ref()
+    }
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad
+    }
+    pub fn is_leaf(&self) -> bool {
+        self.0.op.is_none()
+    }
+    pub fn same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// A new leaf sharing this tensor's storage, with the given `requires_grad`.
+    pub fn detach_with_grad(&self, requires_grad: bool) -> Tensor {
+        Tensor::build(
+            self.0.shape.clone(),
+            self.0.storage.clone(),
+            None,
+            requires_grad,
+        )
+    }
+    pub fn detach(&self) -> Tensor {
+        self.detach_with_grad(false)
+    }
+
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.grad.lock().map(|g| g.clone()).unwrap_or(None)
+    }
+    pub fn set_grad(&self, g: Option<Tensor>) {
+        if let Ok(mut slot) = self.0.grad.lock() {
+            *slot = g;
+        }
+    }
+
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        Ok(self.cpu()?.to_f64_vec())
+    }
+
+    /// The single value of a one-element tensor.
+    pub fn item(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                format!(
+                    "expected a tensor with one element, got shape {}",
+                    self.shape()
+                ),
+            ));
+        }
+        Ok(self.cpu()?.to_f64_vec()[0])
+    }
+
+    /// Converts to `dtype` (a differentiable op; a no-op when it already has that dtype).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let s = self.cpu()?.to_dtype(dtype);
+        Ok(Tensor::from_op(
+            s,
+            self.shape().clone(),
+            Op::Cast(self.clone()),
+        ))
+    }
+
+    /// Moves to `device`; CUDA is not built into this version of the core yet.
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Ok(self.clone()),
+            Device::Cuda(_) => Err(crate::device::cuda_not_built()),
+        }
+    }
+}
