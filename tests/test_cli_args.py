@@ -44,7 +44,8 @@ def test_take_flag_value_missing_value():
 
 
 @pytest.mark.parametrize(
-    "args", [["--k", "1", "--k", "2"], ["--k=1", "--k=2"], ["--k", "1", "--k="], ["--k=", "--k", "1"]]
+    "args",
+    [["--k", "1", "--k", "2"], ["--k=1", "--k=2"], ["--k", "1", "--k="], ["--k=", "--k", "1"]],
 )
 def test_take_flag_value_duplicate(args):
     assert message(cli.take_flag_value_once, args, "k") == "--k: duplicate flag"

@@ -1,5 +1,45 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
-from .errors import ArgError
+from . import ops
+from ._core import Tensor, __version__, fresh_seed, manual_seed
+from .autograd import grad, is_grad_enabled, no_grad
+from .errors import (
+    ArgError,
+    AutogradError,
+    CudaUnavailableError,
+    DeviceError,
+    DTypeError,
+    ShapeError,
+)
+from .kernels import fast_kernels, get_fast_kernels, get_num_threads, set_fast_kernels, set_num_threads
+from .tensor import arange, from_numpy, full, ones, rand, randn, tensor, zeros
 
-__all__ = ["ArgError"]
+__all__ = [
+    "ArgError",
+    "AutogradError",
+    "CudaUnavailableError",
+    "DeviceError",
+    "DTypeError",
+    "ShapeError",
+    "Tensor",
+    "__version__",
+    "arange",
+    "fast_kernels",
+    "fresh_seed",
+    "from_numpy",
+    "full",
+    "get_fast_kernels",
+    "get_num_threads",
+    "grad",
+    "is_grad_enabled",
+    "manual_seed",
+    "no_grad",
+    "ones",
+    "ops",
+    "rand",
+    "randn",
+    "set_fast_kernels",
+    "set_num_threads",
+    "tensor",
+    "zeros",
+]

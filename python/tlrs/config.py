@@ -144,8 +144,8 @@ class ExecConfig:
 
     Args: dtype: a `DType` or a `--dtype` spelling; backend, fast_gpu_matmul_precision: enum members
     or names; use_gpu, device_index: the device; fast_kernels: use the fast CPU kernels.
-    Raises: ArgError: an unknown dtype, backend or precision name; TypeError/ValueError: a bad
-    device_index.
+    Raises: ArgError: an unknown dtype, backend or precision name; TypeError/ValueError: a dtype
+    of another type, or a device_index that is not a natural.
     """
 
     dtype: DType = FLOAT
@@ -160,8 +160,10 @@ class ExecConfig:
     parse_device = staticmethod(parse_device)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.dtype, DType):
+        if isinstance(self.dtype, str):
             object.__setattr__(self, "dtype", DType.parse(self.dtype))
+        elif not isinstance(self.dtype, DType):
+            raise TypeError(f"dtype must be a DType or a --dtype spelling, got {self.dtype!r}")
         object.__setattr__(self, "backend", parse_backend(str(self.backend)))
         precision = parse_fast_gpu_matmul_precision(str(self.fast_gpu_matmul_precision))
         object.__setattr__(self, "fast_gpu_matmul_precision", precision)

@@ -1,5 +1,17 @@
 """The exceptions tlrs raises, all under the standard Python hierarchy."""
 
+from ._core import AutogradError, CudaUnavailableError, DeviceError, DTypeError, ShapeError
+
 
 class ArgError(ValueError):
     """A command-line or configuration argument could not be parsed; the text is the reference message."""
+
+
+__all__ = [
+    "ArgError",
+    "AutogradError",
+    "CudaUnavailableError",
+    "DeviceError",
+    "DTypeError",
+    "ShapeError",
+]

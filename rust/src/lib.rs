@@ -8,6 +8,7 @@ pub mod dtype;
 pub mod error;
 pub mod init;
 pub mod ops;
+pub mod random;
 pub mod rng;
 pub mod shape;
 pub mod storage;

@@ -100,7 +100,7 @@ macro_rules! map_cpu2 {
             }
             (a, b) => Err($crate::Error::DType {
                 op: $op,
-                expected: format!("both operands {}", a.dtype()),
+                expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
                 got: format!("{} and {}", a.dtype(), b.dtype()),
             }),
         }
@@ -110,7 +110,7 @@ macro_rules! map_cpu2 {
 pub fn dtype_mismatch(op: &'static str, a: DType, b: DType) -> Error {
     Error::DType {
         op,
-        expected: format!("both operands {a}"),
+        expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
         got: format!("{a} and {b}"),
     }
 }

@@ -26,6 +26,16 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Enters a no-grad region on this thread; pair with `exit_no_grad` (the Python context manager).
+pub fn enter_no_grad() {
+    NO_GRAD_DEPTH.with(|d| d.set(d.get() + 1));
+}
+
+/// Leaves a region entered with `enter_no_grad`.
+pub fn exit_no_grad() {
+    NO_GRAD_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+}
+
 /// While alive, ops on this thread do not record; used by the Python context manager.
 pub struct NoGradGuard(());
 

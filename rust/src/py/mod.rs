@@ -1,1 +1,80 @@
-//! PyO3 bindings (feature "python").
+//! PyO3 bindings (feature "python"): the native module `tlrs._core`. Thin by design: conversion
+//! and error mapping only; semantics live in the core.
+
+mod errors;
+mod ops;
+mod random;
+mod tensor;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ShapeError", py.get_type::<errors::ShapeError>())?;
+    m.add("DTypeError", py.get_type::<errors::DTypeError>())?;
+    m.add("DeviceError", py.get_type::<errors::DeviceError>())?;
+    m.add(
+        "CudaUnavailableError",
+        py.get_type::<errors::CudaUnavailableError>(),
+    )?;
+    m.add("AutogradError", py.get_type::<errors::AutogradError>())?;
+    m.add_class::<tensor::PyTensor>()?;
+    macro_rules! add_fns {
+        ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
+    }
+    add_fns!(
+        ops::tensor_from_numpy,
+        ops::full,
+        ops::neg,
+        ops::exp,
+        ops::log,
+        ops::sqrt,
+        ops::abs,
+        ops::relu,
+        ops::tanh,
+        ops::sigmoid,
+        ops::gelu,
+        ops::softplus,
+        ops::add,
+        ops::sub,
+        ops::mul,
+        ops::div,
+        ops::maximum,
+        ops::minimum,
+        ops::matmul,
+        ops::mse_loss,
+        ops::pow,
+        ops::clamp,
+        ops::sum,
+        ops::mean,
+        ops::max,
+        ops::reshape,
+        ops::flatten,
+        ops::permute,
+        ops::transpose,
+        ops::concat,
+        ops::slice,
+        ops::index_select,
+        ops::softmax,
+        ops::log_softmax,
+        ops::cross_entropy_indices,
+        ops::cross_entropy_probs,
+        ops::linear,
+        ops::grad,
+        ops::enter_no_grad,
+        ops::exit_no_grad,
+        ops::is_grad_enabled,
+        ops::set_num_threads,
+        ops::get_num_threads,
+        ops::set_fast_kernels,
+        ops::get_fast_kernels,
+        random::manual_seed,
+        random::fresh_seed,
+        random::rand,
+        random::randn,
+        random::cpu_features,
+    );
+    Ok(())
+}

@@ -1,0 +1,130 @@
+"""Tensor constructors: from Python data or NumPy arrays, filled, ranges and seeded random.
+
+`dtype=None` keeps a float32/float64 array's dtype and makes everything else float64 (the
+reference's `Float`, IEEE binary64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._core import Tensor
+
+_DTYPES = {
+    "float32": np.float32,
+    "f32": np.float32,
+    "float64": np.float64,
+    "f64": np.float64,
+    "float": np.float64,
+    "double": np.float64,
+}
+
+Shape = int | Sequence[int]
+
+
+def _dtype_name(dtype: Any) -> str:
+    """The canonical name ('float32' or 'float64') of a dtype given as a string or NumPy dtype."""
+    if dtype is None:
+        return "float64"
+    if isinstance(dtype, str) and dtype in _DTYPES:
+        return np.dtype(_DTYPES[dtype]).name
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = repr(dtype)
+    if name not in ("float32", "float64"):
+        raise _core.DTypeError(f"expected dtype 'float32' or 'float64', got {name!r}")
+    return name
+
+
+def _shape(shape: tuple[Shape, ...]) -> list[int]:
+    """Accepts both f(2, 3) and f((2, 3))."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = tuple(shape[0])  # type: ignore[arg-type]
+    out = []
+    for d in shape:
+        if not isinstance(d, (int, np.integer)) or d < 0:
+            raise ValueError(f"expected a shape of non-negative integers, got {shape!r}")
+        out.append(int(d))
+    return out
+
+
+def _check_device(device: str | None) -> None:
+    if device is None or device == "cpu":
+        return
+    # Raises CudaUnavailableError for CUDA devices, ValueError for unknown names.
+    _core.full([], 0.0, "float64").to(device)
+
+
+def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of `data` (nested lists, numbers, NumPy arrays or a Tensor).
+
+    Raises DTypeError for non-numeric data or an unsupported dtype.
+    """
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    arr = np.asarray(data)
+    if dtype is None:
+        if arr.dtype not in (np.float32, np.float64):
+            if arr.dtype.kind not in "biuf":
+                raise _core.DTypeError(f"expected numeric data, got an array of dtype {arr.dtype}")
+            arr = arr.astype(np.float64)
+    else:
+        arr = arr.astype(_dtype_name(dtype))
+    _check_device(device)
+    return _core.tensor_from_numpy(np.ascontiguousarray(arr), requires_grad)
+
+
+def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """A tensor from a float32 or float64 array (copied into tlrs storage).
+
+    Raises DTypeError naming the dtype for any other array.
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected a numpy.ndarray, got {type(array).__name__}")
+    return _core.tensor_from_numpy(array, requires_grad)
+
+
+def full(shape: Shape, fill_value: float, dtype: Any = None, device: str | None = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of `shape` filled with `fill_value`."""
+    _check_device(device)
+    return _core.full(_shape((shape,)), float(fill_value), _dtype_name(dtype), requires_grad)
+
+
+def zeros(*shape: Shape, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros."""
+    _check_device(device)
+    return _core.full(_shape(shape), 0.0, _dtype_name(dtype), requires_grad)
+
+
+def ones(*shape: Shape, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones."""
+    _check_device(device)
+    return _core.full(_shape(shape), 1.0, _dtype_name(dtype), requires_grad)
+
+
+def arange(start: float, end: float | None = None, step: float = 1.0, dtype: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from `start` (inclusive) to `end` (exclusive) by `step`, as `torch.arange`."""
+    if end is None:
+        start, end = 0.0, start
+    if step == 0:
+        raise ValueError("arange: expected a non-zero step, got 0")
+    arr = np.arange(start, end, step, dtype=_dtype_name(dtype))
+    return _core.tensor_from_numpy(arr, requires_grad)
+
+
+def rand(*shape: Shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform values in [0, 1) from the global seed stream (see `manual_seed`)."""
+    return _core.rand(_shape(shape), _dtype_name(dtype), requires_grad)
+
+
+def randn(*shape: Shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal values from the global seed stream (see `manual_seed`)."""
+    return _core.randn(_shape(shape), _dtype_name(dtype), requires_grad)
+

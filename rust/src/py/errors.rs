@@ -1,0 +1,68 @@
+//! Maps the core's `Error` to Python exceptions, and turns any panic into an exception rather
+//! than letting `PanicException` (a BaseException) or an abort reach the user.
+
+use crate::Error;
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::{create_exception, PyErr, PyResult};
+
+create_exception!(
+    _core,
+    ShapeError,
+    PyValueError,
+    "Operand shapes do not fit the operation."
+);
+create_exception!(
+    _core,
+    DTypeError,
+    PyTypeError,
+    "Operand dtypes differ or are not supported."
+);
+create_exception!(
+    _core,
+    DeviceError,
+    PyValueError,
+    "Operands live on different devices."
+);
+create_exception!(
+    _core,
+    CudaUnavailableError,
+    PyRuntimeError,
+    "CUDA cannot be used here."
+);
+create_exception!(
+    _core,
+    AutogradError,
+    PyRuntimeError,
+    "Autograd was used in a way it cannot serve."
+);
+
+pub fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Shape { .. } => ShapeError::new_err(msg),
+        Error::DType { .. } => DTypeError::new_err(msg),
+        Error::Device { .. } => DeviceError::new_err(msg),
+        Error::Index { .. } => PyIndexError::new_err(msg),
+        Error::Arg { .. } => PyValueError::new_err(msg),
+        Error::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
+        Error::Autograd(_) => AutogradError::new_err(msg),
+    }
+}
+
+/// Runs core work, mapping its error and catching a panic as a RuntimeError (a bug in tlrs, but
+/// never a crash of the user's program).
+pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(to_py),
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in tlrs (please report it): {what}"
+            )))
+        }
+    }
+}

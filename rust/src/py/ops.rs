@@ -1,0 +1,205 @@
+//! Module-level functions of `tlrs._core`: constructors, the op set, autograd and runtime
+//! switches. Each converts arguments, releases the GIL around core work and maps errors.
+
+use super::errors::guard;
+use super::tensor::{from_numpy, parse_dtype, PyTensor};
+use crate::backend::cpu::parallel;
+use crate::{autograd, ops, Tensor};
+use pyo3::prelude::*;
+
+type T = PyTensor;
+
+fn run(py: Python<'_>, f: impl FnOnce() -> crate::Result<Tensor> + Send) -> PyResult<T> {
+    py.detach(|| guard(f)).map(PyTensor::new)
+}
+
+#[pyfunction]
+#[pyo3(signature = (array, requires_grad=false))]
+pub fn tensor_from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<T> {
+    from_numpy(array, requires_grad).map(PyTensor::new)
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, value, dtype="float64", requires_grad=false))]
+pub fn full(shape: Vec<usize>, value: f64, dtype: &str, requires_grad: bool) -> PyResult<T> {
+    let t = Tensor::full(shape, value, parse_dtype(dtype)?);
+    Ok(PyTensor::new(if requires_grad {
+        t.detach_with_grad(true)
+    } else {
+        t
+    }))
+}
+
+macro_rules! unary_fns {
+    ($($name:ident),*) => {$(
+        #[pyfunction]
+        pub fn $name(py: Python<'_>, x: PyRef<'_, T>) -> PyResult<T> {
+            let x = x.inner.clone();
+            run(py, move || ops::$name(&x))
+        }
+    )*};
+}
+unary_fns!(neg, exp, log, sqrt, abs, relu, tanh, sigmoid, gelu, softplus);
+
+macro_rules! binary_fns {
+    ($($name:ident),*) => {$(
+        #[pyfunction]
+        pub fn $name(py: Python<'_>, a: PyRef<'_, T>, b: PyRef<'_, T>) -> PyResult<T> {
+            let (a, b) = (a.inner.clone(), b.inner.clone());
+            run(py, move || ops::$name(&a, &b))
+        }
+    )*};
+}
+binary_fns!(add, sub, mul, div, maximum, minimum, matmul, mse_loss);
+
+#[pyfunction]
+pub fn pow(py: Python<'_>, x: PyRef<'_, T>, exponent: f64) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::pow(&x, exponent))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, min=None, max=None))]
+pub fn clamp(py: Python<'_>, x: PyRef<'_, T>, min: Option<f64>, max: Option<f64>) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::clamp(&x, min, max))
+}
+
+macro_rules! reduce_fns {
+    ($($name:ident),*) => {$(
+        #[pyfunction]
+        #[pyo3(signature = (x, dim=None, keepdim=false))]
+        pub fn $name(py: Python<'_>, x: PyRef<'_, T>, dim: Option<isize>, keepdim: bool) -> PyResult<T> {
+            let x = x.inner.clone();
+            run(py, move || ops::$name(&x, dim, keepdim))
+        }
+    )*};
+}
+reduce_fns!(sum, mean, max);
+
+#[pyfunction]
+pub fn reshape(x: PyRef<'_, T>, shape: Vec<isize>) -> PyResult<T> {
+    guard(|| ops::reshape(&x.inner, &shape)).map(PyTensor::new)
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, start_dim=0, end_dim=-1))]
+pub fn flatten(x: PyRef<'_, T>, start_dim: isize, end_dim: isize) -> PyResult<T> {
+    guard(|| ops::flatten(&x.inner, start_dim, end_dim)).map(PyTensor::new)
+}
+
+#[pyfunction]
+pub fn permute(py: Python<'_>, x: PyRef<'_, T>, dims: Vec<isize>) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::permute(&x, &dims))
+}
+
+#[pyfunction]
+pub fn transpose(py: Python<'_>, x: PyRef<'_, T>, dim0: isize, dim1: isize) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::transpose(&x, dim0, dim1))
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+pub fn concat(py: Python<'_>, tensors: Vec<PyRef<'_, T>>, dim: isize) -> PyResult<T> {
+    let xs: Vec<Tensor> = tensors.iter().map(|t| t.inner.clone()).collect();
+    run(py, move || ops::concat(&xs, dim))
+}
+
+#[pyfunction]
+pub fn slice(py: Python<'_>, x: PyRef<'_, T>, dim: isize, start: isize, end: isize) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::slice(&x, dim, start, end))
+}
+
+#[pyfunction]
+pub fn index_select(py: Python<'_>, x: PyRef<'_, T>, dim: isize, index: Vec<i64>) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::index_select(&x, dim, &index))
+}
+
+#[pyfunction]
+pub fn softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::softmax(&x, dim))
+}
+
+#[pyfunction]
+pub fn log_softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::log_softmax(&x, dim))
+}
+
+#[pyfunction]
+pub fn cross_entropy_indices(py: Python<'_>, x: PyRef<'_, T>, target: Vec<i64>) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || {
+        ops::cross_entropy(&x, ops::Target::Indices(&target))
+    })
+}
+
+#[pyfunction]
+pub fn cross_entropy_probs(py: Python<'_>, x: PyRef<'_, T>, target: PyRef<'_, T>) -> PyResult<T> {
+    let (x, t) = (x.inner.clone(), target.inner.clone());
+    run(py, move || ops::cross_entropy(&x, ops::Target::Probs(&t)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, weight, bias=None))]
+pub fn linear(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    weight: PyRef<'_, T>,
+    bias: Option<PyRef<'_, T>>,
+) -> PyResult<T> {
+    let (x, w, b) = (
+        x.inner.clone(),
+        weight.inner.clone(),
+        bias.map(|b| b.inner.clone()),
+    );
+    run(py, move || ops::linear(&x, &w, b.as_ref()))
+}
+
+#[pyfunction]
+pub fn grad(py: Python<'_>, output: PyRef<'_, T>, inputs: Vec<PyRef<'_, T>>) -> PyResult<Vec<T>> {
+    let out = output.inner.clone();
+    let xs: Vec<Tensor> = inputs.iter().map(|t| t.inner.clone()).collect();
+    let gs = py.detach(|| guard(|| autograd::grad(&out, &xs)))?;
+    Ok(gs.into_iter().map(PyTensor::new).collect())
+}
+
+#[pyfunction]
+pub fn enter_no_grad() {
+    autograd::enter_no_grad();
+}
+
+#[pyfunction]
+pub fn exit_no_grad() {
+    autograd::exit_no_grad();
+}
+
+#[pyfunction]
+pub fn is_grad_enabled() -> bool {
+    autograd::grad_enabled()
+}
+
+#[pyfunction]
+pub fn set_num_threads(n: usize) -> PyResult<()> {
+    guard(|| parallel::set_num_threads(n))
+}
+
+#[pyfunction]
+pub fn get_num_threads() -> usize {
+    parallel::num_threads()
+}
+
+#[pyfunction]
+pub fn set_fast_kernels(on: bool) {
+    parallel::set_fast_kernels(on);
+}
+
+#[pyfunction]
+pub fn get_fast_kernels() -> bool {
+    parallel::fast_kernels()
+}

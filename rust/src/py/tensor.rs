@@ -1,0 +1,384 @@
+//! The Python `Tensor` class: attributes, NumPy conversion both ways, operators. Semantics live
+//! in the core; this file converts and maps errors only.
+
+use super::errors::{guard, DTypeError};
+use crate::storage::CpuStorage;
+use crate::{ops, DType, Device, Tensor};
+use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+#[pyclass(name = "Tensor", module = "tlrs._core")]
+pub struct PyTensor {
+    pub inner: Tensor,
+}
+
+impl PyTensor {
+    pub fn new(t: Tensor) -> Self {
+        PyTensor { inner: t }
+    }
+}
+
+pub fn parse_dtype(s: &str) -> PyResult<DType> {
+    match s {
+        "float32" | "f32" => Ok(DType::F32),
+        "float64" | "f64" | "float" | "double" => Ok(DType::F64),
+        other => Err(DTypeError::new_err(format!(
+            "expected dtype 'float32' or 'float64', got '{other}'"
+        ))),
+    }
+}
+
+pub fn parse_device(s: &str) -> PyResult<Device> {
+    guard(|| Device::parse(s))
+}
+
+fn vec_from_array<T: numpy::Element + Copy>(a: &PyReadonlyArrayDyn<'_, T>) -> Vec<T> {
+    match a.as_slice() {
+        Ok(s) => s.to_vec(),
+        // Not C-contiguous: ndarray iterates in logical (row-major) order.
+        Err(_) => a.as_array().iter().copied().collect(),
+    }
+}
+
+/// A Tensor from a float32/float64 NumPy array (copied); other dtypes are a TypeError.
+pub fn from_numpy(arr: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<Tensor> {
+    let (storage, shape) = if let Ok(a) = arr.cast::<PyArrayDyn<f32>>() {
+        let r = a.readonly();
+        (CpuStorage::F32(vec_from_array(&r)), r.shape().to_vec())
+    } else if let Ok(a) = arr.cast::<PyArrayDyn<f64>>() {
+        let r = a.readonly();
+        (CpuStorage::F64(vec_from_array(&r)), r.shape().to_vec())
+    } else {
+        let dt = arr
+            .getattr("dtype")
+            .and_then(|d| d.str())
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| {
+                arr.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            });
+        return Err(DTypeError::new_err(format!(
+            "expected a float32 or float64 array, got {dt}"
+        )));
+    };
+    let t = guard(|| Tensor::from_cpu(storage, shape))?;
+    Ok(if requires_grad {
+        t.detach_with_grad(true)
+    } else {
+        t
+    })
+}
+
+pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let shape = IxDyn(t.dims());
+    let bad = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
+    Ok(match guard(|| t.cpu().cloned())? {
+        CpuStorage::F32(v) => ArrayD::from_shape_vec(shape, v)
+            .map_err(bad)?
+            .into_pyarray(py)
+            .into_any(),
+        CpuStorage::F64(v) => ArrayD::from_shape_vec(shape, v)
+            .map_err(bad)?
+            .into_pyarray(py)
+            .into_any(),
+    })
+}
+
+/// Another operand of an arithmetic operator: a Tensor, or a Python number taken in `like`'s dtype.
+fn operand(like: &Tensor, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if let Ok(t) = other.cast::<PyTensor>() {
+        return Ok(t.borrow().inner.clone());
+    }
+    if let Ok(v) = other.extract::<f64>() {
+        return Ok(Tensor::scalar(v, like.dtype()));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "expected a Tensor or a number, got {}",
+        other.get_type().name()?
+    )))
+}
+
+fn binary(py: Python<'_>, a: Tensor, b: Tensor, op: ops::BinaryOp) -> PyResult<PyTensor> {
+    py.detach(|| guard(|| ops::binary(op, &a, &b)))
+        .map(PyTensor::new)
+}
+
+#[pymethods]
+impl PyTensor {
+    #[getter]
+    fn shape(&self) -> Vec<usize> {
+        self.inner.dims().to_vec()
+    }
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.dtype().name()
+    }
+    #[getter]
+    fn device(&self) -> String {
+        self.inner.device().to_string()
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.rank()
+    }
+    #[getter]
+    fn requires_grad(&self) -> bool {
+        self.inner.requires_grad()
+    }
+    #[setter]
+    fn set_requires_grad(&mut self, on: bool) -> PyResult<()> {
+        if !self.inner.is_leaf() {
+            return Err(PyValueError::new_err(
+                "requires_grad can only be changed on a leaf tensor (one not computed from others); use detach() first",
+            ));
+        }
+        self.inner = self.inner.detach_with_grad(on);
+        Ok(())
+    }
+    #[getter]
+    fn grad(&self) -> Option<PyTensor> {
+        self.inner.grad().map(PyTensor::new)
+    }
+    #[setter(grad)]
+    fn set_grad(&self, g: Option<PyRef<'_, PyTensor>>) {
+        self.inner.set_grad(g.map(|g| g.inner.clone()));
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.inner.is_leaf()
+    }
+    fn numel(&self) -> usize {
+        self.inner.numel()
+    }
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)
+    }
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let a = to_numpy(py, &self.inner)?;
+        match dtype {
+            Some(d) => a.call_method1("astype", (d,)),
+            None => Ok(a),
+        }
+    }
+    fn item(&self) -> PyResult<f64> {
+        guard(|| self.inner.item())
+    }
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)?.call_method0("tolist")
+    }
+    fn detach(&self) -> PyTensor {
+        PyTensor::new(self.inner.detach())
+    }
+    /// Converts to a dtype ('float32'/'float64') or moves to a device ('cpu', 'cuda', 'cuda:N').
+    fn to(&self, target: &str) -> PyResult<PyTensor> {
+        if let Ok(d) = parse_dtype(target) {
+            return guard(|| self.inner.to_dtype(d)).map(PyTensor::new);
+        }
+        let dev = parse_device(target).map_err(|_| {
+            PyValueError::new_err(format!(
+                "expected a dtype ('float32', 'float64') or a device ('cpu', 'cuda', 'cuda:N'), got '{target}'"
+            ))
+        })?;
+        guard(|| self.inner.to_device(dev)).map(PyTensor::new)
+    }
+    fn backward(&self, py: Python<'_>) -> PyResult<()> {
+        let t = self.inner.clone();
+        py.detach(|| guard(|| crate::autograd::backward(&t)))
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .dims()
+            .first()
+            .copied()
+            .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        self.item()
+    }
+    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            self.inner.clone(),
+            operand(&self.inner, o)?,
+            ops::BinaryOp::Add,
+        )
+    }
+    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            operand(&self.inner, o)?,
+            self.inner.clone(),
+            ops::BinaryOp::Add,
+        )
+    }
+    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            self.inner.clone(),
+            operand(&self.inner, o)?,
+            ops::BinaryOp::Sub,
+        )
+    }
+    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            operand(&self.inner, o)?,
+            self.inner.clone(),
+            ops::BinaryOp::Sub,
+        )
+    }
+    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            self.inner.clone(),
+            operand(&self.inner, o)?,
+            ops::BinaryOp::Mul,
+        )
+    }
+    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            operand(&self.inner, o)?,
+            self.inner.clone(),
+            ops::BinaryOp::Mul,
+        )
+    }
+    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            self.inner.clone(),
+            operand(&self.inner, o)?,
+            ops::BinaryOp::Div,
+        )
+    }
+    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            operand(&self.inner, o)?,
+            self.inner.clone(),
+            ops::BinaryOp::Div,
+        )
+    }
+    fn __matmul__(&self, py: Python<'_>, o: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+        let (a, b) = (self.inner.clone(), o.inner.clone());
+        py.detach(|| guard(|| ops::matmul(&a, &b)))
+            .map(PyTensor::new)
+    }
+    fn __neg__(&self) -> PyResult<PyTensor> {
+        guard(|| ops::neg(&self.inner)).map(PyTensor::new)
+    }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let arr = to_numpy(py, &self.inner)?;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("precision", 4)?;
+        kwargs.set_item("separator", ", ")?;
+        kwargs.set_item("prefix", "tensor(")?;
+        let body: String = py
+            .import("numpy")?
+            .call_method("array2string", (arr,), Some(&kwargs))?
+            .extract()?;
+        let mut extra = String::new();
+        if self.inner.dtype() != DType::F64 {
+            extra.push_str(&format!(", dtype={}", self.inner.dtype()));
+        }
+        if self.inner.requires_grad() {
+            extra.push_str(", requires_grad=True");
+        }
+        Ok(format!("tensor({body}{extra})"))
+    }
+    fn exp(&self) -> PyResult<PyTensor> {
+        guard(|| ops::exp(&self.inner)).map(PyTensor::new)
+    }
+    fn log(&self) -> PyResult<PyTensor> {
+        guard(|| ops::log(&self.inner)).map(PyTensor::new)
+    }
+    fn sqrt(&self) -> PyResult<PyTensor> {
+        guard(|| ops::sqrt(&self.inner)).map(PyTensor::new)
+    }
+    fn abs(&self) -> PyResult<PyTensor> {
+        guard(|| ops::abs(&self.inner)).map(PyTensor::new)
+    }
+    fn relu(&self) -> PyResult<PyTensor> {
+        guard(|| ops::relu(&self.inner)).map(PyTensor::new)
+    }
+    fn tanh(&self) -> PyResult<PyTensor> {
+        guard(|| ops::tanh(&self.inner)).map(PyTensor::new)
+    }
+    fn sigmoid(&self) -> PyResult<PyTensor> {
+        guard(|| ops::sigmoid(&self.inner)).map(PyTensor::new)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn sum(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+        let t = self.inner.clone();
+        py.detach(|| guard(|| ops::sum(&t, dim, keepdim)))
+            .map(PyTensor::new)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn mean(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+        let t = self.inner.clone();
+        py.detach(|| guard(|| ops::mean(&t, dim, keepdim)))
+            .map(PyTensor::new)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+        let t = self.inner.clone();
+        py.detach(|| guard(|| ops::max(&t, dim, keepdim)))
+            .map(PyTensor::new)
+    }
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, shape: Vec<Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let dims: Vec<isize> = if shape.len() == 1 && shape[0].extract::<isize>().is_err() {
+            shape[0].extract()?
+        } else {
+            shape.iter().map(|d| d.extract()).collect::<PyResult<_>>()?
+        };
+        guard(|| ops::reshape(&self.inner, &dims)).map(PyTensor::new)
+    }
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, start_dim: isize, end_dim: isize) -> PyResult<PyTensor> {
+        guard(|| ops::flatten(&self.inner, start_dim, end_dim)).map(PyTensor::new)
+    }
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, dims: Vec<isize>) -> PyResult<PyTensor> {
+        guard(|| ops::permute(&self.inner, &dims)).map(PyTensor::new)
+    }
+    fn transpose(&self, dim0: isize, dim1: isize) -> PyResult<PyTensor> {
+        guard(|| ops::transpose(&self.inner, dim0, dim1)).map(PyTensor::new)
+    }
+    /// The transpose of a matrix (the last two axes swapped).
+    #[getter(T)]
+    fn t_(&self) -> PyResult<PyTensor> {
+        guard(|| ops::transpose(&self.inner, -2, -1)).map(PyTensor::new)
+    }
+    fn softmax(&self, dim: isize) -> PyResult<PyTensor> {
+        guard(|| ops::softmax(&self.inner, dim)).map(PyTensor::new)
+    }
+    fn log_softmax(&self, dim: isize) -> PyResult<PyTensor> {
+        guard(|| ops::log_softmax(&self.inner, dim)).map(PyTensor::new)
+    }
+    fn matmul(&self, py: Python<'_>, other: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+        self.__matmul__(py, other)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
+        guard(|| ops::clamp(&self.inner, min, max)).map(PyTensor::new)
+    }
+    fn pow(&self, exponent: f64) -> PyResult<PyTensor> {
+        guard(|| ops::pow(&self.inner, exponent)).map(PyTensor::new)
+    }
+    fn __pow__(&self, e: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let _ = modulo;
+        guard(|| ops::pow(&self.inner, e)).map(PyTensor::new)
+    }
+}

@@ -1,0 +1,55 @@
+//! Random tensors from the global seed stream: each call draws one key from the SplitMix64
+//! stream, and element i is a pure function of (key, i), so values do not depend on the device
+//! or the thread count (SPEC §5).
+
+use crate::rng::{uniform_at, SeedStream};
+use crate::storage::CpuStorage;
+use crate::{DType, Result, Shape, Tensor};
+use std::sync::Mutex;
+
+static GLOBAL: Mutex<SeedStream> = Mutex::new(SeedStream::new());
+
+fn with_stream<R>(f: impl FnOnce(&mut SeedStream) -> R) -> R {
+    match GLOBAL.lock() {
+        Ok(mut s) => f(&mut s),
+        Err(poisoned) => f(&mut poisoned.into_inner()),
+    }
+}
+
+/// Restarts the global stream at `seed` (the reference's `manualSeed`).
+pub fn manual_seed(seed: u64) {
+    with_stream(|s| s.manual_seed(seed));
+}
+
+/// The next seed of the global stream (the reference's `freshSeed`).
+pub fn fresh_seed() -> u64 {
+    with_stream(|s| s.fresh_seed())
+}
+
+fn build(shape: Shape, dtype: DType, values: Vec<f64>) -> Result<Tensor> {
+    Tensor::from_cpu(CpuStorage::from_f64(dtype, &values), shape)
+}
+
+/// Uniform values in [0, 1).
+pub fn rand(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+    let shape = shape.into();
+    let key = fresh_seed();
+    let v = (0..shape.numel() as u64)
+        .map(|i| uniform_at(key, i))
+        .collect();
+    build(shape, dtype, v)
+}
+
+/// Standard normal values by Box–Muller over the pair (2i, 2i + 1) of the key's uniforms.
+pub fn randn(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+    let shape = shape.into();
+    let key = fresh_seed();
+    let v = (0..shape.numel() as u64)
+        .map(|i| {
+            let u1 = 1.0 - uniform_at(key, 2 * i); // in (0, 1], so the log is finite
+            let u2 = uniform_at(key, 2 * i + 1);
+            libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2)
+        })
+        .collect();
+    build(shape, dtype, v)
+}
