@@ -1,11 +1,12 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
-from . import ops
+from . import init, ops, random
 from ._core import Tensor, __version__, fresh_seed, manual_seed
 from .autograd import grad, is_grad_enabled, no_grad
 from .errors import (
     ArgError,
     AutogradError,
+    CheckpointError,
     CudaUnavailableError,
     DeviceError,
     DTypeError,
@@ -17,6 +18,7 @@ from .tensor import arange, from_numpy, full, ones, rand, randn, tensor, zeros
 __all__ = [
     "ArgError",
     "AutogradError",
+    "CheckpointError",
     "CudaUnavailableError",
     "DeviceError",
     "DTypeError",
@@ -31,6 +33,7 @@ __all__ = [
     "get_fast_kernels",
     "get_num_threads",
     "grad",
+    "init",
     "is_grad_enabled",
     "manual_seed",
     "no_grad",
@@ -38,6 +41,7 @@ __all__ = [
     "ops",
     "rand",
     "randn",
+    "random",
     "set_fast_kernels",
     "set_num_threads",
     "tensor",

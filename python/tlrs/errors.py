@@ -1,6 +1,13 @@
 """The exceptions tlrs raises, all under the standard Python hierarchy."""
 
-from ._core import AutogradError, CudaUnavailableError, DeviceError, DTypeError, ShapeError
+from ._core import (
+    AutogradError,
+    CheckpointError,
+    CudaUnavailableError,
+    DeviceError,
+    DTypeError,
+    ShapeError,
+)
 
 
 class ArgError(ValueError):
@@ -10,6 +17,7 @@ class ArgError(ValueError):
 __all__ = [
     "ArgError",
     "AutogradError",
+    "CheckpointError",
     "CudaUnavailableError",
     "DeviceError",
     "DTypeError",

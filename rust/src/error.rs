@@ -35,6 +35,9 @@ pub enum Error {
     /// CUDA cannot be used on this machine or build.
     #[error("{0}")]
     CudaUnavailable(String),
+    /// A file could not be read or written, or its contents are corrupt.
+    #[error("{0}")]
+    Io(String),
     /// Autograd misuse: backward on a non-scalar, grad of a tensor that does not require it.
     #[error("{0}")]
     Autograd(String),

@@ -3,6 +3,7 @@
 
 pub mod autograd;
 pub mod backend;
+pub mod checkpoint;
 pub mod device;
 pub mod dtype;
 pub mod error;

@@ -53,3 +53,8 @@ pub fn randn(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
         .collect();
     build(shape, dtype, v)
 }
+
+/// The global stream's (seed, counter).
+pub fn stream_state() -> (u64, u64) {
+    with_stream(|s| (s.seed(), s.counter()))
+}

@@ -7,6 +7,13 @@ use pyo3::{create_exception, PyErr, PyResult};
 
 create_exception!(
     _core,
+    CheckpointError,
+    PyValueError,
+    "A checkpoint file is missing, corrupt or cannot be written."
+);
+
+create_exception!(
+    _core,
     ShapeError,
     PyValueError,
     "Operand shapes do not fit the operation."
@@ -46,6 +53,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Arg { .. } => PyValueError::new_err(msg),
         Error::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
         Error::Autograd(_) => AutogradError::new_err(msg),
+        Error::Io(_) => CheckpointError::new_err(msg),
     }
 }
 

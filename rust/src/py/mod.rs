@@ -1,7 +1,9 @@
 //! PyO3 bindings (feature "python"): the native module `tlrs._core`. Thin by design: conversion
 //! and error mapping only; semantics live in the core.
 
+mod checkpoint;
 mod errors;
+mod init;
 mod ops;
 mod random;
 mod tensor;
@@ -19,8 +21,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "CudaUnavailableError",
         py.get_type::<errors::CudaUnavailableError>(),
     )?;
+    m.add("CheckpointError", py.get_type::<errors::CheckpointError>())?;
     m.add("AutogradError", py.get_type::<errors::AutogradError>())?;
     m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<init::PyFloatInit>()?;
+    m.add_class::<init::PyPlan>()?;
     macro_rules! add_fns {
         ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
     }
@@ -75,6 +80,20 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         random::rand,
         random::randn,
         random::cpu_features,
+        init::fan_in_out,
+        init::xavier_uniform_for_shape,
+        init::kaiming_uniform_for_shape,
+        init::xavier_linear_weight,
+        init::kaiming_linear_weight,
+        init::splitmix64,
+        init::next_seed,
+        init::key_of,
+        init::runtime_init_unit,
+        init::lcg_units,
+        init::shuffle_permutation,
+        init::seed_stream_state,
+        checkpoint::save_safetensors,
+        checkpoint::load_safetensors,
     );
     Ok(())
 }

@@ -168,6 +168,7 @@ pub fn naive_binary(
 
 /// Naive product of A (stored [k, m] when ta, else [m, k]) and B (stored [n, k] when tb, else
 /// [k, n]): each output a left fold from 0 in k order, `acc = acc + a * b` (never fused).
+#[allow(clippy::assign_op_pattern)] // the fold is spelled out on purpose
 pub fn naive_matmul_f64(
     a: &[f64],
     b: &[f64],
@@ -193,6 +194,7 @@ pub fn naive_matmul_f64(
 }
 
 /// The same fold in f32 arithmetic.
+#[allow(clippy::assign_op_pattern)]
 pub fn naive_matmul_f32(
     a: &[f32],
     b: &[f32],

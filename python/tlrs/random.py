@@ -1,0 +1,62 @@
+"""(`tlrs.random`; `tlrs.rand` is the tensor constructor, as in torch.) The reference's generators: the global SplitMix64 seed stream (`manual_seed`, `fresh_seed`,
+`with_model`), the runtime-init unit sampler, the layer-initialiser LCG and the dataset-shuffle LCG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from ._core import (
+    fresh_seed,
+    key_of,
+    lcg_units,
+    manual_seed,
+    next_seed,
+    runtime_init_unit,
+    seed_stream_state,
+    shuffle_permutation,
+    splitmix64,
+)
+
+T = TypeVar("T")
+
+__all__ = [
+    "fresh_seed",
+    "key_of",
+    "lcg_units",
+    "manual_seed",
+    "next_seed",
+    "runtime_init_unit",
+    "seed_stream_state",
+    "shuffle_permutation",
+    "splitmix64",
+    "with_model",
+    "SeedStream",
+]
+
+
+class SeedStream:
+    """A local (seed, counter) stream: `fresh_seed()` returns next_seed(seed, counter), counter += 1."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.counter = 0
+
+    def fresh_seed(self) -> int:
+        """The next seed of this stream."""
+        s = next_seed(self.seed, self.counter)
+        self.counter += 1
+        return s
+
+
+def with_model(builder: Callable[[SeedStream], T], k: Callable[[T], object] | None = None) -> T:
+    """Draws one seed from the global stream and builds from a fresh local stream (seed, 0).
+
+    Layers draw their seeds from the local stream in construction order (the reference's
+    `nn.withModel`). Calls `k(model)` when given and returns the model.
+    """
+    model = builder(SeedStream(fresh_seed()))
+    if k is not None:
+        k(model)
+    return model

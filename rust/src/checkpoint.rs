@@ -1,0 +1,111 @@
+//! Checkpoints in the safetensors format: named f32/f64 tensors plus string metadata. Writes
+//! are atomic (a temporary file in the same folder, synced, then renamed), and a truncated or
+//! corrupt file is an error before any tensor is returned.
+
+use crate::storage::CpuStorage;
+use crate::{Error, Result, Tensor};
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+fn io_err(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Io(format!("{what} {}: {e}", path.display()))
+}
+
+fn bytes_of(t: &Tensor) -> Result<(Dtype, Vec<u8>)> {
+    Ok(match t.cpu()? {
+        CpuStorage::F32(v) => (Dtype::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        CpuStorage::F64(v) => (Dtype::F64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+    })
+}
+
+/// Writes `tensors` under `names` with `metadata` to `path`, atomically.
+pub fn save(
+    path: &Path,
+    names: &[String],
+    tensors: &[Tensor],
+    metadata: HashMap<String, String>,
+) -> Result<()> {
+    if names.len() != tensors.len() {
+        return Err(Error::arg(
+            "save",
+            format!(
+                "expected one name per tensor, got {} names for {} tensors",
+                names.len(),
+                tensors.len()
+            ),
+        ));
+    }
+    let mut data = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        data.push(bytes_of(t)?);
+    }
+    let mut views = Vec::with_capacity(tensors.len());
+    for ((name, t), (dtype, bytes)) in names.iter().zip(tensors).zip(&data) {
+        let view = TensorView::new(*dtype, t.dims().to_vec(), bytes)
+            .map_err(|e| io_err(path, "cannot encode", e))?;
+        views.push((name.clone(), view));
+    }
+    let buf = safetensors::serialize(views, Some(metadata))
+        .map_err(|e| io_err(path, "cannot encode", e))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io_err(path, "cannot write", "not a file path"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&buf)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_err(path, "cannot write", e)
+    })
+}
+
+/// Reads a checkpoint: (name, tensor) pairs in file order, and the metadata.
+pub fn load(path: &Path) -> Result<(Vec<(String, Tensor)>, HashMap<String, String>)> {
+    let buf = std::fs::read(path).map_err(|e| io_err(path, "cannot read", e))?;
+    let st = SafeTensors::deserialize(&buf)
+        .map_err(|e| io_err(path, "corrupt or truncated checkpoint", e))?;
+    let (_, meta) = SafeTensors::read_metadata(&buf)
+        .map_err(|e| io_err(path, "corrupt or truncated checkpoint", e))?;
+    let metadata = meta.metadata().clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (name, view) in st.tensors() {
+        let bytes = view.data();
+        let storage = match view.dtype() {
+            Dtype::F32 => CpuStorage::F32(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            Dtype::F64 => CpuStorage::F64(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                    .collect(),
+            ),
+            other => {
+                return Err(io_err(
+                    path,
+                    "unsupported tensor dtype in",
+                    format!("{name} is {other:?}"),
+                ))
+            }
+        };
+        out.push((name, Tensor::from_cpu(storage, view.shape().to_vec())?));
+    }
+    Ok((out, metadata))
+}

@@ -1,0 +1,195 @@
+//! Bindings for runtime parameter initialisation (`tlrs.init`) and the reference's generators
+//! (`tlrs.rand`). Values are materialised in Rust, in the target dtype.
+
+use super::errors::guard;
+use super::tensor::{parse_dtype, PyTensor};
+use crate::init::{self, FloatInit, InitError, Plan};
+use crate::storage::CpuStorage;
+use crate::{rng, DType, Tensor};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+fn init_err(e: InitError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn materialise(init: &FloatInit, shape: &[usize], dtype: DType) -> PyResult<Tensor> {
+    let storage = match dtype {
+        DType::F64 => CpuStorage::F64(init.values_f64(shape).map_err(init_err)?),
+        DType::F32 => CpuStorage::F32(init.values_f32(shape).map_err(init_err)?),
+    };
+    guard(|| Tensor::from_cpu(storage, shape.to_vec()))
+}
+
+/// One parameter's initialiser (the reference's `RuntimeInit.FloatInit`).
+#[pyclass(name = "FloatInit", module = "tlrs._core", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyFloatInit(pub FloatInit);
+
+#[pymethods]
+impl PyFloatInit {
+    #[staticmethod]
+    fn zeros() -> Self {
+        PyFloatInit(FloatInit::Zeros)
+    }
+    #[staticmethod]
+    fn ones() -> Self {
+        PyFloatInit(FloatInit::Ones)
+    }
+    #[staticmethod]
+    #[pyo3(signature = (lo, hi, seed=0))]
+    fn uniform(lo: f64, hi: f64, seed: u64) -> Self {
+        PyFloatInit(FloatInit::Uniform { lo, hi, seed })
+    }
+    #[staticmethod]
+    #[pyo3(signature = (fan_in, fan_out, seed=0))]
+    fn xavier_uniform(fan_in: usize, fan_out: usize, seed: u64) -> Self {
+        PyFloatInit(FloatInit::XavierUniform {
+            fan_in,
+            fan_out,
+            seed,
+        })
+    }
+    #[staticmethod]
+    #[pyo3(signature = (fan_in, seed=0))]
+    fn kaiming_uniform(fan_in: usize, seed: u64) -> Self {
+        PyFloatInit(FloatInit::KaimingUniform { fan_in, seed })
+    }
+    #[staticmethod]
+    fn flat(values: Vec<f64>) -> Self {
+        PyFloatInit(FloatInit::Flat(values))
+    }
+    /// The values for a tensor of `shape` in `dtype`, as a Tensor.
+    #[pyo3(signature = (shape, dtype="float64"))]
+    fn values(&self, shape: Vec<usize>, dtype: &str) -> PyResult<PyTensor> {
+        materialise(&self.0, &shape, parse_dtype(dtype)?).map(PyTensor::new)
+    }
+    fn __repr__(&self) -> String {
+        match &self.0 {
+            FloatInit::Zeros => "FloatInit.zeros()".into(),
+            FloatInit::Ones => "FloatInit.ones()".into(),
+            FloatInit::Uniform { lo, hi, seed } => {
+                format!("FloatInit.uniform({lo}, {hi}, seed={seed})")
+            }
+            FloatInit::XavierUniform {
+                fan_in,
+                fan_out,
+                seed,
+            } => {
+                format!("FloatInit.xavier_uniform({fan_in}, {fan_out}, seed={seed})")
+            }
+            FloatInit::KaimingUniform { fan_in, seed } => {
+                format!("FloatInit.kaiming_uniform({fan_in}, seed={seed})")
+            }
+            FloatInit::Flat(v) => format!("FloatInit.flat(<{} values>)", v.len()),
+        }
+    }
+}
+
+/// A plan: one initialiser per parameter shape, checked when built (the reference's `Plan`).
+#[pyclass(name = "Plan", module = "tlrs._core", frozen)]
+pub struct PyPlan(pub Plan);
+
+#[pymethods]
+impl PyPlan {
+    #[new]
+    fn new(param_shapes: Vec<Vec<usize>>, inits: Vec<PyRef<'_, PyFloatInit>>) -> PyResult<Self> {
+        let inits = inits.iter().map(|i| i.0.clone()).collect();
+        Plan::new(&param_shapes, inits)
+            .map(PyPlan)
+            .map_err(init_err)
+    }
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+    #[getter]
+    fn param_shapes(&self) -> Vec<Vec<usize>> {
+        self.0.shapes().to_vec()
+    }
+    #[getter]
+    fn inits(&self) -> Vec<PyFloatInit> {
+        self.0.inits().iter().cloned().map(PyFloatInit).collect()
+    }
+    /// One tensor per parameter, in order, in `dtype`.
+    #[pyo3(signature = (dtype="float64"))]
+    fn materialise(&self, dtype: &str) -> PyResult<Vec<PyTensor>> {
+        let dt = parse_dtype(dtype)?;
+        self.0
+            .inits()
+            .iter()
+            .zip(self.0.shapes())
+            .map(|(i, s)| materialise(i, s, dt).map(PyTensor::new))
+            .collect()
+    }
+}
+
+#[pyfunction]
+pub fn fan_in_out(shape: Vec<usize>) -> PyResult<(usize, usize)> {
+    init::fan_in_out(&shape).map_err(init_err)
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, seed=0))]
+pub fn xavier_uniform_for_shape(shape: Vec<usize>, seed: u64) -> PyResult<PyFloatInit> {
+    init::xavier_uniform_for_shape(&shape, seed)
+        .map(PyFloatInit)
+        .map_err(init_err)
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, seed=0))]
+pub fn kaiming_uniform_for_shape(shape: Vec<usize>, seed: u64) -> PyResult<PyFloatInit> {
+    init::kaiming_uniform_for_shape(&shape, seed)
+        .map(PyFloatInit)
+        .map_err(init_err)
+}
+
+#[pyfunction]
+#[pyo3(signature = (out_dim, in_dim, seed=0))]
+pub fn xavier_linear_weight(out_dim: usize, in_dim: usize, seed: u64) -> PyFloatInit {
+    PyFloatInit(init::xavier_linear_weight(out_dim, in_dim, seed))
+}
+
+#[pyfunction]
+#[pyo3(signature = (out_dim, in_dim, seed=0))]
+pub fn kaiming_linear_weight(out_dim: usize, in_dim: usize, seed: u64) -> PyFloatInit {
+    PyFloatInit(init::kaiming_linear_weight(out_dim, in_dim, seed))
+}
+
+#[pyfunction]
+pub fn splitmix64(x: u64) -> u64 {
+    rng::splitmix64(x)
+}
+
+#[pyfunction]
+pub fn next_seed(seed: u64, counter: u64) -> u64 {
+    rng::next_seed(seed, counter)
+}
+
+#[pyfunction]
+pub fn key_of(seed: u64, counter: u64) -> u64 {
+    rng::key_of(seed, counter)
+}
+
+#[pyfunction]
+pub fn runtime_init_unit(seed: u64, index: u64) -> f64 {
+    rng::runtime_init_unit(seed, index)
+}
+
+/// The layer-initialiser LCG's first `n` unit values for `seed` (one O(n) sweep).
+#[pyfunction]
+pub fn lcg_units(seed: u64, n: usize) -> Vec<f64> {
+    rng::lcg_units(seed, n)
+}
+
+/// The dataset-shuffle LCG: the permutation of `n` items for `seed`, and the next seed.
+#[pyfunction]
+pub fn shuffle_permutation(seed: u64, n: usize) -> (Vec<usize>, u64) {
+    rng::shuffle_permutation(seed, n)
+}
+
+/// The global seed stream's (seed, counter), for `with_model` and tests.
+#[pyfunction]
+pub fn seed_stream_state() -> (u64, u64) {
+    crate::random::stream_state()
+}
