@@ -21,6 +21,22 @@ pub struct TensorInner {
 #[derive(Clone)]
 pub struct Tensor(Arc<TensorInner>);
 
+impl Drop for TensorInner {
+    // Dropping a long chain recursively (each node dropping its inputs) would overflow the
+    // stack; unlink the graph iteratively instead.
+    fn drop(&mut self) {
+        let Some(op) = self.op.take() else { return };
+        let mut stack = op.into_inputs();
+        while let Some(t) = stack.pop() {
+            if let Ok(mut inner) = Arc::try_unwrap(t.0) {
+                if let Some(op) = inner.op.take() {
+                    stack.extend(op.into_inputs());
+                }
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -240,7 +240,6 @@ fn matmul_matrix_vector_and_dot() {
 }
 
 #[test]
-#[ignore = "bug: matmul([k], [k, n]) returns shape [1] over n values (rust/src/ops/matmul.rs: for a 1-D left operand it removes the last axis instead of the second to last)"]
 fn matmul_vector_matrix() {
     let v = rand_vec(294, 4, -1.0, 1.0);
     let b = rand_vec(295, 20, -1.0, 1.0);

@@ -407,7 +407,6 @@ fn grad_matmul_vector_dot_and_matrix_vector() {
 }
 
 #[test]
-#[ignore = "bug: ops::matmul with a 1-D left operand and an N-D right operand drops the wrong axis (rust/src/ops/matmul.rs, `d.remove(d.len() - 1)`), see forward_values"]
 fn grad_matmul_vector_matrix() {
     check(
         "matmul [4] @ [4,5]",

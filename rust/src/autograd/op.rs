@@ -88,6 +88,30 @@ impl Op {
         }
     }
 
+    /// The inputs, by value (used to free long graphs without recursion).
+    pub fn into_inputs(self) -> Vec<Tensor> {
+        match self {
+            Op::Cast(x)
+            | Op::Unary(_, x)
+            | Op::Pow(x, _)
+            | Op::Clamp(x, _, _)
+            | Op::Sum { x, .. }
+            | Op::Mean { x, .. }
+            | Op::Max { x, .. }
+            | Op::SumTo(x)
+            | Op::BroadcastTo(x)
+            | Op::Reshape(x)
+            | Op::Permute(x, _)
+            | Op::Slice { x, .. }
+            | Op::IndexSelect { x, .. }
+            | Op::Softmax { x, .. }
+            | Op::LogSoftmax { x, .. } => vec![x],
+            Op::NllLoss { logp, .. } => vec![logp],
+            Op::Binary(_, a, b) | Op::Matmul { a, b, .. } => vec![a, b],
+            Op::Concat(xs, _) => xs,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Op::Cast(_) => "cast",

@@ -50,7 +50,7 @@ fn infer_shape(x: &Tensor, dims: &[isize]) -> Result<Shape> {
                 format!("dimensions must be >= 0 or -1, got {dims:?}"),
             ));
         } else {
-            known *= d as usize;
+            known = known.checked_mul(d as usize).ok_or_else(bad)?;
             out.push(d as usize);
         }
     }

@@ -38,12 +38,18 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         e => e,
     })?;
     if a.rank() == 1 || b.rank() == 1 {
+        // Drop the unit axes the 1-D operands were given: n for b, then m for a.
         let mut d = out.dims().to_vec();
         if b.rank() == 1 {
             d.pop();
         }
         if a.rank() == 1 {
-            d.remove(d.len() - 1);
+            let m_axis = if b.rank() == 1 {
+                d.len() - 1
+            } else {
+                d.len() - 2
+            };
+            d.remove(m_axis);
         }
         return Ok(reshape_to(&out, Shape(d)));
     }
