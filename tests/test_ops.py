@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-
 import tlrs
 from tlrs import ops
 
@@ -13,7 +12,7 @@ DTYPES = ["float32", "float64"]
 
 
 def tol(dtype):
-    return dict(rtol=1e-5, atol=1e-30) if dtype == "float32" else dict(rtol=1e-12, atol=1e-300)
+    return {"rtol": 1e-5, "atol": 1e-30} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-300}
 
 
 def check(t, expected, dtype, atol=None):
@@ -262,13 +261,8 @@ def test_index_select(index, dim):
 
 # ---------------------------------------------------------------- matmul, linear
 
-MATMUL_1D_BUG = ("bug: matmul with a 1-D left operand and a right operand of rank >= 2 drops the n axis instead "
-                 "of the prepended m=1 axis (rust/src/ops/matmul.rs: d.remove(d.len() - 1) should be d.len() - 2 "
-                 "when b is not 1-D): [4] @ [4, 5] gives shape [1] over 5 stored values, numpy() then fails")
 MATMUL = [([3, 4], [4, 5]), ([1, 1], [1, 1]), ([2, 3, 4], [2, 4, 5]), ([2, 3, 4], [4, 5]), ([3, 4], [2, 4, 5]),
-          pytest.param([4], [4, 5], marks=pytest.mark.xfail(reason=MATMUL_1D_BUG, strict=True), id="1d@2d"),
-          ([3, 4], [4]), ([4], [4]), ([2, 3, 4], [4]),
-          pytest.param([4], [2, 4, 5], marks=pytest.mark.xfail(reason=MATMUL_1D_BUG, strict=True), id="1d@3d"),
+          ([4], [4, 5]), ([3, 4], [4]), ([4], [4]), ([2, 3, 4], [4]), ([4], [2, 4, 5]),
           ([17, 33], [33, 9]), ([2, 2, 3, 4], [2, 2, 4, 5])]
 
 

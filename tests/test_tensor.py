@@ -5,17 +5,12 @@ import operator
 
 import numpy as np
 import pytest
-
 import tlrs
 
-F64_TOL = dict(rtol=1e-12, atol=0.0)
-F32_TOL = dict(rtol=1e-5, atol=0.0)
+F64_TOL = {"rtol": 1e-12, "atol": 0.0}
+F32_TOL = {"rtol": 1e-5, "atol": 0.0}
 
 
-SCALAR_BUG = ("bug: tlrs.tensor(python scalar) has shape [1], not []: tensor() calls "
-              "np.ascontiguousarray, which returns ndim >= 1 (python/tlrs/tensor.py)")
-FORDER_BUG = ("bug: from_numpy copies an F-contiguous array (a.T, np.asfortranarray) in memory order, "
-              "not logical order: rust-numpy as_slice() accepts F-order (rust/src/py/tensor.rs vec_from_array)")
 
 
 def not_panic(e):
@@ -28,9 +23,9 @@ def not_panic(e):
 @pytest.mark.parametrize("data, shape, values", [
     ([[1, 2], [3, 4]], [2, 2], [[1.0, 2.0], [3.0, 4.0]]),
     ([1.5, -2.25, 3.0], [3], [1.5, -2.25, 3.0]),
-    pytest.param(7, [], 7.0, marks=pytest.mark.xfail(reason=SCALAR_BUG, strict=True)),
-    pytest.param(2.5, [], 2.5, marks=pytest.mark.xfail(reason=SCALAR_BUG, strict=True)),
-    pytest.param(np.float64(2.5), [], 2.5, marks=pytest.mark.xfail(reason=SCALAR_BUG, strict=True)),
+    pytest.param(7, [], 7.0),
+    pytest.param(2.5, [], 2.5),
+    pytest.param(np.float64(2.5), [], 2.5),
     ([True, False], [2], [1.0, 0.0]),
 ])
 def test_tensor_from_python_data_is_float64(data, shape, values):
@@ -183,10 +178,10 @@ def test_from_numpy_keeps_dtype_and_values(dtype):
 
 
 @pytest.mark.parametrize("view", [
-    pytest.param(lambda a: a.T, marks=pytest.mark.xfail(reason=FORDER_BUG, strict=True), id="T"),
+    pytest.param(lambda a: a.T, id="T"),
     pytest.param(lambda a: a[::2, ::3], id="strided"),
     pytest.param(lambda a: a[::-1, 1:], id="reversed"),
-    pytest.param(lambda a: np.asfortranarray(a), marks=pytest.mark.xfail(reason=FORDER_BUG, strict=True),
+    pytest.param(lambda a: np.asfortranarray(a),
                  id="fortran"),
     pytest.param(lambda a: a.reshape(2, 3, 4).transpose(2, 0, 1), id="permuted3d"),
 ])
@@ -362,7 +357,6 @@ def test_unary_neg_and_pow(dtype):
     np.testing.assert_allclose((t ** tlrs.tensor(3.0)).numpy(), a.astype(np.float64) ** 3, **tol)
 
 
-@pytest.mark.xfail(reason="bug: Tensor has no __rpow__, so `2.0 ** t` raises TypeError", strict=True)
 def test_scalar_pow_tensor():
     a = np.array([0.5, 2.0, -1.0])
     np.testing.assert_allclose((2.0 ** tlrs.tensor(a)).numpy(), 2.0 ** a, **F64_TOL)

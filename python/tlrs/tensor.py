@@ -76,7 +76,8 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_gra
     else:
         arr = arr.astype(_dtype_name(dtype))
     _check_device(device)
-    return _core.tensor_from_numpy(np.ascontiguousarray(arr), requires_grad)
+    # asarray(order='C') keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
+    return _core.tensor_from_numpy(np.asarray(arr, order="C"), requires_grad)
 
 
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:

@@ -35,6 +35,9 @@ pub enum Error {
     /// CUDA cannot be used on this machine or build.
     #[error("{0}")]
     CudaUnavailable(String),
+    /// An allocation the machine cannot satisfy.
+    #[error("{0}")]
+    OutOfMemory(String),
     /// A file could not be read or written, or its contents are corrupt.
     #[error("{0}")]
     Io(String),

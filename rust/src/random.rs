@@ -3,7 +3,7 @@
 //! or the thread count (SPEC §5).
 
 use crate::rng::{uniform_at, SeedStream};
-use crate::storage::CpuStorage;
+use crate::storage::{try_alloc, CpuStorage};
 use crate::{DType, Result, Shape, Tensor};
 use std::sync::Mutex;
 
@@ -33,6 +33,7 @@ fn build(shape: Shape, dtype: DType, values: Vec<f64>) -> Result<Tensor> {
 /// Uniform values in [0, 1).
 pub fn rand(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
     let shape = shape.into();
+    Tensor::try_full(shape.clone(), 0.0, DType::F32)?; // size check before any work
     let key = fresh_seed();
     let v = (0..shape.numel() as u64)
         .map(|i| uniform_at(key, i))
@@ -43,18 +44,45 @@ pub fn rand(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
 /// Standard normal values by Box–Muller over the pair (2i, 2i + 1) of the key's uniforms.
 pub fn randn(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
     let shape = shape.into();
+    let mut v = try_alloc(shape.checked_numel()?)?;
     let key = fresh_seed();
-    let v = (0..shape.numel() as u64)
-        .map(|i| {
-            let u1 = 1.0 - uniform_at(key, 2 * i); // in (0, 1], so the log is finite
-            let u2 = uniform_at(key, 2 * i + 1);
-            libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2)
-        })
-        .collect();
+    v.extend((0..shape.numel() as u64).map(|i| {
+        let u1 = 1.0 - uniform_at(key, 2 * i); // in (0, 1], so the log is finite
+        let u2 = uniform_at(key, 2 * i + 1);
+        libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2)
+    }));
     build(shape, dtype, v)
 }
 
 /// The global stream's (seed, counter).
 pub fn stream_state() -> (u64, u64) {
     with_stream(|s| (s.seed(), s.counter()))
+}
+
+/// Inverted dropout with the reference's counter-based sampler: element i is kept when
+/// `keep_prob > u(key, i)` and then scaled by 1 / keep_prob; `key` comes from the global stream
+/// unless given.
+pub fn dropout(x: &Tensor, p: f64, key: Option<u64>) -> Result<Tensor> {
+    if !(0.0..1.0).contains(&p) {
+        return Err(crate::Error::arg(
+            "dropout",
+            format!("expected a drop probability in [0, 1), got {p}"),
+        ));
+    }
+    if p == 0.0 {
+        return Ok(x.clone());
+    }
+    let keep = 1.0 - p;
+    let key = key.unwrap_or_else(fresh_seed);
+    let scale: Vec<f64> = (0..x.numel() as u64)
+        .map(|i| {
+            if keep > uniform_at(key, i) {
+                1.0 / keep
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let m = build(x.shape().clone(), x.dtype(), scale)?;
+    crate::ops::mul(x, &m)
 }

@@ -22,6 +22,18 @@ impl Shape {
     pub fn numel(&self) -> usize {
         self.0.iter().product()
     }
+    /// The element count, or an error when it does not fit in memory addresses.
+    pub fn checked_numel(&self) -> Result<usize> {
+        self.0
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| {
+                Error::shape(
+                    "tensor",
+                    format!("shape {self} has too many elements to address"),
+                )
+            })
+    }
     /// Row-major (C order) strides in elements.
     pub fn strides(&self) -> Vec<usize> {
         let mut s = vec![1; self.0.len()];

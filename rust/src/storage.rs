@@ -54,6 +54,21 @@ impl CpuStorage {
             DType::F64 => CpuStorage::F64(v.to_vec()),
         }
     }
+    /// Like `full`, but an impossible size or a failed allocation is an error, not an abort.
+    pub fn try_full(dtype: DType, n: usize, v: f64) -> Result<Self> {
+        Ok(match dtype {
+            DType::F32 => {
+                let mut out = try_alloc(n)?;
+                out.resize(n, v as f32);
+                CpuStorage::F32(out)
+            }
+            DType::F64 => {
+                let mut out = try_alloc(n)?;
+                out.resize(n, v);
+                CpuStorage::F64(out)
+            }
+        })
+    }
     /// Values widened to f64 (exact for both dtypes).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
@@ -73,6 +88,18 @@ impl CpuStorage {
             _ => self.clone(),
         }
     }
+}
+
+/// An empty vector with room for `n` elements, or an out-of-memory error (never an abort).
+pub fn try_alloc<T>(n: usize) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| {
+        Error::OutOfMemory(format!(
+            "cannot allocate {n} elements ({} bytes)",
+            n.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })?;
+    Ok(out)
 }
 
 /// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &Vec<T>`

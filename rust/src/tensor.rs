@@ -101,6 +101,12 @@ impl Tensor {
         let s = CpuStorage::full(dtype, shape.numel(), value);
         Tensor::build(shape, Arc::new(Storage::Cpu(s)), None, false)
     }
+    /// Like `full` for user-given shapes: an overflowing shape or a failed allocation is an error.
+    pub fn try_full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Result<Tensor> {
+        let shape = shape.into();
+        let s = CpuStorage::try_full(dtype, shape.checked_numel()?, value)?;
+        Tensor::from_cpu(s, shape)
+    }
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
         Tensor::full(Shape::scalar(), value, dtype)
     }

@@ -1,6 +1,9 @@
 //! The record an op result keeps: which op, its inputs, and what its gradient rule needs.
 
+use crate::backend::cpu::conv::ConvDims;
+use crate::backend::cpu::pool::PoolDims;
 use crate::ops::{BinaryOp, UnaryOp};
+use crate::Shape;
 use crate::Tensor;
 use std::sync::Arc;
 
@@ -61,6 +64,37 @@ pub enum Op {
         logp: Tensor,
         target: Arc<Vec<usize>>,
     },
+    Conv2d {
+        x: Tensor,
+        w: Tensor,
+        b: Option<Tensor>,
+        d: ConvDims,
+    },
+    MaxPool2d {
+        x: Tensor,
+        d: PoolDims,
+        argmax: Arc<Vec<usize>>,
+    },
+    AvgPool2d {
+        x: Tensor,
+        d: PoolDims,
+    },
+    Gather {
+        x: Tensor,
+        axis: usize,
+        index: Arc<Vec<usize>>,
+        index_shape: Shape,
+    },
+    ScatterAdd {
+        x: Tensor,
+        src: Tensor,
+        axis: usize,
+        index: Arc<Vec<usize>>,
+    },
+    MaskedFill {
+        x: Tensor,
+        mask: Arc<Vec<bool>>,
+    },
 }
 
 impl Op {
@@ -81,9 +115,18 @@ impl Op {
             | Op::Slice { x, .. }
             | Op::IndexSelect { x, .. }
             | Op::Softmax { x, .. }
-            | Op::LogSoftmax { x, .. } => vec![x],
+            | Op::LogSoftmax { x, .. }
+            | Op::MaxPool2d { x, .. }
+            | Op::AvgPool2d { x, .. }
+            | Op::Gather { x, .. }
+            | Op::MaskedFill { x, .. } => vec![x],
             Op::NllLoss { logp, .. } => vec![logp],
             Op::Binary(_, a, b) | Op::Matmul { a, b, .. } => vec![a, b],
+            Op::ScatterAdd { x, src, .. } => vec![x, src],
+            Op::Conv2d { x, w, b, .. } => std::iter::once(x)
+                .chain(std::iter::once(w))
+                .chain(b.iter())
+                .collect(),
             Op::Concat(xs, _) => xs.iter().collect(),
         }
     }
@@ -105,9 +148,15 @@ impl Op {
             | Op::Slice { x, .. }
             | Op::IndexSelect { x, .. }
             | Op::Softmax { x, .. }
-            | Op::LogSoftmax { x, .. } => vec![x],
+            | Op::LogSoftmax { x, .. }
+            | Op::MaxPool2d { x, .. }
+            | Op::AvgPool2d { x, .. }
+            | Op::Gather { x, .. }
+            | Op::MaskedFill { x, .. } => vec![x],
             Op::NllLoss { logp, .. } => vec![logp],
             Op::Binary(_, a, b) | Op::Matmul { a, b, .. } => vec![a, b],
+            Op::ScatterAdd { x, src, .. } => vec![x, src],
+            Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b].into_iter().flatten().collect(),
             Op::Concat(xs, _) => xs,
         }
     }
@@ -133,6 +182,12 @@ impl Op {
             Op::Softmax { .. } => "softmax",
             Op::LogSoftmax { .. } => "log_softmax",
             Op::NllLoss { .. } => "cross_entropy",
+            Op::Conv2d { .. } => "conv2d",
+            Op::MaxPool2d { .. } => "max_pool2d",
+            Op::AvgPool2d { .. } => "avg_pool2d",
+            Op::Gather { .. } => "gather",
+            Op::ScatterAdd { .. } => "scatter_add",
+            Op::MaskedFill { .. } => "masked_fill",
         }
     }
 }

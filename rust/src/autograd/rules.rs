@@ -2,7 +2,9 @@
 //! can later be traced into the compiled graph.
 
 use super::Op;
+use crate::ops::conv::{avg_pool2d_grad, conv2d_grads, max_pool2d_grad};
 use crate::ops::elementwise::{clamp_grad, pow_grad, select_weight, unary_grad};
+use crate::ops::index::{gather_grad, masked_fill_grad, scatter_src_grad};
 use crate::ops::layout::{index_select_grad, permute_raw, reshape_to, unslice};
 use crate::ops::loss::nll_grad;
 use crate::ops::reduce::{max_grad, reduced_shape};
@@ -122,5 +124,33 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
         Op::Softmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, false)?)],
         Op::LogSoftmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, true)?)],
         Op::NllLoss { logp, target } => vec![Some(nll_grad(logp, target, g)?)],
+        Op::Conv2d { x, w, b, d } => {
+            let [gx, gw, gb] = conv2d_grads(x, w, g, *d)?;
+            let mut v = vec![Some(gx), Some(gw)];
+            if b.is_some() {
+                v.push(Some(gb));
+            }
+            v
+        }
+        Op::MaxPool2d { x, d, argmax } => vec![Some(max_pool2d_grad(x, *d, argmax, g)?)],
+        Op::AvgPool2d { x, d } => vec![Some(avg_pool2d_grad(x, *d, g)?)],
+        Op::Gather {
+            x,
+            axis,
+            index,
+            index_shape,
+        } => vec![Some(gather_grad(x, *axis, index, index_shape, g)?)],
+        Op::ScatterAdd {
+            x,
+            src,
+            axis,
+            index,
+        } => vec![
+            Some(g.clone()),
+            need(src)
+                .then(|| scatter_src_grad(x, *axis, index, src, g))
+                .transpose()?,
+        ],
+        Op::MaskedFill { mask, .. } => vec![Some(masked_fill_grad(mask, g)?)],
     })
 }

@@ -315,6 +315,16 @@ pub(crate) fn check_same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Res
     Ok(())
 }
 
+/// Fails naming `op` when the tensors do not all share the first one's dtype.
+pub(crate) fn check_same_dtype(op: &'static str, ts: &[&Tensor]) -> Result<()> {
+    if let Some(first) = ts.first() {
+        if let Some(t) = ts.iter().find(|t| t.dtype() != first.dtype()) {
+            return Err(crate::storage::dtype_mismatch(op, first.dtype(), t.dtype()));
+        }
+    }
+    Ok(())
+}
+
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_same_device(op.name(), a, b)?;
     let out = broadcast_shapes(op.name(), a.shape(), b.shape())?;

@@ -52,6 +52,7 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
             nll_loss(&logp, Arc::new(idx))
         }
         Target::Probs(p) => {
+            crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
             if p.shape() != input.shape() {
                 return Err(Error::shape(
                     "cross_entropy",
@@ -121,6 +122,7 @@ pub(crate) fn nll_grad(logp: &Tensor, idx: &[usize], g: &Tensor) -> Result<Tenso
 
 /// Mean of (input - target)² over all elements; the shapes must be equal.
 pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    crate::ops::elementwise::check_same_dtype("mse_loss", &[input, target])?;
     if input.shape() != target.shape() {
         return Err(Error::shape(
             "mse_loss",

@@ -30,8 +30,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     } else {
         b.clone()
     };
+    // Name the user's shapes, not the internal 2-D views of 1-D operands.
     let out = matmul_t(&a2, &b2, false, false).map_err(|e| match e {
-        Error::Shape { .. } => Error::shape(
+        Error::Shape { .. } if a.rank() == 1 || b.rank() == 1 => Error::shape(
             "matmul",
             format!("inner dimensions differ: {} @ {}", a.shape(), b.shape()),
         ),
@@ -123,6 +124,9 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
 
 /// y = x @ weightᵀ + bias, with weight [out, in] (PyTorch `linear`).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let mut all = vec![x, weight];
+    all.extend(bias);
+    crate::ops::elementwise::check_same_dtype("linear", &all)?;
     if weight.rank() != 2 {
         return Err(Error::shape(
             "linear",

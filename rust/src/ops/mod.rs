@@ -1,19 +1,27 @@
 //! The op set. Each function checks its arguments (naming both shapes on a mismatch), runs the
 //! kernel of the current kind and records its `Op` for autograd.
 
+pub mod attention;
+pub mod conv;
 pub mod elementwise;
+pub mod index;
 pub mod layout;
 pub mod loss;
 pub mod matmul;
+pub mod norm;
 pub mod reduce;
 pub mod softmax;
 
+pub use attention::multi_head_attention;
+pub use conv::{avg_pool2d, conv2d, global_avg_pool2d, max_pool2d};
 pub use elementwise::{
     abs, add, binary, clamp, div, exp, gelu, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
     softplus, sqrt, sub, tanh, unary, BinaryOp, UnaryOp,
 };
+pub use index::{embedding, gather, masked_fill, scatter_add};
 pub use layout::{concat, flatten, index_select, permute, reshape, slice, transpose};
 pub use loss::{cross_entropy, mse_loss, Target};
 pub use matmul::{linear, matmul, matmul_t};
+pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};
 pub use reduce::{broadcast_to, max, mean, sum, sum_to_shape};
 pub use softmax::{log_softmax, softmax};

@@ -2,42 +2,42 @@
 //! than letting `PanicException` (a BaseException) or an abort reach the user.
 
 use crate::Error;
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::{create_exception, PyErr, PyResult};
 
 create_exception!(
-    _core,
+    tlrs._core,
     CheckpointError,
     PyValueError,
     "A checkpoint file is missing, corrupt or cannot be written."
 );
 
 create_exception!(
-    _core,
+    tlrs._core,
     ShapeError,
     PyValueError,
     "Operand shapes do not fit the operation."
 );
 create_exception!(
-    _core,
+    tlrs._core,
     DTypeError,
     PyTypeError,
     "Operand dtypes differ or are not supported."
 );
 create_exception!(
-    _core,
+    tlrs._core,
     DeviceError,
     PyValueError,
     "Operands live on different devices."
 );
 create_exception!(
-    _core,
+    tlrs._core,
     CudaUnavailableError,
     PyRuntimeError,
     "CUDA cannot be used here."
 );
 create_exception!(
-    _core,
+    tlrs._core,
     AutogradError,
     PyRuntimeError,
     "Autograd was used in a way it cannot serve."
@@ -53,6 +53,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Arg { .. } => PyValueError::new_err(msg),
         Error::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
         Error::Autograd(_) => AutogradError::new_err(msg),
+        Error::OutOfMemory(_) => PyMemoryError::new_err(msg),
         Error::Io(_) => CheckpointError::new_err(msg),
     }
 }

@@ -22,7 +22,8 @@ pub fn tensor_from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool) -> PyRes
 #[pyfunction]
 #[pyo3(signature = (shape, value, dtype="float64", requires_grad=false))]
 pub fn full(shape: Vec<usize>, value: f64, dtype: &str, requires_grad: bool) -> PyResult<T> {
-    let t = Tensor::full(shape, value, parse_dtype(dtype)?);
+    let dt = parse_dtype(dtype)?;
+    let t = guard(|| Tensor::try_full(shape, value, dt))?;
     Ok(PyTensor::new(if requires_grad {
         t.detach_with_grad(true)
     } else {

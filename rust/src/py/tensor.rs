@@ -35,10 +35,11 @@ pub fn parse_device(s: &str) -> PyResult<Device> {
 }
 
 fn vec_from_array<T: numpy::Element + Copy>(a: &PyReadonlyArrayDyn<'_, T>) -> Vec<T> {
+    // `as_slice` also accepts Fortran-ordered arrays, so check for C order explicitly; any
+    // other layout is copied in logical (row-major) order by ndarray's iterator.
     match a.as_slice() {
-        Ok(s) => s.to_vec(),
-        // Not C-contiguous: ndarray iterates in logical (row-major) order.
-        Err(_) => a.as_array().iter().copied().collect(),
+        Ok(s) if a.is_c_contiguous() => s.to_vec(),
+        _ => a.as_array().iter().copied().collect(),
     }
 }
 
@@ -376,6 +377,16 @@ impl PyTensor {
     }
     fn pow(&self, exponent: f64) -> PyResult<PyTensor> {
         guard(|| ops::pow(&self.inner, exponent)).map(PyTensor::new)
+    }
+    fn __rpow__(&self, base: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let _ = modulo;
+        // base ** x = exp(x * ln(base)), as a recorded op so x gets a gradient.
+        let t = &self.inner;
+        guard(|| {
+            let lnb = Tensor::scalar(base.ln(), t.dtype());
+            ops::exp(&ops::mul(t, &lnb)?)
+        })
+        .map(PyTensor::new)
     }
     fn __pow__(&self, e: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let _ = modulo;

@@ -70,8 +70,9 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
     out
 }
 
+/// One product through the gemm crate: c = A·B with A(i,p) = a[i*a_rs + p*a_cs] and likewise B.
 #[allow(clippy::too_many_arguments)]
-fn gemm_fast<T: GemmElem>(
+pub(crate) fn gemm_fast<T: GemmElem>(
     m: usize,
     n: usize,
     k: usize,

@@ -1,9 +1,11 @@
 //! CPU kernels: reference kernels (bit-reproducible fold orders) and fast kernels.
 
+pub mod conv;
 pub mod elementwise;
 pub mod gemm_ref;
 pub mod layout;
 pub mod matmul;
 pub mod parallel;
+pub mod pool;
 pub mod reduce;
 pub mod softmax;

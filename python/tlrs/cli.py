@@ -1,0 +1,298 @@
+"""The `tlrs` command line (`tlrs run MODEL ...`, `tlrs models`, `tlrs info`), a typer app whose
+errors are one `tlrs: error: <message>` line on stderr with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+try:  # typer >= 0.22 carries its own copy of click
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older typer on top of click
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+
+from . import _core
+from .cli_args import drop_dash_dash, has_help, require_no_args
+from .entry import RunAction, RunOptions, run, runtime_flags_help
+from .errors import ArgError, CudaUnavailableError
+
+PROG = "tlrs"
+CommandFn = Callable[[list[str]], int]
+
+COMMANDS: dict[str, CommandFn] = {}
+"""Model commands of `tlrs run`, by name: each takes the argument list (model name removed) and
+returns an exit code. Add to it with `register`."""
+
+# Runtime flags that take the next token as their value: the model name is never such a value.
+RUNTIME_VALUE_FLAGS = frozenset({
+    "--dtype", "--float32-mode", "--backend", "--fast-gpu-matmul-precision", "--seed", "--device",
+})
+# Modules that register model commands when they exist (imported on first use of the registry).
+_COMMAND_MODULES = ("tlrs.commands",)
+# Exceptions that are the user's fault: reported as one line, exit 2.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ArgError, ValueError, TypeError, CudaUnavailableError,
+    FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+)
+EXIT_USAGE = 2
+
+
+def register(name: str) -> Callable[[CommandFn], CommandFn]:
+    """Decorator adding a model command to `COMMANDS` under `name` (its docstring's first line is
+    its summary in `tlrs models`).
+
+    Raises: ValueError: an empty name, one starting with `-` or holding whitespace, or a name
+    already taken by another function.
+    """
+    if not isinstance(name, str) or not name or name.startswith("-") or name.split() != [name]:
+        raise ValueError(f"a model command name must be a plain word, got {name!r}")
+
+    def decorate(fn: CommandFn) -> CommandFn:
+        old = COMMANDS.get(name)
+        if old is not None and _ident(old) != _ident(fn):
+            raise ValueError(f"model command {name!r} is already registered by {_ident(old)}")
+        COMMANDS[name] = fn
+        return fn
+
+    return decorate
+
+
+def _ident(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def exe_name(model: str) -> str:
+    """The program name a model command passes to `tlrs.run` (usage line, prefixes, ok line)."""
+    return f"{PROG} run {model}"
+
+
+def known_commands() -> dict[str, CommandFn]:
+    """`COMMANDS`, after importing the modules that register model commands, if installed."""
+    for mod in _COMMAND_MODULES:
+        if mod not in sys.modules and importlib.util.find_spec(mod) is not None:
+            importlib.import_module(mod)
+    return COMMANDS
+
+
+def summary(fn: Callable[..., Any]) -> str:
+    """The first line of `fn`'s docstring, or an empty string."""
+    doc = (fn.__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else ""
+
+
+def split_model(args: Sequence[str]) -> tuple[str | None, list[str]]:
+    """Find the model name among `tlrs run`'s arguments; return (name or None, the other args).
+
+    A leading `--` is dropped. Candidates are the tokens that do not start with `-` and are not the
+    value of a runtime flag that takes one (`--dtype X`, `--seed N`, ...); the first candidate that
+    names a registered command is the model, so runtime and model flags may stand before or after
+    it. Raises: ArgError: candidates exist but none is a known model (the first one is named).
+    """
+    args = drop_dash_dash(list(args))
+    commands = known_commands()
+    candidates: list[int] = []
+    i = 0
+    while i < len(args):
+        if args[i] in RUNTIME_VALUE_FLAGS:
+            i += 2
+            continue
+        if not args[i].startswith("-"):
+            candidates.append(i)
+        i += 1
+    for i in candidates:
+        if args[i] in commands:
+            return args[i], args[:i] + args[i + 1:]
+    if candidates:
+        raise ArgError(f"unknown model {args[candidates[0]]!r} (known models: {_known_list()})")
+    return None, args
+
+
+def _known_list() -> str:
+    return ", ".join(sorted(known_commands())) or "none registered"
+
+
+def run_help() -> str:
+    """The text of `tlrs run --help`."""
+    commands = known_commands()
+    width = max((len(n) for n in commands), default=0)
+    models = [f"  {n:<{width}}  {summary(commands[n])}".rstrip() for n in sorted(commands)]
+    return "\n".join([
+        f"Usage: {PROG} run MODEL [runtime flags] [model flags]",
+        "",
+        "Runs a model command. Runtime and model flags may stand before or after MODEL;",
+        f"`{PROG} run MODEL --help` shows the runtime flags a model takes.",
+        "",
+        "Models:",
+        *(models or ["  (none registered)"]),
+        "",
+        runtime_flags_help(),
+    ])
+
+
+class _PassThroughCommand(TyperCommand):
+    """A command that receives its arguments verbatim (no option parsing, `--` kept)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.args = list(args)
+        return ctx.args
+
+
+class _Group(TyperGroup):
+    """The top-level group: handles every error as one `tlrs: error:` line, exit code 2."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        code = guarded(lambda: super(_Group, self).main(
+            args=argv, prog_name=prog_name or PROG, complete_var=complete_var,
+            standalone_mode=False, **extra,
+        ), empty=not argv)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def error_line(message: str) -> str:
+    """`tlrs: error: <message>` on one line (newlines in the message become `; `)."""
+    parts = [p.strip() for p in str(message).splitlines() if p.strip()]
+    return f"{PROG}: error: {'; '.join(parts) or 'unknown error'}"
+
+
+def _report(message: str) -> int:
+    sys.stdout.flush()
+    print(error_line(message), file=sys.stderr)
+    sys.stderr.flush()
+    return EXIT_USAGE
+
+
+def guarded(call: Callable[[], Any], empty: bool = False) -> int:
+    """Run the click command `call` (non-standalone) and turn its outcome into an exit code.
+
+    Args: empty: the argument list was empty (reported as a missing command).
+    Returns 0 or the command's code; user errors print one `tlrs: error:` line and give 2.
+    """
+    try:
+        rv = call()
+    except ClickException as err:
+        if empty and isinstance(err, UsageError):
+            return _report(f"missing command (one of: run, models, info; see `{PROG} --help`)")
+        return _report(err.format_message())
+    except typer.Abort:
+        return _report("aborted")
+    except USER_ERRORS as err:
+        return _report(str(err) or type(err).__name__)
+    if isinstance(rv, bool) or not isinstance(rv, int):
+        return 0
+    return rv
+
+
+app = typer.Typer(
+    name=PROG,
+    cls=_Group,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front).",
+)
+
+
+@app.command(
+    "run",
+    cls=_PassThroughCommand,
+    add_help_option=False,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="MODEL [RUNTIME FLAGS] [MODEL FLAGS]",
+)
+def run_command(ctx: typer.Context) -> int:
+    """Run a model command; runtime and model flags may stand before or after MODEL."""
+    model, rest = split_model(ctx.args)
+    if model is None:
+        if has_help(rest):
+            print(run_help())
+            return 0
+        raise ArgError(f"missing model name (known models: {_known_list()})")
+    code = COMMANDS[model](rest)
+    if code:
+        raise typer.Exit(code)
+    return 0
+
+
+@app.command("models")
+def models_command() -> None:
+    """List the model commands `tlrs run` knows."""
+    commands = known_commands()
+    width = max((len(n) for n in commands), default=0)
+    for name in sorted(commands):
+        print(f"{name:<{width}}  {summary(commands[name])}".rstrip())
+
+
+def info_lines() -> list[str]:
+    """The lines `tlrs info` prints: version, build, CPU features, threads, kernels, CUDA."""
+    from . import __version__
+    from .kernels import get_fast_kernels, get_num_threads
+
+    build = getattr(_core, "build_features", None)
+    features = list(build()) if callable(build) else ["cpu"]
+    return [
+        f"tlrs {__version__}",
+        f"python: {platform.python_version()} ({platform.machine() or 'unknown machine'})",
+        f"build features: {', '.join(features) or 'none'}",
+        f"cpu features: {' '.join(_core.cpu_features()) or 'none detected'}",
+        f"threads: {get_num_threads()}",
+        f"fast kernels by default: {'on' if get_fast_kernels() else 'off (reference kernels)'}",
+        f"cuda: {cuda_status()}",
+    ]
+
+
+def cuda_status() -> str:
+    """One line on CUDA: `not built (CPU only)` until tlrs.cuda exists, else its own report."""
+    if importlib.util.find_spec("tlrs.cuda") is None:
+        return "not built (CPU only)"
+    cuda = importlib.import_module("tlrs.cuda")
+    describe = getattr(cuda, "status", None)
+    return str(describe()) if callable(describe) else "built"
+
+
+@app.command("info")
+def info_command() -> None:
+    """Show the version, build features, CPU features, threads and CUDA status."""
+    for line in info_lines():
+        print(line)
+
+
+@register("hello")
+def hello(args: list[str]) -> int:
+    """Demo: goes through tlrs.run (runtime flags, seed, banner) and prints one line."""
+
+    def body(opts: Any, rest: list[str]) -> None:
+        require_no_args(rest)
+        print(f"hello from tlrs: first fresh seed = {_core.fresh_seed()}")
+
+    return run(
+        exe_name("hello"),
+        args,
+        RunAction.float(body),
+        RunOptions(banner=lambda o: f"hello: seed={o.seed} device={o.device}", print_ok=True),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `tlrs` console script and `python -m tlrs`; returns the exit code.
+
+    Args: argv: the arguments after the program name (default `sys.argv[1:]`).
+    """
+    command = typer.main.get_command(app)
+    return command.main(args=argv, prog_name=PROG, standalone_mode=False)  # type: ignore[no-any-return]

@@ -1,0 +1,480 @@
+"""The module API (the reference's `ScalarModuleDef` / `ScalarModule`): definitions, instantiation,
+forward/backward/steps, training loops with the reference's printed lines, and checkpoints.
+
+A `Module` follows its `Options`: the kernels it computes with (`fast_kernels`), the backend
+(only `eager` exists so far) and the device (CPU only in this build).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core, optim
+from ._core import (
+    CheckpointError,
+    CudaUnavailableError,
+    DTypeError,
+    Plan,
+    ShapeError,
+    Tensor,
+)
+from .autograd import grad, no_grad
+from .config import Backend, Options
+from .dtype import DType
+from .kernels import fast_kernels
+from .tensor import tensor
+
+__all__ = [
+    "Module", "ModuleDef", "format_float", "instantiate_float_with_runtime_init_options",
+    "instantiate_float_with_runtime_plan_options", "instantiate_with_options",
+]
+
+Shape = tuple[int, ...]
+Inputs = Sequence[Any]
+_CAST_NAMES = {"float64": "float64", "float": "float64", "f64": "float64", "double": "float64",
+               "float32": "float32", "f32": "float32"}
+_OPTIM_PREFIX = "__optim__/"
+_FORMAT = "tlrs.module/1"
+
+
+def format_float(value: float) -> str:
+    """A scalar as the reference's Float printer shows it: `%f`, or `NaN`, `inf`, `-inf`."""
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:f}"
+
+
+def _shapes(shapes: Sequence[Sequence[int]], what: str) -> tuple[Shape, ...]:
+    out = []
+    for s in shapes:
+        dims = tuple(s)
+        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
+            raise ValueError(f"{what}: expected shapes of non-negative integers, got {list(s)!r}")
+        out.append(tuple(int(d) for d in dims))
+    return tuple(out)
+
+
+def _show(shapes: Sequence[Sequence[int]]) -> str:
+    return str([list(s) for s in shapes])
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModuleDef:
+    """A module definition: parameter and input shapes, a loss, initial values and flags.
+
+    Args: param_shapes, input_shapes: ordered shape lists; loss: `loss(params, inputs)` returning a
+    scalar Tensor built from tlrs ops; init_params: one tensor (or array) per parameter shape,
+    default the plan's values if `init_plan` is given, else zeros (binary64); requires_grad:
+    per-parameter flags (default all true); init_plan: a `tlrs.init.Plan` for `param_shapes`;
+    param_names: unique names used in checkpoints (default `param.0`, `param.1`, ...).
+    Raises: ValueError: the reference's `torch: requiresGrad list longer/shorter than parameter
+    list`, initial values of the wrong count or shape, a plan for other shapes, or bad names.
+    """
+
+    param_shapes: Sequence[Sequence[int]]
+    input_shapes: Sequence[Sequence[int]]
+    loss: Callable[[list[Tensor], list[Tensor]], Tensor]
+    init_params: Sequence[Any] | None = None
+    requires_grad: Sequence[bool] | None = None
+    init_plan: Plan | None = None
+    param_names: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        shapes = _shapes(self.param_shapes, "ModuleDef param_shapes")
+        object.__setattr__(self, "param_shapes", shapes)
+        object.__setattr__(self, "input_shapes", _shapes(self.input_shapes, "ModuleDef input_shapes"))
+        if not callable(self.loss):
+            raise TypeError(f"ModuleDef: loss must be callable, got {type(self.loss).__name__}")
+        flags = [True] * len(shapes) if self.requires_grad is None else list(self.requires_grad)
+        if len(flags) > len(shapes):
+            raise ValueError("torch: requiresGrad list longer than parameter list")
+        if len(flags) < len(shapes):
+            raise ValueError("torch: requiresGrad list shorter than parameter list")
+        object.__setattr__(self, "requires_grad", tuple(bool(f) for f in flags))
+        if self.init_params is not None:
+            given = [p if isinstance(p, Tensor) else tensor(p, dtype="float64") for p in self.init_params]
+            if len(given) != len(shapes):
+                raise ValueError(f"ModuleDef: expected {len(shapes)} initial parameters (one per "
+                                 f"parameter shape), got {len(given)}")
+            _check_shapes(given, shapes, "ModuleDef: initial parameter")
+            object.__setattr__(self, "init_params", tuple(given))
+        if self.init_plan is not None:
+            _check_plan(self.init_plan, shapes)
+        names = [f"param.{i}" for i in range(len(shapes))] if self.param_names is None else [
+            str(n) for n in self.param_names]
+        if len(names) != len(shapes) or len(set(names)) != len(names) or any(
+                not n or n.startswith(_OPTIM_PREFIX) for n in names):
+            raise ValueError(f"ModuleDef: expected {len(shapes)} unique, non-empty parameter names "
+                             f"not starting with {_OPTIM_PREFIX!r}, got {names!r}")
+        object.__setattr__(self, "param_names", tuple(names))
+
+    def initial_params(self) -> list[Tensor]:
+        """The initial values: `init_params`, else the plan's values, else zeros (binary64)."""
+        if self.init_params is not None:
+            return list(self.init_params)
+        if self.init_plan is not None:
+            return list(self.init_plan.materialise("float64"))
+        return [_core.full(list(s), 0.0, "float64") for s in self.param_shapes]
+
+
+def _check_shapes(tensors: Sequence[Tensor], shapes: Sequence[Shape], what: str) -> None:
+    for i, (t, s) in enumerate(zip(tensors, shapes, strict=True)):
+        if tuple(t.shape) != s:
+            raise ShapeError(f"{what} {i} has shape {list(t.shape)}, expected {list(s)}")
+
+
+def _check_plan(plan: Plan, shapes: Sequence[Shape]) -> None:
+    if not isinstance(plan, Plan):
+        raise TypeError(f"expected a tlrs.init.Plan, got {type(plan).__name__}")
+    built_for = _shapes(plan.param_shapes, "plan")
+    if built_for != tuple(shapes):
+        raise ValueError(f"the plan was built for parameter shapes {_show(built_for)}, but the "
+                         f"definition has {_show(shapes)}")
+
+
+def _check_options(opts: Options) -> None:
+    """Refuse what this build cannot run: the compiled backend and CUDA devices."""
+    if not isinstance(opts, Options):
+        raise TypeError(f"expected tlrs Options, got {type(opts).__name__}")
+    if opts.backend is Backend.COMPILED:
+        raise ValueError("the compiled backend is not available yet; use --backend eager")
+    if opts.use_gpu:
+        _core.full([], 0.0, "float64").to(opts.device)  # raises CudaUnavailableError in CPU builds
+        raise CudaUnavailableError(f"Module execution on {opts.device} is not implemented yet; use --cpu")
+
+
+class Module:
+    """A live module (the reference's `ScalarModule`): current parameters plus the definition.
+
+    Args: defn: the definition (loss, shapes, flags, names); params: the initial tensors, already
+    in the module's dtype (float32 or float64, one for all); opts: runtime options (default
+    `Options()`). Prefer the `instantiate_*` functions.
+    Raises: ValueError: the compiled backend, or parameters of the wrong count or shape;
+    DTypeError: mixed or unsupported dtypes; CudaUnavailableError: `opts.use_gpu`.
+    """
+
+    def __init__(self, defn: ModuleDef, params: Sequence[Tensor], opts: Options | None = None) -> None:
+        self.opts = Options() if opts is None else opts
+        _check_options(self.opts)
+        self.defn = defn
+        params = list(params)
+        first = params[0] if params else None
+        self.dtype: str = first.dtype if isinstance(first, Tensor) else "float64"
+        self._params: list[Tensor] = []
+        self.set_params(params)
+
+    @property
+    def requires_grad(self) -> tuple[bool, ...]:
+        """Per-parameter flags; parameters with False are never updated."""
+        return tuple(self.defn.requires_grad)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """The parameters' names, in order (used by `save`)."""
+        return tuple(self.defn.param_names)
+
+    def params(self) -> list[Tensor]:
+        """The current parameter values, in order."""
+        return list(self._params)
+
+    def set_params(self, ps: Sequence[Tensor]) -> None:
+        """Replace every parameter value.
+
+        Raises: ValueError: a wrong count; ShapeError: a wrong shape; DTypeError: a dtype other
+        than the module's or a non-Tensor.
+        """
+        ps = list(ps)
+        if len(ps) != len(self.defn.param_shapes):
+            raise ValueError(f"set_params: expected {len(self.defn.param_shapes)} tensors, got {len(ps)}")
+        for i, p in enumerate(ps):
+            if not isinstance(p, Tensor):
+                raise DTypeError(f"set_params: parameter {i} must be a Tensor, got {type(p).__name__}")
+            if p.dtype != self.dtype:
+                raise DTypeError(f"set_params: parameter {i} has dtype {p.dtype}, expected {self.dtype}")
+        _check_shapes(ps, self.defn.param_shapes, "set_params: parameter")
+        self._params = [p.detach() for p in ps]
+
+    def _inputs(self, xs: Inputs) -> list[Tensor]:
+        shapes = self.defn.input_shapes
+        if isinstance(xs, (Tensor, np.ndarray)) or len(xs) != len(shapes):
+            got = "a single tensor" if isinstance(xs, (Tensor, np.ndarray)) else f"{len(xs)}"
+            raise ValueError(f"expected {len(shapes)} inputs with shapes {_show(shapes)}, got {got}")
+        out = []
+        for i, (x, s) in enumerate(zip(xs, shapes, strict=True)):
+            x = x if isinstance(x, Tensor) else tensor(x, dtype=self.dtype)
+            if x.dtype != self.dtype:
+                raise DTypeError(f"input {i} has dtype {x.dtype}, expected {self.dtype} (the module's dtype)")
+            got = tuple(x.shape)
+            if got != s and (len(got) != len(s) + 1 or got[1:] != s):
+                raise ShapeError(f"input {i} has shape {list(got)}, expected {list(s)} "
+                                 "(optionally with a leading batch axis)")
+            out.append(x)
+        return out
+
+    def _loss(self, params: list[Tensor], xs: Inputs) -> Tensor:
+        loss = self.defn.loss(params, self._inputs(xs))
+        if not isinstance(loss, Tensor) or list(loss.shape) != []:
+            got = list(loss.shape) if isinstance(loss, Tensor) else type(loss).__name__
+            raise ValueError(f"the loss must return a scalar Tensor (shape []), got {got}")
+        return loss
+
+    def forward(self, xs: Inputs) -> Tensor:
+        """The scalar loss for inputs `xs` (parameters unchanged).
+
+        Raises: ValueError/ShapeError: wrong input count or shape; DTypeError: wrong input dtype.
+        """
+        with fast_kernels(self.opts.fast_kernels), no_grad():
+            return self._loss(self._params, xs)
+
+    def _value_and_grads(self, xs: Inputs) -> tuple[Tensor, list[Tensor]]:
+        """(loss, one gradient per parameter); frozen parameters get zeros."""
+        leaves = []
+        for p, flag in zip(self._params, self.requires_grad, strict=True):
+            leaf = p.detach()
+            if flag:
+                leaf.requires_grad = True
+            leaves.append(leaf)
+        with fast_kernels(self.opts.fast_kernels):
+            loss = self._loss(leaves, xs)
+            tracked = [q for q, flag in zip(leaves, self.requires_grad, strict=True) if flag]
+            found = iter(grad(loss, tracked) if tracked and loss.requires_grad else [])
+        grads = [next(found, None) if flag else None for flag in self.requires_grad]
+        zeros = [_core.full(list(p.shape), 0.0, self.dtype) for p in self._params]
+        return loss.detach(), [z if g is None else g for g, z in zip(grads, zeros, strict=True)]
+
+    def backward(self, xs: Inputs) -> list[Tensor]:
+        """d(loss)/d(param) for each parameter, in order; zeros for `requires_grad=False` ones.
+
+        Raises: as `forward`.
+        """
+        return self._value_and_grads(xs)[1]
+
+    def step(self, lr: float, xs: Inputs) -> None:
+        """One built-in SGD update `p <- p - lr*g` of the trainable parameters.
+
+        Raises: as `forward`.
+        """
+        self._sgd_step(lr, self._value_and_grads(xs)[1])
+
+    def _sgd_step(self, lr: float, grads: list[Tensor]) -> None:
+        with fast_kernels(self.opts.fast_kernels), no_grad():
+            self._params = [p - g * float(lr) if flag else p
+                            for p, g, flag in zip(self._params, grads, self.requires_grad, strict=True)]
+
+    def init_optim(self, opt: optim.Optimizer) -> optim.OptimState:
+        """`opt.init` on the current parameters."""
+        return opt.init(self._params)
+
+    def step_with(self, opt: optim.Optimizer, state: optim.OptimState, xs: Inputs) -> optim.OptimState:
+        """One update by `opt` from the gradients at `xs`; returns the new optimizer state.
+
+        Raises: as `forward`, and ValueError: a state of another optimizer or shape.
+        """
+        return self._optim_step(opt, state, self._value_and_grads(xs)[1])
+
+    def _optim_step(self, opt: optim.Optimizer, state: optim.OptimState, grads: list[Tensor]) -> optim.OptimState:
+        with fast_kernels(self.opts.fast_kernels):
+            self._params, state = opt.step(state, self._params, grads, self.requires_grad)
+        return state
+
+    def train_sgd(self, lr: float, steps: int, samples: Sequence[Inputs], log_every: int = 1) -> None:
+        """`steps` SGD updates cycling through `samples`, printing `step N: loss=<v>` (the loss
+        before the update) when `log_every` divides N (never when it is 0).
+
+        Raises: ValueError: `trainCycleSGD: empty dataset`, negative counts, or input errors.
+        """
+        self._train(samples, steps, log_every, "trainCycleSGD", lambda grads: self._sgd_step(lr, grads))
+
+    def train_with(self, opt: optim.Optimizer, state: optim.OptimState, steps: int,
+                   samples: Sequence[Inputs], log_every: int = 1) -> optim.OptimState:
+        """As `train_sgd` with `opt`; returns the final optimizer state.
+
+        Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors.
+        """
+        box = [state]
+
+        def update(grads: list[Tensor]) -> None:
+            box[0] = self._optim_step(opt, box[0], grads)
+
+        self._train(samples, steps, log_every, "trainCycleOptim", update)
+        return box[0]
+
+    def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
+               update: Callable[[list[Tensor]], None]) -> None:
+        samples = list(samples)
+        if not samples:
+            raise ValueError(f"{name}: empty dataset")
+        for what, n in (("steps", steps), ("log_every", log_every)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"{name}: {what} must be a natural number, got {n!r}")
+        for step in range(steps):
+            loss, grads = self._value_and_grads(samples[step % len(samples)])
+            if log_every != 0 and step % log_every == 0:
+                print(f"step {step}: loss={format_float(loss.item())}")
+            update(grads)
+
+    def mean_loss(self, samples: Sequence[Inputs]) -> Tensor:
+        """The mean loss over `samples` (a left fold from 0, then divided by the count), a scalar.
+
+        Raises: ValueError: `meanLoss: empty dataset`, or input errors.
+        """
+        samples = list(samples)
+        if not samples:
+            raise ValueError("meanLoss: empty dataset")
+        total = _core.full([], 0.0, self.dtype)
+        for xs in samples:
+            total = total + self.forward(xs)
+        return total / _core.full([], float(len(samples)), self.dtype)
+
+    def save(self, path: str, optim_state: optim.OptimState | None = None) -> None:
+        """Write a safetensors checkpoint atomically: parameters by name, in order, the optimizer
+        state if given, and the options, dtype, shapes, flags and a checksum as metadata.
+
+        Raises: CheckpointError: the file cannot be written (the target is left untouched);
+        ValueError: optimizer state not aligned with the parameters.
+        """
+        names = list(self.param_names)
+        tensors = list(self._params)
+        meta: dict[str, Any] = {
+            "format": _FORMAT, "dtype": self.dtype, "param_names": list(self.param_names),
+            "param_shapes": [list(s) for s in self.defn.param_shapes],
+            "input_shapes": [list(s) for s in self.defn.input_shapes],
+            "requires_grad": list(self.requires_grad),
+            "options": {f.name: _plain(getattr(self.opts, f.name)) for f in dataclasses.fields(Options)},
+        }
+        if optim_state is not None:
+            slots = {k: list(v) for k, v in optim_state.slots.items()}
+            if any(len(v) != len(names) for v in slots.values()):
+                raise ValueError(f"save: optimizer state slots must hold {len(names)} tensors each")
+            meta["optim"] = {"kind": optim_state.kind, "step": optim_state.step, "slots": list(slots)}
+            for slot, ts in slots.items():
+                names += [f"{_OPTIM_PREFIX}{slot}/{i}" for i in range(len(ts))]
+                tensors += ts
+        metadata = {k: json.dumps(v) for k, v in meta.items()}
+        metadata["checksum"] = _checksum(names, tensors, metadata)
+        _core.save_safetensors(str(path), names, tensors, metadata)
+
+    @classmethod
+    def load(cls, path: str, defn: ModuleDef, opts: Options | None = None) -> Module:
+        """A module with `defn`'s loss and the checkpoint's parameters, names, flags and options
+        (or `opts`). Raises: as `load_checkpoint`."""
+        return cls.load_checkpoint(path, defn, opts)[0]
+
+    @classmethod
+    def load_checkpoint(cls, path: str, defn: ModuleDef,
+                        opts: Options | None = None) -> tuple[Module, optim.OptimState | None]:
+        """(module, optimizer state or None) from a checkpoint `save` wrote.
+
+        Raises: CheckpointError: a missing, truncated, corrupt or foreign file (nothing is
+        returned partially); ValueError: shapes that differ from `defn`'s.
+        """
+        names, tensors, metadata = _core.load_safetensors(str(path))
+        try:
+            by_name = dict(zip(names, tensors, strict=True))
+            if metadata.get("checksum") != _checksum(list(by_name), list(by_name.values()), metadata):
+                raise ValueError("checksum mismatch")
+            meta = {k: json.loads(v) for k, v in metadata.items() if k != "checksum"}
+            if meta["format"] != _FORMAT:
+                raise ValueError(f"unknown format {meta['format']!r}")
+            params = [by_name[n] for n in meta["param_names"]]
+            if any(p.dtype != meta["dtype"] for p in params):
+                raise ValueError("parameter dtypes differ from the recorded dtype")
+            known = {f.name for f in dataclasses.fields(Options)}
+            saved_opts = Options(**{k: v for k, v in meta["options"].items() if k in known})
+            state = None
+            if "optim" in meta:
+                o = meta["optim"]
+                slots = {s: [by_name[f"{_OPTIM_PREFIX}{s}/{i}"] for i in range(len(params))]
+                         for s in o["slots"]}
+                state = optim.OptimState(str(o["kind"]), int(o["step"]), slots)
+            shapes = _shapes(meta["param_shapes"], "checkpoint")
+            flags, param_names = meta["requires_grad"], meta["param_names"]
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CheckpointError(f"{path}: not a valid tlrs module checkpoint ({e})") from e
+        if shapes != tuple(defn.param_shapes):
+            raise ValueError(f"checkpoint parameter shapes {_show(shapes)} do not match the "
+                             f"definition's {_show(defn.param_shapes)}")
+        defn = dataclasses.replace(defn, init_params=None, init_plan=None,
+                                   requires_grad=flags, param_names=param_names)
+        return cls(defn, params, saved_opts if opts is None else opts), state
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _checksum(names: Sequence[str], tensors: Sequence[Tensor], metadata: dict[str, str]) -> str:
+    """SHA-256 over the metadata (but the checksum) and every tensor's name, dtype, shape and bytes."""
+    h = hashlib.sha256()
+    h.update(json.dumps({k: v for k, v in metadata.items() if k != "checksum"}, sort_keys=True).encode())
+    for name, t in sorted(zip(names, tensors, strict=True), key=lambda nt: nt[0]):
+        h.update(json.dumps([name, t.dtype, list(t.shape)]).encode())
+        h.update(np.ascontiguousarray(t.numpy()).tobytes())
+    return h.hexdigest()
+
+
+def _cast_params(defn: ModuleDef, cast: Any) -> list[Tensor]:
+    """The definition's initial values cast by a dtype name, a `DType` or a callable."""
+    initial = defn.initial_params()
+    if isinstance(cast, DType):
+        cast.check_runnable()
+        cast = cast.numpy_name
+    if isinstance(cast, str):
+        if cast not in _CAST_NAMES:
+            raise DTypeError(f"expected a dtype name {sorted(_CAST_NAMES)} or a callable, got {cast!r}")
+        return [p.to(_CAST_NAMES[cast]) for p in initial]
+    if not callable(cast):
+        raise TypeError(f"cast must be a dtype name or a callable, got {type(cast).__name__}")
+    out = [cast(p) for p in initial]
+    if not all(isinstance(p, Tensor) for p in out):
+        raise TypeError("cast must return a Tensor for every parameter")
+    if len({p.dtype for p in out}) > 1:
+        raise DTypeError(f"cast gave mixed dtypes {sorted({p.dtype for p in out})}; expected one")
+    _check_shapes(out, defn.param_shapes, "cast: parameter")
+    return out
+
+
+def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -> Module:
+    """A module from the definition's initial values, cast to the module's dtype.
+
+    Args: cast: `'float64'`/`'float32'` (or another spelling, or a `DType`) or a callable applied
+    to each initial tensor; opts: runtime options (None: defaults).
+    Raises: ValueError: the compiled backend, or a cast that changes shapes; DTypeError: an unknown
+    dtype name or mixed dtypes; CudaUnavailableError: `opts.use_gpu`.
+    """
+    opts = Options() if opts is None else opts
+    _check_options(opts)
+    return Module(defn, _cast_params(defn, cast), opts)
+
+
+def instantiate_float_with_runtime_plan_options(defn: ModuleDef, opts: Options | None, plan: Plan) -> Module:
+    """A binary64 module whose parameters come from `plan` (`defn.init_params` is ignored).
+
+    Raises: ValueError: a plan built for other shapes, or as `instantiate_with_options`.
+    """
+    opts = Options() if opts is None else opts
+    _check_options(opts)
+    _check_plan(plan, defn.param_shapes)
+    return Module(defn, list(plan.materialise("float64")), opts)
+
+
+def instantiate_float_with_runtime_init_options(defn: ModuleDef, opts: Options | None,
+                                                inits: Sequence[Any]) -> Module:
+    """As the plan variant, with a plain list of `FloatInit` (one per parameter).
+
+    Raises: ValueError: `torch.runtimeInit: initializer list longer/shorter than parameter list`
+    (and the flat-length message), or as `instantiate_with_options`.
+    """
+    plan = Plan([list(s) for s in defn.param_shapes], list(inits))
+    return instantiate_float_with_runtime_plan_options(defn, opts, plan)

@@ -1,0 +1,350 @@
+"""The reference's optimizers (`sgd`, `momentum_sgd`, `adagrad`, `rmsprop`, `adam`, `adamw`,
+`adadelta`): functional steps with the exact formulas and evaluation order, plain-data state.
+
+Every update is elementwise in the parameter's dtype. Scalar hyper-parameter arithmetic
+(`1 - beta`, `beta^t` by repeated multiplication, `1/(1 - beta^t)`, `lr*wd`) is also rounded in
+that dtype, one IEEE operation at a time, so binary64 results equal plain Python float code
+written in the same order bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from . import _core
+from ._core import Tensor
+from .autograd import no_grad
+from .tensor import tensor
+
+__all__ = [
+    "SGD",
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "MomentumSGD",
+    "OptimState",
+    "Optimizer",
+    "RMSprop",
+    "adadelta",
+    "adagrad",
+    "adam",
+    "adam_default",
+    "adamw",
+    "momentum_sgd",
+    "rmsprop",
+    "sgd",
+]
+
+_NP_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+@dataclass
+class OptimState:
+    """An optimizer's state: its kind, the step count and per-parameter tensors for each slot.
+
+    Args: kind: the optimizer name (`adam`, ...); step: steps taken; slots: slot name (e.g. `m`,
+    `v`) -> one tensor per parameter, aligned with the parameter list.
+    """
+
+    kind: str
+    step: int = 0
+    slots: dict[str, list[Tensor]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: `{"kind", "step", "slots": {name: [NumPy arrays]}}` (arrays are copies)."""
+        return {
+            "kind": self.kind,
+            "step": self.step,
+            "slots": {name: [t.numpy().copy() for t in ts] for name, ts in self.slots.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OptimState:
+        """The state `to_dict` described (float32/float64 arrays keep their dtype).
+
+        Raises: ValueError: a missing key, a negative or non-integer step, or a slot that is not a
+        list of arrays; TypeError: a kind that is not a string; DTypeError: non-numeric arrays.
+        """
+        try:
+            kind, step, slots = data["kind"], data["step"], data["slots"]
+        except (KeyError, TypeError) as e:
+            raise ValueError(
+                f"optimizer state: expected keys kind, step, slots, got {data!r}") from e
+        if not isinstance(kind, str):
+            raise TypeError(f"optimizer state: kind must be a string, got {kind!r}")
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise ValueError(f"optimizer state: step must be a natural number, got {step!r}")
+        if not isinstance(slots, dict) or not all(
+                isinstance(v, (list, tuple)) for v in slots.values()):
+            raise ValueError("optimizer state: slots must map names to lists of arrays")
+        tensors = {str(name): [tensor(np.asarray(a)) for a in arrays]
+                   for name, arrays in slots.items()}
+        return cls(kind, int(step), tensors)
+
+
+def _hyper(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+class Optimizer:
+    """An optimizer with the reference interface: `init(params)` and a functional `step`.
+
+    Subclasses set `kind`, `slot_names` and `_update`; hyper-parameters are explicit (no defaults).
+    """
+
+    kind: ClassVar[str]
+    slot_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **hyper: float) -> None:
+        self.hyper = {name: _hyper(name, value) for name, value in hyper.items()}
+        self._powers: dict[tuple[str, str], list[Any]] = {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())
+        return f"{type(self).__name__}({args})"
+
+    def init(self, params: Sequence[Tensor]) -> OptimState:
+        """Fresh state: step 0 and, for each slot, zeros shaped and typed like each parameter."""
+        slots = {name: [_core.full(list(p.shape), 0.0, p.dtype) for p in params]
+                 for name in self.slot_names}
+        return OptimState(self.kind, 0, slots)
+
+    def step(
+        self,
+        state: OptimState,
+        params: Sequence[Tensor],
+        grads: Sequence[Tensor | None],
+        requires_grad: Sequence[bool] | None = None,
+    ) -> tuple[list[Tensor], OptimState]:
+        """One update; returns (new parameters, new state) and leaves the inputs untouched.
+
+        Args: state: from `init` or an earlier step of this kind; params, grads: aligned lists;
+        requires_grad: per-parameter flags (default all true). A parameter whose flag is false
+        keeps its value and state (its gradient may be None). The step count always advances.
+        Raises: ValueError: a state of another optimizer kind, misaligned lists, or a gradient
+        whose shape differs from its parameter's.
+        """
+        n = len(params)
+        flags = [True] * n if requires_grad is None else [bool(f) for f in requires_grad]
+        if state.kind != self.kind:
+            raise ValueError(
+                f"{self.kind}: expected a {self.kind} state, got a {state.kind} state")
+        if len(grads) != n or len(flags) != n:
+            raise ValueError(
+                f"{self.kind}: expected one gradient and one requires_grad flag per parameter "
+                f"({n}), got {len(grads)} gradients and {len(flags)} flags")
+        for name in self.slot_names:
+            held = len(state.slots.get(name) or [])
+            if held != n:
+                raise ValueError(
+                    f"{self.kind}: state slot {name!r} holds {held} tensors, expected {n}")
+        t = state.step + 1
+        new_params = list(params)
+        new_slots = {name: list(state.slots[name]) for name in self.slot_names}
+        with no_grad():
+            for i, (p, g, flag) in enumerate(zip(params, grads, flags, strict=True)):
+                if not flag:
+                    continue
+                if g is None or list(g.shape) != list(p.shape):
+                    got = None if g is None else list(g.shape)
+                    raise ValueError(
+                        f"{self.kind}: gradient {i} has shape {got}, expected {list(p.shape)}")
+                c = _Scalars(self, p.dtype, t)
+                slots = [new_slots[name][i] for name in self.slot_names]
+                new_params[i], updated = self._update(p, g, slots, c)
+                for name, value in zip(self.slot_names, updated, strict=True):
+                    new_slots[name][i] = value
+        return new_params, OptimState(self.kind, t, new_slots)
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        raise NotImplementedError
+
+    def power(self, name: str, dtype: str, t: int) -> Any:
+        """`hyper[name]^t` in `dtype` by repeated multiplication from 1 (memoised per dtype)."""
+        table = self._powers.setdefault((name, dtype), [_NP_DTYPES[dtype](1.0)])
+        beta = _NP_DTYPES[dtype](self.hyper[name])
+        while len(table) <= t:
+            table.append(table[-1] * beta)
+        return table[t]
+
+
+class _Scalars:
+    """The hyper-parameters of one step rounded to a dtype, plus full([]) tensors of them."""
+
+    def __init__(self, opt: Optimizer, dtype: str, t: int) -> None:
+        self.dtype, self.t, self.opt = dtype, t, opt
+        self.np = _NP_DTYPES[dtype]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.np(self.opt.hyper[name])
+
+    def one_minus(self, name: str) -> Any:
+        return self.np(1.0) - self[name]
+
+    def bias_correction(self, name: str) -> float:
+        """`1/(1 - beta^t)` in the dtype."""
+        return float(self.np(1.0) / (self.np(1.0) - self.opt.power(name, self.dtype, self.t)))
+
+    def full(self, value: Any) -> Tensor:
+        return _core.full([], float(value), self.dtype)
+
+
+def _adaptive(c: _Scalars, denom_sq: Tensor, eps: Any) -> Tensor:
+    """The factor `lr / (sqrt(d) + eps)`, formed before it multiplies the gradient or moment."""
+    return c.full(c["lr"]) / (denom_sq.sqrt() + float(eps))
+
+
+class SGD(Optimizer):
+    """`p <- p - lr*g`."""
+
+    kind = "sgd"
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        return p - g * float(c["lr"]), []
+
+
+class MomentumSGD(Optimizer):
+    """`buf <- momentum*buf + g`; `p <- p - lr*buf` (no dampening, no Nesterov)."""
+
+    kind = "momentum_sgd"
+    slot_names = ("buf",)
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        buf = slots[0] * float(c["momentum"]) + g
+        return p - buf * float(c["lr"]), [buf]
+
+
+class Adagrad(Optimizer):
+    """`G <- G + g^2`; `p <- p - (lr/(sqrt(G) + eps))*g`."""
+
+    kind = "adagrad"
+    slot_names = ("sum_sq",)
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        acc = slots[0] + g * g
+        return p - _adaptive(c, acc, c["eps"]) * g, [acc]
+
+
+class RMSprop(Optimizer):
+    """`v <- decay*v + (1-decay)*g^2`; `p <- p - (lr/(sqrt(v) + eps))*g`."""
+
+    kind = "rmsprop"
+    slot_names = ("v",)
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        v = slots[0] * float(c["decay"]) + (g * g) * float(c.one_minus("decay"))
+        return p - _adaptive(c, v, c["eps"]) * g, [v]
+
+
+class Adam(Optimizer):
+    """Adam with bias correction `m*(1/(1-beta1^t))` and the step `(lr/(sqrt(v_hat)+eps))*m_hat`."""
+
+    kind = "adam"
+    slot_names = ("m", "v")
+
+    def _moments(
+        self, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """(new m, new v, the step `(lr/(sqrt(v_hat) + eps))*m_hat`)."""
+        m = slots[0] * float(c["beta1"]) + g * float(c.one_minus("beta1"))
+        v = slots[1] * float(c["beta2"]) + (g * g) * float(c.one_minus("beta2"))
+        m_hat = m * c.bias_correction("beta1")
+        v_hat = v * c.bias_correction("beta2")
+        return m, v, _adaptive(c, v_hat, c["eps"]) * m_hat
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        m, v, delta = self._moments(g, slots, c)
+        return p - delta, [m, v]
+
+
+class AdamW(Adam):
+    """Adam moments from the raw gradient, then `p' = p - (lr*wd)*p` and the Adam step on `p'`."""
+
+    kind = "adamw"
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        m, v, delta = self._moments(g, slots, c)
+        decayed = p - p * float(c["lr"] * c["weight_decay"])
+        return decayed - delta, [m, v]
+
+
+class Adadelta(Optimizer):
+    """`v <- rho*v + (1-rho)*g^2`; `d = -lr*(sqrt(u+eps)/sqrt(v+eps))*g`; `p <- p + d`;
+    `u <- rho*u + (1-rho)*d^2`."""
+
+    kind = "adadelta"
+    slot_names = ("v", "u")
+
+    def _update(
+        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
+    ) -> tuple[Tensor, list[Tensor]]:
+        rho, rest, eps = float(c["rho"]), float(c.one_minus("rho")), float(c["eps"])
+        v = slots[0] * rho + (g * g) * rest
+        ratio = (slots[1] + eps).sqrt() / (v + eps).sqrt()
+        delta = (ratio * float(-c["lr"])) * g
+        u = slots[1] * rho + (delta * delta) * rest
+        return p + delta, [v, u]
+
+
+def sgd(lr: float) -> SGD:
+    """Plain SGD: `p <- p - lr*g`. Raises: TypeError: a non-numeric argument."""
+    return SGD(lr=lr)
+
+
+def momentum_sgd(lr: float, momentum: float) -> MomentumSGD:
+    """Heavy-ball momentum (buffer starts at 0). Raises: TypeError: a non-numeric argument."""
+    return MomentumSGD(lr=lr, momentum=momentum)
+
+
+def adagrad(lr: float, eps: float) -> Adagrad:
+    """Adagrad. Raises: TypeError: a non-numeric argument."""
+    return Adagrad(lr=lr, eps=eps)
+
+
+def rmsprop(lr: float, decay: float, eps: float) -> RMSprop:
+    """RMSprop. Raises: TypeError: a non-numeric argument."""
+    return RMSprop(lr=lr, decay=decay, eps=eps)
+
+
+def adam(lr: float, beta1: float, beta2: float, eps: float) -> Adam:
+    """Adam (the reference's CPU grouping). Raises: TypeError: a non-numeric argument."""
+    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps)
+
+
+def adam_default(lr: float = 1e-3) -> Adam:
+    """Adam with the examples' defaults beta1=0.9, beta2=0.999, eps=1e-8."""
+    return adam(lr, 0.9, 0.999, 1e-8)
+
+
+def adamw(lr: float, weight_decay: float, beta1: float, beta2: float, eps: float) -> AdamW:
+    """AdamW, decoupled decay (weight decay is the second argument, as the reference).
+
+    Raises: TypeError: a non-numeric argument.
+    """
+    return AdamW(lr=lr, weight_decay=weight_decay, beta1=beta1, beta2=beta2, eps=eps)
+
+
+def adadelta(lr: float, rho: float, eps: float) -> Adadelta:
+    """Adadelta with a learning rate. Raises: TypeError: a non-numeric argument."""
+    return Adadelta(lr=lr, rho=rho, eps=eps)

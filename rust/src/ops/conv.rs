@@ -1,0 +1,276 @@
+//! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
+
+use crate::autograd::Op;
+use crate::backend::cpu::conv::{self as k, ConvDims};
+use crate::backend::cpu::parallel::fast_kernels;
+use crate::backend::cpu::pool::{self as pk, PoolDims};
+use crate::ops::layout::reshape_to;
+use crate::ops::reduce::mean;
+use crate::storage::{CpuElem, CpuStorage};
+use crate::{DType, Error, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// Views a [C, H, W] image as a batch of one; returns whether it did.
+fn as_batch(op: &'static str, x: &Tensor) -> Result<(Tensor, bool)> {
+    match x.rank() {
+        4 => Ok((x.clone(), false)),
+        3 => {
+            let mut d = vec![1];
+            d.extend_from_slice(x.dims());
+            Ok((reshape_to(x, Shape(d)), true))
+        }
+        _ => Err(Error::shape(
+            op,
+            format!(
+                "expected input [N, C, H, W] or [C, H, W], got {}",
+                x.shape()
+            ),
+        )),
+    }
+}
+
+fn unbatch(y: Tensor, squeeze: bool) -> Tensor {
+    if squeeze {
+        let d = y.dims()[1..].to_vec();
+        reshape_to(&y, Shape(d))
+    } else {
+        y
+    }
+}
+
+fn out_size(op: &'static str, n: usize, k: usize, s: usize, p: usize) -> Result<usize> {
+    if s == 0 {
+        return Err(Error::arg(op, "expected a stride >= 1, got 0"));
+    }
+    if n + 2 * p < k {
+        return Err(Error::shape(
+            op,
+            format!(
+                "kernel {k} is larger than the padded input {} (size {n}, padding {p})",
+                n + 2 * p
+            ),
+        ));
+    }
+    Ok((n + 2 * p - k) / s + 1)
+}
+
+fn view<'a, T: CpuElem>(op: &'static str, t: &'a Tensor) -> Result<&'a [T]> {
+    T::view(t.cpu()?).ok_or_else(|| crate::storage::dtype_mismatch(op, T::DTYPE, t.dtype()))
+}
+
+fn conv_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    d: ConvDims,
+) -> Result<CpuStorage> {
+    let (xv, wv) = (view::<T>("conv2d", x)?, view::<T>("conv2d", w)?);
+    let bv = b.map(|b| view::<T>("conv2d", b)).transpose()?;
+    Ok(T::wrap(if fast_kernels() {
+        k::conv2d_fast(xv, wv, bv, d)
+    } else {
+        k::conv2d_ref(xv, wv, bv, d)
+    }))
+}
+
+/// Cross-correlation with zero padding (PyTorch `conv2d`): weight [OC, C, KH, KW], bias [OC].
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: usize,
+    padding: usize,
+) -> Result<Tensor> {
+    let (x, squeeze) = as_batch("conv2d", input)?;
+    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    if weight.rank() != 4 || weight.dims()[1] != c {
+        return Err(Error::shape(
+            "conv2d",
+            format!(
+                "expected weight [out_channels, {c}, kh, kw] for input {}, got {}",
+                input.shape(),
+                weight.shape()
+            ),
+        ));
+    }
+    let [oc, kh, kw] = [weight.dims()[0], weight.dims()[2], weight.dims()[3]];
+    if let Some(b) = bias {
+        if b.dims() != [oc] {
+            return Err(Error::shape(
+                "conv2d",
+                format!("expected bias [{oc}], got {}", b.shape()),
+            ));
+        }
+    }
+    let d = ConvDims {
+        n,
+        c,
+        h,
+        w,
+        oc,
+        kh,
+        kw,
+        stride,
+        pad: padding,
+        oh: out_size("conv2d", h, kh, stride, padding)?,
+        ow: out_size("conv2d", w, kw, stride, padding)?,
+    };
+    let s = match x.dtype() {
+        DType::F32 => conv_typed::<f32>(&x, weight, bias, d)?,
+        DType::F64 => conv_typed::<f64>(&x, weight, bias, d)?,
+    };
+    let op = Op::Conv2d {
+        x,
+        w: weight.clone(),
+        b: bias.cloned(),
+        d,
+    };
+    let y = Tensor::from_op(s, Shape(vec![n, oc, d.oh, d.ow]), op);
+    Ok(unbatch(y, squeeze))
+}
+
+fn conv_grads_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
+    x: &Tensor,
+    w: &Tensor,
+    g: &Tensor,
+    d: ConvDims,
+) -> Result<[CpuStorage; 3]> {
+    let (xv, wv, gv) = (
+        view::<T>("conv2d", x)?,
+        view::<T>("conv2d", w)?,
+        view::<T>("conv2d", g)?,
+    );
+    let (gx, gw) = if fast_kernels() {
+        k::conv2d_grads_fast(gv, xv, wv, d)
+    } else {
+        (
+            k::conv2d_grad_input_ref(gv, wv, d),
+            k::conv2d_grad_weight_ref(gv, xv, d),
+        )
+    };
+    Ok([
+        T::wrap(gx),
+        T::wrap(gw),
+        T::wrap(k::conv2d_grad_bias(gv, d)),
+    ])
+}
+
+/// Gradients of conv2d for input, weight and bias.
+pub(crate) fn conv2d_grads(x: &Tensor, w: &Tensor, g: &Tensor, d: ConvDims) -> Result<[Tensor; 3]> {
+    let [gx, gw, gb] = match x.dtype() {
+        DType::F32 => conv_grads_typed::<f32>(x, w, g, d)?,
+        DType::F64 => conv_grads_typed::<f64>(x, w, g, d)?,
+    };
+    Ok([
+        Tensor::from_cpu(gx, x.shape().clone())?,
+        Tensor::from_cpu(gw, w.shape().clone())?,
+        Tensor::from_cpu(gb, Shape(vec![d.oc]))?,
+    ])
+}
+
+fn pool_dims(
+    op: &'static str,
+    x: &Tensor,
+    kernel: usize,
+    stride: Option<usize>,
+    padding: usize,
+) -> Result<PoolDims> {
+    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    if kernel == 0 {
+        return Err(Error::arg(op, "expected a kernel size >= 1, got 0"));
+    }
+    if 2 * padding > kernel {
+        return Err(Error::arg(
+            op,
+            format!("padding {padding} must be at most half the kernel size {kernel}"),
+        ));
+    }
+    let s = stride.unwrap_or(kernel);
+    Ok(PoolDims {
+        planes: n * c,
+        h,
+        w,
+        kh: kernel,
+        kw: kernel,
+        stride: s,
+        pad: padding,
+        oh: out_size(op, h, kernel, s, padding)?,
+        ow: out_size(op, w, kernel, s, padding)?,
+    })
+}
+
+/// Max pooling over square windows; padding cells never win (PyTorch `max_pool2d`).
+pub fn max_pool2d(
+    input: &Tensor,
+    kernel_size: usize,
+    stride: Option<usize>,
+    padding: usize,
+) -> Result<Tensor> {
+    let (x, squeeze) = as_batch("max_pool2d", input)?;
+    let d = pool_dims("max_pool2d", &x, kernel_size, stride, padding)?;
+    let (s, arg) = match x.cpu()? {
+        CpuStorage::F32(v) => {
+            let (y, a) = pk::max_pool(v, d);
+            (CpuStorage::F32(y), a)
+        }
+        CpuStorage::F64(v) => {
+            let (y, a) = pk::max_pool(v, d);
+            (CpuStorage::F64(y), a)
+        }
+    };
+    let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
+    let y = Tensor::from_op(
+        s,
+        shape,
+        Op::MaxPool2d {
+            x,
+            d,
+            argmax: Arc::new(arg),
+        },
+    );
+    Ok(unbatch(y, squeeze))
+}
+
+/// Average pooling over square windows; padding cells count in the divisor (PyTorch's default
+/// `count_include_pad=True`).
+pub fn avg_pool2d(
+    input: &Tensor,
+    kernel_size: usize,
+    stride: Option<usize>,
+    padding: usize,
+) -> Result<Tensor> {
+    let (x, squeeze) = as_batch("avg_pool2d", input)?;
+    let d = pool_dims("avg_pool2d", &x, kernel_size, stride, padding)?;
+    let s = crate::map_cpu!(x.cpu()?, |v| pk::avg_pool(v, d));
+    let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
+    let y = Tensor::from_op(s, shape, Op::AvgPool2d { x, d });
+    Ok(unbatch(y, squeeze))
+}
+
+pub(crate) fn max_pool2d_grad(
+    x: &Tensor,
+    d: PoolDims,
+    arg: &[usize],
+    g: &Tensor,
+) -> Result<Tensor> {
+    let s = crate::map_cpu!(g.cpu()?, |v| pk::max_pool_grad(v, arg, d));
+    Tensor::from_cpu(s, x.shape().clone())
+}
+
+pub(crate) fn avg_pool2d_grad(x: &Tensor, d: PoolDims, g: &Tensor) -> Result<Tensor> {
+    let s = crate::map_cpu!(g.cpu()?, |v| pk::avg_pool_grad(v, d));
+    Tensor::from_cpu(s, x.shape().clone())
+}
+
+/// Mean over H and W: [N, C, H, W] -> [N, C], or [C, H, W] -> [C].
+pub fn global_avg_pool2d(input: &Tensor) -> Result<Tensor> {
+    let (x, squeeze) = as_batch("global_avg_pool2d", input)?;
+    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
+    let flat = reshape_to(&x, Shape(vec![n, c, h * w]));
+    let y = mean(&flat, Some(-1), false)?;
+    Ok(if squeeze {
+        reshape_to(&y, Shape(vec![c]))
+    } else {
+        y
+    })
+}

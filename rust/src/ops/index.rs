@@ -1,0 +1,275 @@
+//! Indexed ops: gather and scatter_add along an axis (PyTorch semantics), embedding lookup,
+//! and masked_fill (used for attention masks).
+
+use crate::autograd::Op;
+use crate::ops::layout::{check_indices, index_select, reshape_to};
+use crate::shape::broadcast_strides;
+use crate::storage::{CpuElem, CpuStorage};
+use crate::{map_cpu, DType, Error, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// For each position of `index_shape` (row-major), the flat offset into a tensor of `shape`
+/// with the `axis` coordinate replaced by the index value.
+fn offsets(shape: &Shape, index_shape: &Shape, axis: usize, idx: &[usize]) -> Vec<usize> {
+    let strides = shape.strides();
+    let dims = index_shape.dims();
+    let mut out = Vec::with_capacity(idx.len());
+    let mut pos = vec![0usize; dims.len()];
+    for &v in idx {
+        let mut off = 0;
+        for d in 0..dims.len() {
+            off += if d == axis { v } else { pos[d] } * strides[d];
+        }
+        out.push(off);
+        for d in (0..dims.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < dims[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    out
+}
+
+fn check_index_shape(op: &'static str, x: &Tensor, axis: usize, index_shape: &Shape) -> Result<()> {
+    let ok = index_shape.rank() == x.rank()
+        && index_shape
+            .dims()
+            .iter()
+            .zip(x.dims())
+            .enumerate()
+            .all(|(d, (&i, &s))| d == axis || i <= s);
+    if !ok {
+        return Err(Error::shape(
+            op,
+            format!(
+                "index of shape {index_shape} does not fit input {} along axis {axis}",
+                x.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// out[...i...] = input[...index[...i...]...] along `axis` (PyTorch `gather`).
+pub fn gather(x: &Tensor, axis: isize, index: &[i64], index_shape: &[usize]) -> Result<Tensor> {
+    let ax = x.shape().axis("gather", axis)?;
+    let ishape = Shape(index_shape.to_vec());
+    if ishape.numel() != index.len() {
+        return Err(Error::shape(
+            "gather",
+            format!("index has {} values but shape {}", index.len(), ishape),
+        ));
+    }
+    check_index_shape("gather", x, ax, &ishape)?;
+    let idx = check_indices("gather", index, x.dims()[ax])?;
+    let offs = offsets(x.shape(), &ishape, ax, &idx);
+    let s = map_cpu!(x.cpu()?, |v| offs.iter().map(|&o| v[o]).collect());
+    Ok(Tensor::from_op(
+        s,
+        ishape.clone(),
+        Op::Gather {
+            x: x.clone(),
+            axis: ax,
+            index: Arc::new(idx),
+            index_shape: ishape,
+        },
+    ))
+}
+
+/// Adds `src` values into a zero tensor of `shape` at the gather offsets, in index order.
+pub(crate) fn scatter_into(
+    shape: &Shape,
+    axis: usize,
+    idx: &[usize],
+    index_shape: &Shape,
+    src: &Tensor,
+    base: Option<&Tensor>,
+) -> Result<Tensor> {
+    let offs = offsets(shape, index_shape, axis, idx);
+    fn go<T: CpuElem>(
+        base: Option<&Tensor>,
+        n: usize,
+        src: &Tensor,
+        offs: &[usize],
+    ) -> Result<CpuStorage> {
+        let sv = T::view(src.cpu()?)
+            .ok_or_else(|| crate::storage::dtype_mismatch("scatter_add", T::DTYPE, src.dtype()))?;
+        let mut out = match base {
+            Some(b) => T::view(b.cpu()?)
+                .ok_or_else(|| crate::storage::dtype_mismatch("scatter_add", T::DTYPE, b.dtype()))?
+                .to_vec(),
+            None => vec![T::ZERO; n],
+        };
+        for (&o, &v) in offs.iter().zip(sv) {
+            out[o] = out[o] + v;
+        }
+        Ok(T::wrap(out))
+    }
+    let s = match src.dtype() {
+        DType::F32 => go::<f32>(base, shape.numel(), src, &offs)?,
+        DType::F64 => go::<f64>(base, shape.numel(), src, &offs)?,
+    };
+    Tensor::from_cpu(s, shape.clone())
+}
+
+/// out = input; out[...index[...i...]...] += src[...i...] along `axis`, in index order
+/// (PyTorch `scatter_add`). `index` has `src`'s shape.
+pub fn scatter_add(x: &Tensor, axis: isize, index: &[i64], src: &Tensor) -> Result<Tensor> {
+    let ax = x.shape().axis("scatter_add", axis)?;
+    if index.len() != src.numel() {
+        return Err(Error::shape(
+            "scatter_add",
+            format!(
+                "index has {} values but src has shape {}",
+                index.len(),
+                src.shape()
+            ),
+        ));
+    }
+    check_index_shape("scatter_add", x, ax, src.shape())?;
+    if x.dtype() != src.dtype() {
+        return Err(crate::storage::dtype_mismatch(
+            "scatter_add",
+            x.dtype(),
+            src.dtype(),
+        ));
+    }
+    let idx = check_indices("scatter_add", index, x.dims()[ax])?;
+    let out = scatter_into(x.shape(), ax, &idx, src.shape(), src, Some(x))?;
+    let s = out.cpu()?.clone();
+    Ok(Tensor::from_op(
+        s,
+        x.shape().clone(),
+        Op::ScatterAdd {
+            x: x.clone(),
+            src: src.clone(),
+            axis: ax,
+            index: Arc::new(idx),
+        },
+    ))
+}
+
+/// Rows of `weight` [num, dim] for each index; output shape is the index shape + [dim].
+pub fn embedding(indices: &[i64], indices_shape: &[usize], weight: &Tensor) -> Result<Tensor> {
+    if weight.rank() != 2 {
+        return Err(Error::shape(
+            "embedding",
+            format!(
+                "expected weight [num_embeddings, dim], got {}",
+                weight.shape()
+            ),
+        ));
+    }
+    if indices_shape.iter().product::<usize>() != indices.len() {
+        return Err(Error::shape(
+            "embedding",
+            format!(
+                "{} indices cannot have shape {:?}",
+                indices.len(),
+                indices_shape
+            ),
+        ));
+    }
+    let rows = index_select(weight, 0, indices).map_err(|e| match e {
+        Error::Index { index, bound, .. } => Error::Index {
+            op: "embedding",
+            index,
+            bound,
+        },
+        e => e,
+    })?;
+    let mut d = indices_shape.to_vec();
+    d.push(weight.dims()[1]);
+    Ok(reshape_to(&rows, Shape(d)))
+}
+
+/// `value` where `mask` is true, `x` elsewhere; `mask` (row-major, of `mask_shape`) broadcasts
+/// against `x`. No gradient flows to filled positions.
+pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) -> Result<Tensor> {
+    let ms = Shape(mask_shape.to_vec());
+    if ms.numel() != mask.len() {
+        return Err(Error::shape(
+            "masked_fill",
+            format!("{} mask values cannot have shape {}", mask.len(), ms),
+        ));
+    }
+    let out = crate::shape::broadcast_shapes("masked_fill", x.shape(), &ms)?;
+    if &out != x.shape() {
+        return Err(Error::shape(
+            "masked_fill",
+            format!("mask {} does not broadcast to input {}", ms, x.shape()),
+        ));
+    }
+    let strides = broadcast_strides(&ms, x.shape());
+    let full = expand_mask(mask, &strides, x.dims());
+    let s = map_cpu!(x.cpu()?, |v| {
+        let fill = crate::dtype::lit(v, value);
+        v.iter()
+            .zip(&full)
+            .map(|(&a, &m)| if m { fill } else { a })
+            .collect()
+    });
+    Ok(Tensor::from_op(
+        s,
+        x.shape().clone(),
+        Op::MaskedFill {
+            x: x.clone(),
+            mask: Arc::new(full),
+        },
+    ))
+}
+
+fn expand_mask(mask: &[bool], strides: &[usize], dims: &[usize]) -> Vec<bool> {
+    let n: usize = dims.iter().product();
+    let mut out = Vec::with_capacity(n);
+    let mut pos = vec![0usize; dims.len()];
+    for _ in 0..n {
+        let off: usize = pos.iter().zip(strides).map(|(p, s)| p * s).sum();
+        out.push(mask[off]);
+        for d in (0..dims.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < dims[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    out
+}
+
+pub(crate) fn masked_fill_grad(mask: &[bool], g: &Tensor) -> Result<Tensor> {
+    let s = map_cpu!(g.cpu()?, |v| {
+        let zero = crate::dtype::lit(v, 0.0);
+        v.iter()
+            .zip(mask)
+            .map(|(&a, &m)| if m { zero } else { a })
+            .collect()
+    });
+    Tensor::from_cpu(s, g.shape().clone())
+}
+
+/// Used by gather's backward: `g` scattered into zeros of `x`'s shape.
+pub(crate) fn gather_grad(
+    x: &Tensor,
+    axis: usize,
+    idx: &[usize],
+    index_shape: &Shape,
+    g: &Tensor,
+) -> Result<Tensor> {
+    scatter_into(x.shape(), axis, idx, index_shape, g, None)
+}
+
+/// Used by scatter_add's backward for `src`: g gathered at the same offsets.
+pub(crate) fn scatter_src_grad(
+    x: &Tensor,
+    axis: usize,
+    idx: &[usize],
+    src: &Tensor,
+    g: &Tensor,
+) -> Result<Tensor> {
+    let offs = offsets(x.shape(), src.shape(), axis, idx);
+    let s = map_cpu!(g.cpu()?, |v| offs.iter().map(|&o| v[o]).collect());
+    Tensor::from_cpu(s, src.shape().clone())
+}

@@ -1,0 +1,206 @@
+//! Normalisation layers, composed from recorded ops so their gradients follow automatically:
+//! the reference's per-image batch norm, batch-statistics batch norm, and layer norm.
+
+use crate::ops::elementwise::{add, div, mul, sqrt, sub};
+use crate::ops::layout::{permute_raw, reshape_to};
+use crate::ops::reduce::mean;
+use crate::{Error, Result, Shape, Tensor};
+
+fn scalar(v: f64, like: &Tensor) -> Tensor {
+    Tensor::scalar(v, like.dtype())
+}
+
+/// (x - mean) / sqrt(var + eps) over the last axis, biased variance (two passes).
+fn normalise_last(x: &Tensor, eps: f64) -> Result<Tensor> {
+    let mu = mean(x, Some(-1), true)?;
+    let centred = sub(x, &mu)?;
+    let var = mean(&mul(&centred, &centred)?, Some(-1), true)?;
+    div(&centred, &sqrt(&add(&var, &scalar(eps, x))?)?)
+}
+
+fn check_affine(op: &'static str, t: Option<&Tensor>, c: usize) -> Result<()> {
+    match t {
+        Some(t) if t.dims() != [c] => Err(Error::shape(
+            op,
+            format!("expected a parameter of shape [{c}], got {}", t.shape()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A [C] parameter as [C, 1, 1], to broadcast against [N, C, H, W] or [C, H, W].
+fn per_channel(t: &Tensor) -> Tensor {
+    reshape_to(t, Shape(vec![t.dims()[0], 1, 1]))
+}
+
+fn affine(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
+    let mut y = y;
+    if let Some(w) = weight {
+        y = mul(&y, &per_channel(w))?;
+    }
+    if let Some(b) = bias {
+        y = add(&y, &per_channel(b))?;
+    }
+    Ok(y)
+}
+
+/// The reference ResNet-18 batch norm: per image and channel, mean and biased variance over
+/// H×W of that image, `y = (x - mean) / sqrt(var + eps) * gamma + beta`; no running statistics.
+pub fn batch_norm_per_image(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() != 3 && x.rank() != 4 {
+        return Err(Error::shape(
+            "batch_norm",
+            format!(
+                "expected input [N, C, H, W] or [C, H, W], got {}",
+                x.shape()
+            ),
+        ));
+    }
+    let r = x.rank();
+    let (c, h, w) = (x.dims()[r - 3], x.dims()[r - 2], x.dims()[r - 1]);
+    check_affine("batch_norm", weight, c)?;
+    check_affine("batch_norm", bias, c)?;
+    let mut flat = x.dims()[..r - 2].to_vec();
+    flat.push(h * w);
+    let y = reshape_to(
+        &normalise_last(&reshape_to(x, Shape(flat)), eps)?,
+        x.shape().clone(),
+    );
+    affine(y, weight, bias)
+}
+
+/// Batch statistics per channel over (N, H, W) of [N, C, H, W] (or (N) of [N, C]); returns
+/// the output, the batch mean and the biased batch variance (for running statistics).
+pub fn batch_norm_batch_stats(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    if x.rank() != 2 && x.rank() != 4 {
+        return Err(Error::shape(
+            "batch_norm",
+            format!("expected input [N, C] or [N, C, H, W], got {}", x.shape()),
+        ));
+    }
+    let c = x.dims()[1];
+    check_affine("batch_norm", weight, c)?;
+    check_affine("batch_norm", bias, c)?;
+    // [C, N*H*W]: channels first so each channel's statistics are one last-axis reduction.
+    let perm: Vec<usize> = if x.rank() == 4 {
+        vec![1, 0, 2, 3]
+    } else {
+        vec![1, 0]
+    };
+    let moved = permute_raw(x, perm.clone())?;
+    let cols = reshape_to(&moved, Shape(vec![c, x.numel() / c.max(1)]));
+    let mu = mean(&cols, Some(-1), true)?;
+    let centred = sub(&cols, &mu)?;
+    let var = mean(&mul(&centred, &centred)?, Some(-1), true)?;
+    let normed = div(&centred, &sqrt(&add(&var, &scalar(eps, x))?)?)?;
+    let back = permute_raw(&reshape_to(&normed, moved.shape().clone()), perm)?;
+    let rank = x.rank();
+    let y = if rank == 4 {
+        affine(back, weight, bias)?
+    } else {
+        affine2(back, weight, bias)?
+    };
+    Ok((
+        y,
+        reshape_to(&mu, Shape(vec![c])),
+        reshape_to(&var, Shape(vec![c])),
+    ))
+}
+
+fn affine2(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
+    let mut y = y;
+    if let Some(w) = weight {
+        y = mul(&y, w)?;
+    }
+    if let Some(b) = bias {
+        y = add(&y, b)?;
+    }
+    Ok(y)
+}
+
+/// Batch norm with fixed statistics (evaluation mode): (x - mean) / sqrt(var + eps) * γ + β.
+pub fn batch_norm_eval(
+    x: &Tensor,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() != 2 && x.rank() != 4 {
+        return Err(Error::shape(
+            "batch_norm",
+            format!("expected input [N, C] or [N, C, H, W], got {}", x.shape()),
+        ));
+    }
+    let c = x.dims()[1];
+    for t in [Some(running_mean), Some(running_var), weight, bias] {
+        check_affine("batch_norm", t, c)?;
+    }
+    let shape_c = |t: &Tensor| {
+        if x.rank() == 4 {
+            per_channel(t)
+        } else {
+            t.clone()
+        }
+    };
+    let y = div(
+        &sub(x, &shape_c(running_mean))?,
+        &sqrt(&add(&shape_c(running_var), &scalar(eps, x))?)?,
+    )?;
+    if x.rank() == 4 {
+        affine(y, weight, bias)
+    } else {
+        affine2(y, weight, bias)
+    }
+}
+
+/// Layer norm over the trailing `normalized_shape` axes with optional elementwise γ and β.
+pub fn layer_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let k = normalized_shape.len();
+    if k == 0 || k > x.rank() || &x.dims()[x.rank() - k..] != normalized_shape {
+        return Err(Error::shape(
+            "layer_norm",
+            format!(
+                "input {} does not end in normalized_shape {:?}",
+                x.shape(),
+                normalized_shape
+            ),
+        ));
+    }
+    for t in [weight, bias].into_iter().flatten() {
+        if t.dims() != normalized_shape {
+            return Err(Error::shape(
+                "layer_norm",
+                format!(
+                    "expected γ/β of shape {:?}, got {}",
+                    normalized_shape,
+                    t.shape()
+                ),
+            ));
+        }
+    }
+    let mut flat = x.dims()[..x.rank() - k].to_vec();
+    flat.push(normalized_shape.iter().product());
+    let y = reshape_to(
+        &normalise_last(&reshape_to(x, Shape(flat)), eps)?,
+        x.shape().clone(),
+    );
+    affine2(y, weight, bias)
+}
