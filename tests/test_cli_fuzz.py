@@ -53,4 +53,5 @@ def test_cli_outcome_is_ok_or_one_error_line(head, before, model, after):
 def test_call_helper_sees_success_and_errors():
     assert call(["run", "hello"])[0] == 0
     code, _, err = call(["run", "hello", "--seed", "x"])
-    assert code == 2 and err == "tlrs: error: tlrs run hello: --seed: expected a natural number, got `x`\n"
+    assert code == 2
+    assert err == "tlrs: error: tlrs run hello: --seed: expected a natural number, got `x`\n"

@@ -9,6 +9,7 @@ import pytest
 import tlrs
 from tlrs import ops, optim
 from tlrs.config import Options
+from tlrs.dtype import FLOAT, FLOAT32, FLOAT32_FP32
 from tlrs.init import FloatInit, Plan
 from tlrs.module import (
     Module,
@@ -116,12 +117,14 @@ def test_step_with_each_optimizer_feeds_it_the_module_gradients(opt):
 def test_step_with_adam_matches_plain_float_adam():
     m = make()
     xs = batch(X, [[y] for y in Y])
-    g = [x for x in m.backward(xs)[0].tolist()[0]] + m.backward(xs)[1].tolist()
+    gw, gb = m.backward(xs)
+    g = gw.tolist()[0] + gb.tolist()
     m.step_with(optim.adam(0.01, 0.9, 0.999, 1e-8), m.init_optim(optim.adam_default()), xs)
     want = []
     for p, gi in zip(W0[0] + B0, g):
         mm, vv = (1.0 - 0.9) * gi, (1.0 - 0.999) * (gi * gi)
-        want.append(p - (0.01 / (math.sqrt(vv * (1.0 / (1.0 - 0.999))) + 1e-8)) * (mm * (1.0 / (1.0 - 0.9))))
+        m_hat, v_hat = mm * (1.0 / (1.0 - 0.9)), vv * (1.0 / (1.0 - 0.999))
+        want.append(p - (0.01 / (math.sqrt(v_hat) + 1e-8)) * m_hat)
     assert m.params()[0].tolist()[0] + m.params()[1].tolist() == want
 
 
@@ -162,7 +165,8 @@ def test_train_sgd_cycles_samples_and_logs_every_n(capsys):
 def test_log_every_zero_prints_nothing_but_trains(capsys):
     m = make()
     m.train_sgd(0.125, 2, [batch(*S0)], log_every=0)
-    state = m.train_with(optim.sgd(0.125), m.init_optim(optim.sgd(0.125)), 2, [batch(*S0)], log_every=0)
+    opt = optim.sgd(0.125)
+    state = m.train_with(opt, m.init_optim(opt), 2, [batch(*S0)], log_every=0)
     assert capsys.readouterr().out == ""
     assert state.step == 2
     _, w, b = hand_sgd_losses(0.125, 4, [S0])
@@ -201,7 +205,8 @@ def test_mean_loss_is_a_left_fold_divided_by_the_count():
     samples = [batch(X[i], [Y[i]]) for i in range(3)]
     losses = [hand(W0[0], B0[0], [X[i]], [Y[i]])[0] for i in range(3)]
     got = m.mean_loss(samples)
-    assert got.shape == [] and got.item() == pytest.approx(((0.0 + losses[0]) + losses[1] + losses[2]) / 3, rel=1e-14)
+    assert got.shape == []
+    assert got.item() == pytest.approx(((0.0 + losses[0]) + losses[1] + losses[2]) / 3, rel=1e-14)
     each = [m.forward(s).item() for s in samples]
     assert got.item() == (((0.0 + each[0]) + each[1]) + each[2]) / 3.0
 
@@ -264,12 +269,16 @@ def test_instantiate_with_options_casts():
     assert doubled.params()[0].tolist() == [[1.0, 0.5]]
     with pytest.raises(tlrs.DTypeError, match="int8"):
         make("int8")
+    assert make(FLOAT32).dtype == "float32" and make(FLOAT).dtype == "float64"
+    with pytest.raises(tlrs.ArgError, match="proof-only"):
+        make(FLOAT32_FP32)
     with pytest.raises(tlrs.DTypeError, match="mixed"):
-        instantiate_with_options(linear_def(), lambda t: t.to("float32") if t.ndim == 1 else t, Options())
+        instantiate_with_options(
+            linear_def(), lambda t: t.to("float32") if t.ndim == 1 else t, Options())
 
 
 def test_options_are_followed():
-    with pytest.raises(ValueError, match="the compiled backend is not available yet; use --backend eager"):
+    with pytest.raises(ValueError, match="compiled backend is not available yet; use --backend"):
         make(opts=Options(backend="compiled"))
     with pytest.raises(tlrs.CudaUnavailableError):
         make(opts=Options(use_gpu=True))
@@ -279,7 +288,8 @@ def test_options_are_followed():
         seen.append(tlrs.get_fast_kernels())
         return linear_mse(ps, xs)
 
-    m = instantiate_with_options(ModuleDef([[1, 2], [1]], [[2], [1]], spy), "float64", Options(fast_kernels=True))
+    spied = ModuleDef([[1, 2], [1]], [[2], [1]], spy)
+    m = instantiate_with_options(spied, "float64", Options(fast_kernels=True))
     m.forward(batch(*S0))
     m.step(0.1, batch(*S0))
     assert seen == [True, True] and tlrs.get_fast_kernels() is False
@@ -294,11 +304,7 @@ def test_runtime_plan_variant_ignores_init_params():
         instantiate_float_with_runtime_plan_options(
             linear_def(), Options(), Plan([[2, 1], [1]], [FloatInit.zeros(), FloatInit.zeros()]))
     via_def = ModuleDef([[1, 2], [1]], [[2], [1]], linear_mse, init_plan=plan)
-    assert make_from(via_def).params()[0].tolist() == [[3.0, -4.0]]
-
-
-def make_from(defn):
-    return instantiate_with_options(defn, "float64", Options())
+    assert instantiate_with_options(via_def, "float64", None).params()[0].tolist() == [[3.0, -4.0]]
 
 
 def test_runtime_init_variant_checks_the_list():
@@ -306,9 +312,11 @@ def test_runtime_init_variant_checks_the_list():
     m = instantiate_float_with_runtime_init_options(linear_def(), Options(), inits)
     assert m.params()[0].tolist() == FloatInit.uniform(-1.0, 1.0, 3).values([1, 2]).tolist()
     assert m.params()[1].tolist() == [0.0]
-    with pytest.raises(ValueError, match="^torch.runtimeInit: initializer list longer than parameter list$"):
-        instantiate_float_with_runtime_init_options(linear_def(), Options(), inits + [FloatInit.ones()])
-    with pytest.raises(ValueError, match="^torch.runtimeInit: initializer list shorter than parameter list$"):
+    longer = "^torch.runtimeInit: initializer list longer than parameter list$"
+    shorter = "^torch.runtimeInit: initializer list shorter than parameter list$"
+    with pytest.raises(ValueError, match=longer):
+        instantiate_float_with_runtime_init_options(linear_def(), None, [*inits, FloatInit.ones()])
+    with pytest.raises(ValueError, match=shorter):
         instantiate_float_with_runtime_init_options(linear_def(), Options(), inits[:1])
     with pytest.raises(ValueError, match=r"flat initializer length mismatch \(expected 2, got 3\)"):
         instantiate_float_with_runtime_init_options(
@@ -338,7 +346,8 @@ def test_save_load_round_trip(tmp_path, dtype):
     assert Module.load(str(path), linear_def()).params()[0].tolist() == m.params()[0].tolist()
     loaded, st = Module.load_checkpoint(str(path), linear_def())
     assert loaded.dtype == dtype and loaded.param_names == ("fc.weight", "fc.bias")
-    assert loaded.requires_grad == (True, False) and loaded.opts == Options(fast_kernels=True, seed=7)
+    assert loaded.requires_grad == (True, False)
+    assert loaded.opts == Options(fast_kernels=True, seed=7)
     assert [p.tolist() for p in loaded.params()] == [p.tolist() for p in m.params()]
     assert st.kind == "adam" and st.step == 3
     for slot in ("m", "v"):

@@ -29,7 +29,7 @@ def power(beta, t):
     return out
 
 
-# ----------------------------------------------------------- scalar reference formulas (one element)
+# ------------------------------------------------- scalar reference formulas (one element)
 
 def ref_sgd(p, gs, lr):
     for g in gs:

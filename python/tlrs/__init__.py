@@ -1,6 +1,15 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
-from . import init, ops, random
+from . import init, ops, optim, random
+from .config import ExecConfig, Options
+from .entry import RunAction, RunOptions, run, run_usage, with_module, with_module_runtime, with_runtime
+from .module import (
+    Module,
+    ModuleDef,
+    instantiate_float_with_runtime_init_options,
+    instantiate_float_with_runtime_plan_options,
+    instantiate_with_options,
+)
 from ._core import Tensor, __version__, fresh_seed, manual_seed
 from .autograd import grad, is_grad_enabled, no_grad
 from .errors import (
@@ -16,6 +25,21 @@ from .kernels import fast_kernels, get_fast_kernels, get_num_threads, set_fast_k
 from .tensor import arange, from_numpy, full, ones, rand, randn, tensor, zeros
 
 __all__ = [
+    "ExecConfig",
+    "Module",
+    "ModuleDef",
+    "Options",
+    "RunAction",
+    "RunOptions",
+    "instantiate_float_with_runtime_init_options",
+    "instantiate_float_with_runtime_plan_options",
+    "instantiate_with_options",
+    "optim",
+    "run",
+    "run_usage",
+    "with_module",
+    "with_module_runtime",
+    "with_runtime",
     "ArgError",
     "AutogradError",
     "CheckpointError",

@@ -295,4 +295,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args: argv: the arguments after the program name (default `sys.argv[1:]`).
     """
     command = typer.main.get_command(app)
-    return command.main(args=argv, prog_name=PROG, standalone_mode=False)  # type: ignore[no-any-return]
+    code: int = command.main(args=argv, prog_name=PROG, standalone_mode=False)
+    return code

@@ -238,7 +238,7 @@ def run(
     exe_name: str,
     args: Sequence[str],
     action: RunAction,
-    run_opts: RunOptions | None = None,
+    run_opts: RunOptions | None = RunOptions(),  # noqa: B008 - frozen, never mutated
 ) -> int:
     """Run a program the reference way (§5.6) and return its exit code, 0.
 
@@ -248,7 +248,7 @@ def run(
     (default `float`), refuse a non-float dtype before logging, log; then refuse what cannot run
     (`--backend compiled`, unusable CUDA); banner (with opts, seed included), body, ok line.
     Args: exe_name: program name for the usage, prefixes and the ok line; args: the argument list;
-    action: the program; run_opts: framing (default `RunOptions()`).
+    action: the program; run_opts: framing (None: `RunOptions()`).
     Raises: ArgError: `<exe_name>: --seed: ...` errors, ``<exe_name>: this program only supports
     `--dtype float` ``, unprefixed parse/dtype errors, `--backend compiled`; CudaUnavailableError:
     `--cuda` without a usable GPU (before the banner and body); TypeError: bad arguments.

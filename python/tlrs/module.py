@@ -1,9 +1,5 @@
 """The module API (the reference's `ScalarModuleDef` / `ScalarModule`): definitions, instantiation,
-forward/backward/steps, training loops with the reference's printed lines, and checkpoints.
-
-A `Module` follows its `Options`: the kernels it computes with (`fast_kernels`), the backend
-(only `eager` exists so far) and the device (CPU only in this build).
-"""
+forward/backward/steps, training loops with the reference's printed lines, and checkpoints."""
 
 from __future__ import annotations
 
@@ -18,17 +14,11 @@ from typing import Any
 import numpy as np
 
 from . import _core, optim
-from ._core import (
-    CheckpointError,
-    CudaUnavailableError,
-    DTypeError,
-    Plan,
-    ShapeError,
-    Tensor,
-)
+from ._core import Plan, Tensor
 from .autograd import grad, no_grad
 from .config import Backend, Options
 from .dtype import DType
+from .errors import CheckpointError, CudaUnavailableError, DTypeError, ShapeError
 from .kernels import fast_kernels
 from .tensor import tensor
 
@@ -59,7 +49,8 @@ def _shapes(shapes: Sequence[Sequence[int]], what: str) -> tuple[Shape, ...]:
     out = []
     for s in shapes:
         dims = tuple(s)
-        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
+        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+                   for d in dims):
             raise ValueError(f"{what}: expected shapes of non-negative integers, got {list(s)!r}")
         out.append(tuple(int(d) for d in dims))
     return tuple(out)
@@ -93,7 +84,8 @@ class ModuleDef:
     def __post_init__(self) -> None:
         shapes = _shapes(self.param_shapes, "ModuleDef param_shapes")
         object.__setattr__(self, "param_shapes", shapes)
-        object.__setattr__(self, "input_shapes", _shapes(self.input_shapes, "ModuleDef input_shapes"))
+        inputs = _shapes(self.input_shapes, "ModuleDef input_shapes")
+        object.__setattr__(self, "input_shapes", inputs)
         if not callable(self.loss):
             raise TypeError(f"ModuleDef: loss must be callable, got {type(self.loss).__name__}")
         flags = [True] * len(shapes) if self.requires_grad is None else list(self.requires_grad)
@@ -103,7 +95,8 @@ class ModuleDef:
             raise ValueError("torch: requiresGrad list shorter than parameter list")
         object.__setattr__(self, "requires_grad", tuple(bool(f) for f in flags))
         if self.init_params is not None:
-            given = [p if isinstance(p, Tensor) else tensor(p, dtype="float64") for p in self.init_params]
+            given = [p if isinstance(p, Tensor) else tensor(p, dtype="float64")
+                     for p in self.init_params]
             if len(given) != len(shapes):
                 raise ValueError(f"ModuleDef: expected {len(shapes)} initial parameters (one per "
                                  f"parameter shape), got {len(given)}")
@@ -128,17 +121,17 @@ class ModuleDef:
         return [_core.full(list(s), 0.0, "float64") for s in self.param_shapes]
 
 
-def _check_shapes(tensors: Sequence[Tensor], shapes: Sequence[Shape], what: str) -> None:
+def _check_shapes(tensors: Sequence[Tensor], shapes: Sequence[Sequence[int]], what: str) -> None:
     for i, (t, s) in enumerate(zip(tensors, shapes, strict=True)):
-        if tuple(t.shape) != s:
+        if tuple(t.shape) != tuple(s):
             raise ShapeError(f"{what} {i} has shape {list(t.shape)}, expected {list(s)}")
 
 
-def _check_plan(plan: Plan, shapes: Sequence[Shape]) -> None:
+def _check_plan(plan: Plan, shapes: Sequence[Sequence[int]]) -> None:
     if not isinstance(plan, Plan):
         raise TypeError(f"expected a tlrs.init.Plan, got {type(plan).__name__}")
     built_for = _shapes(plan.param_shapes, "plan")
-    if built_for != tuple(shapes):
+    if built_for != tuple(tuple(s) for s in shapes):
         raise ValueError(f"the plan was built for parameter shapes {_show(built_for)}, but the "
                          f"definition has {_show(shapes)}")
 
@@ -151,12 +144,15 @@ def _check_options(opts: Options) -> None:
         raise ValueError("the compiled backend is not available yet; use --backend eager")
     if opts.use_gpu:
         _core.full([], 0.0, "float64").to(opts.device)  # raises CudaUnavailableError in CPU builds
-        raise CudaUnavailableError(f"Module execution on {opts.device} is not implemented yet; use --cpu")
+        raise CudaUnavailableError(
+            f"Module execution on {opts.device} is not implemented yet; use --cpu")
 
 
 class Module:
     """A live module (the reference's `ScalarModule`): current parameters plus the definition.
 
+    It follows its `Options`: forward, backward and updates run under `fast_kernels(opts.
+    fast_kernels)`; only the eager backend and the CPU exist so far.
     Args: defn: the definition (loss, shapes, flags, names); params: the initial tensors, already
     in the module's dtype (float32 or float64, one for all); opts: runtime options (default
     `Options()`). Prefer the `instantiate_*` functions.
@@ -164,7 +160,9 @@ class Module:
     DTypeError: mixed or unsupported dtypes; CudaUnavailableError: `opts.use_gpu`.
     """
 
-    def __init__(self, defn: ModuleDef, params: Sequence[Tensor], opts: Options | None = None) -> None:
+    def __init__(
+        self, defn: ModuleDef, params: Sequence[Tensor], opts: Options | None = None
+    ) -> None:
         self.opts = Options() if opts is None else opts
         _check_options(self.opts)
         self.defn = defn
@@ -177,12 +175,12 @@ class Module:
     @property
     def requires_grad(self) -> tuple[bool, ...]:
         """Per-parameter flags; parameters with False are never updated."""
-        return tuple(self.defn.requires_grad)
+        return tuple(self.defn.requires_grad or ())
 
     @property
     def param_names(self) -> tuple[str, ...]:
         """The parameters' names, in order (used by `save`)."""
-        return tuple(self.defn.param_names)
+        return tuple(self.defn.param_names or ())
 
     def params(self) -> list[Tensor]:
         """The current parameter values, in order."""
@@ -194,27 +192,31 @@ class Module:
         Raises: ValueError: a wrong count; ShapeError: a wrong shape; DTypeError: a dtype other
         than the module's or a non-Tensor.
         """
-        ps = list(ps)
-        if len(ps) != len(self.defn.param_shapes):
-            raise ValueError(f"set_params: expected {len(self.defn.param_shapes)} tensors, got {len(ps)}")
+        ps, want = list(ps), len(self.defn.param_shapes)
+        if len(ps) != want:
+            raise ValueError(f"set_params: expected {want} tensors, got {len(ps)}")
         for i, p in enumerate(ps):
             if not isinstance(p, Tensor):
-                raise DTypeError(f"set_params: parameter {i} must be a Tensor, got {type(p).__name__}")
+                raise DTypeError(
+                    f"set_params: parameter {i} must be a Tensor, got {type(p).__name__}")
             if p.dtype != self.dtype:
-                raise DTypeError(f"set_params: parameter {i} has dtype {p.dtype}, expected {self.dtype}")
+                raise DTypeError(
+                    f"set_params: parameter {i} has dtype {p.dtype}, expected {self.dtype}")
         _check_shapes(ps, self.defn.param_shapes, "set_params: parameter")
         self._params = [p.detach() for p in ps]
 
     def _inputs(self, xs: Inputs) -> list[Tensor]:
         shapes = self.defn.input_shapes
         if isinstance(xs, (Tensor, np.ndarray)) or len(xs) != len(shapes):
-            got = "a single tensor" if isinstance(xs, (Tensor, np.ndarray)) else f"{len(xs)}"
-            raise ValueError(f"expected {len(shapes)} inputs with shapes {_show(shapes)}, got {got}")
+            count = "a single tensor" if isinstance(xs, (Tensor, np.ndarray)) else f"{len(xs)}"
+            raise ValueError(
+                f"expected {len(shapes)} inputs with shapes {_show(shapes)}, got {count}")
         out = []
         for i, (x, s) in enumerate(zip(xs, shapes, strict=True)):
             x = x if isinstance(x, Tensor) else tensor(x, dtype=self.dtype)
             if x.dtype != self.dtype:
-                raise DTypeError(f"input {i} has dtype {x.dtype}, expected {self.dtype} (the module's dtype)")
+                raise DTypeError(
+                    f"input {i} has dtype {x.dtype}, expected {self.dtype} (the module's dtype)")
             got = tuple(x.shape)
             if got != s and (len(got) != len(s) + 1 or got[1:] != s):
                 raise ShapeError(f"input {i} has shape {list(got)}, expected {list(s)} "
@@ -269,32 +271,39 @@ class Module:
 
     def _sgd_step(self, lr: float, grads: list[Tensor]) -> None:
         with fast_kernels(self.opts.fast_kernels), no_grad():
-            self._params = [p - g * float(lr) if flag else p
-                            for p, g, flag in zip(self._params, grads, self.requires_grad, strict=True)]
+            updated = zip(self._params, grads, self.requires_grad, strict=True)
+            self._params = [p - g * float(lr) if flag else p for p, g, flag in updated]
 
     def init_optim(self, opt: optim.Optimizer) -> optim.OptimState:
         """`opt.init` on the current parameters."""
         return opt.init(self._params)
 
-    def step_with(self, opt: optim.Optimizer, state: optim.OptimState, xs: Inputs) -> optim.OptimState:
+    def step_with(
+        self, opt: optim.Optimizer, state: optim.OptimState, xs: Inputs
+    ) -> optim.OptimState:
         """One update by `opt` from the gradients at `xs`; returns the new optimizer state.
 
         Raises: as `forward`, and ValueError: a state of another optimizer or shape.
         """
         return self._optim_step(opt, state, self._value_and_grads(xs)[1])
 
-    def _optim_step(self, opt: optim.Optimizer, state: optim.OptimState, grads: list[Tensor]) -> optim.OptimState:
+    def _optim_step(
+        self, opt: optim.Optimizer, state: optim.OptimState, grads: list[Tensor]
+    ) -> optim.OptimState:
         with fast_kernels(self.opts.fast_kernels):
             self._params, state = opt.step(state, self._params, grads, self.requires_grad)
         return state
 
-    def train_sgd(self, lr: float, steps: int, samples: Sequence[Inputs], log_every: int = 1) -> None:
+    def train_sgd(
+        self, lr: float, steps: int, samples: Sequence[Inputs], log_every: int = 1
+    ) -> None:
         """`steps` SGD updates cycling through `samples`, printing `step N: loss=<v>` (the loss
         before the update) when `log_every` divides N (never when it is 0).
 
         Raises: ValueError: `trainCycleSGD: empty dataset`, negative counts, or input errors.
         """
-        self._train(samples, steps, log_every, "trainCycleSGD", lambda grads: self._sgd_step(lr, grads))
+        self._train(samples, steps, log_every, "trainCycleSGD",
+                    lambda _, grads: self._sgd_step(lr, grads), None)
 
     def train_with(self, opt: optim.Optimizer, state: optim.OptimState, steps: int,
                    samples: Sequence[Inputs], log_every: int = 1) -> optim.OptimState:
@@ -302,16 +311,11 @@ class Module:
 
         Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors.
         """
-        box = [state]
-
-        def update(grads: list[Tensor]) -> None:
-            box[0] = self._optim_step(opt, box[0], grads)
-
-        self._train(samples, steps, log_every, "trainCycleOptim", update)
-        return box[0]
+        return self._train(samples, steps, log_every, "trainCycleOptim",
+                           lambda st, grads: self._optim_step(opt, st, grads), state)
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
-               update: Callable[[list[Tensor]], None]) -> None:
+               update: Callable[[Any, list[Tensor]], Any], state: Any) -> Any:
         samples = list(samples)
         if not samples:
             raise ValueError(f"{name}: empty dataset")
@@ -322,7 +326,8 @@ class Module:
             loss, grads = self._value_and_grads(samples[step % len(samples)])
             if log_every != 0 and step % log_every == 0:
                 print(f"step {step}: loss={format_float(loss.item())}")
-            update(grads)
+            state = update(state, grads)
+        return state
 
     def mean_loss(self, samples: Sequence[Inputs]) -> Tensor:
         """The mean loss over `samples` (a left fold from 0, then divided by the count), a scalar.
@@ -344,20 +349,21 @@ class Module:
         Raises: CheckpointError: the file cannot be written (the target is left untouched);
         ValueError: optimizer state not aligned with the parameters.
         """
-        names = list(self.param_names)
-        tensors = list(self._params)
+        names, tensors = list(self.param_names), list(self._params)
         meta: dict[str, Any] = {
             "format": _FORMAT, "dtype": self.dtype, "param_names": list(self.param_names),
             "param_shapes": [list(s) for s in self.defn.param_shapes],
             "input_shapes": [list(s) for s in self.defn.input_shapes],
             "requires_grad": list(self.requires_grad),
-            "options": {f.name: _plain(getattr(self.opts, f.name)) for f in dataclasses.fields(Options)},
+            "options": {f.name: _plain(getattr(self.opts, f.name))
+                        for f in dataclasses.fields(Options)},
         }
         if optim_state is not None:
             slots = {k: list(v) for k, v in optim_state.slots.items()}
             if any(len(v) != len(names) for v in slots.values()):
                 raise ValueError(f"save: optimizer state slots must hold {len(names)} tensors each")
-            meta["optim"] = {"kind": optim_state.kind, "step": optim_state.step, "slots": list(slots)}
+            meta["optim"] = {
+                "kind": optim_state.kind, "step": optim_state.step, "slots": list(slots)}
             for slot, ts in slots.items():
                 names += [f"{_OPTIM_PREFIX}{slot}/{i}" for i in range(len(ts))]
                 tensors += ts
@@ -367,8 +373,7 @@ class Module:
 
     @classmethod
     def load(cls, path: str, defn: ModuleDef, opts: Options | None = None) -> Module:
-        """A module with `defn`'s loss and the checkpoint's parameters, names, flags and options
-        (or `opts`). Raises: as `load_checkpoint`."""
+        """The module of `load_checkpoint` (raising as it does), without the optimizer state."""
         return cls.load_checkpoint(path, defn, opts)[0]
 
     @classmethod
@@ -376,13 +381,16 @@ class Module:
                         opts: Options | None = None) -> tuple[Module, optim.OptimState | None]:
         """(module, optimizer state or None) from a checkpoint `save` wrote.
 
+        Args: defn: supplies the loss; parameters, names, flags and options (unless `opts` is
+        given) come from the file.
         Raises: CheckpointError: a missing, truncated, corrupt or foreign file (nothing is
         returned partially); ValueError: shapes that differ from `defn`'s.
         """
         names, tensors, metadata = _core.load_safetensors(str(path))
         try:
             by_name = dict(zip(names, tensors, strict=True))
-            if metadata.get("checksum") != _checksum(list(by_name), list(by_name.values()), metadata):
+            expected = _checksum(list(by_name), list(by_name.values()), metadata)
+            if metadata.get("checksum") != expected:
                 raise ValueError("checksum mismatch")
             meta = {k: json.loads(v) for k, v in metadata.items() if k != "checksum"}
             if meta["format"] != _FORMAT:
@@ -415,9 +423,10 @@ def _plain(value: Any) -> Any:
 
 
 def _checksum(names: Sequence[str], tensors: Sequence[Tensor], metadata: dict[str, str]) -> str:
-    """SHA-256 over the metadata (but the checksum) and every tensor's name, dtype, shape and bytes."""
+    """SHA-256 of the metadata (less the checksum) and each tensor's name, dtype, shape, bytes."""
     h = hashlib.sha256()
-    h.update(json.dumps({k: v for k, v in metadata.items() if k != "checksum"}, sort_keys=True).encode())
+    rest = {k: v for k, v in metadata.items() if k != "checksum"}
+    h.update(json.dumps(rest, sort_keys=True).encode())
     for name, t in sorted(zip(names, tensors, strict=True), key=lambda nt: nt[0]):
         h.update(json.dumps([name, t.dtype, list(t.shape)]).encode())
         h.update(np.ascontiguousarray(t.numpy()).tobytes())
@@ -432,7 +441,8 @@ def _cast_params(defn: ModuleDef, cast: Any) -> list[Tensor]:
         cast = cast.numpy_name
     if isinstance(cast, str):
         if cast not in _CAST_NAMES:
-            raise DTypeError(f"expected a dtype name {sorted(_CAST_NAMES)} or a callable, got {cast!r}")
+            raise DTypeError(
+                f"expected a dtype name {sorted(_CAST_NAMES)} or a callable, got {cast!r}")
         return [p.to(_CAST_NAMES[cast]) for p in initial]
     if not callable(cast):
         raise TypeError(f"cast must be a dtype name or a callable, got {type(cast).__name__}")
@@ -458,7 +468,9 @@ def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -
     return Module(defn, _cast_params(defn, cast), opts)
 
 
-def instantiate_float_with_runtime_plan_options(defn: ModuleDef, opts: Options | None, plan: Plan) -> Module:
+def instantiate_float_with_runtime_plan_options(
+    defn: ModuleDef, opts: Options | None, plan: Plan
+) -> Module:
     """A binary64 module whose parameters come from `plan` (`defn.init_params` is ignored).
 
     Raises: ValueError: a plan built for other shapes, or as `instantiate_with_options`.

@@ -219,3 +219,8 @@ def mse_loss(input: Tensor, target: Tensor) -> Tensor:
 
 
 cat = concat
+
+from .layer_ops import *  # noqa: E402,F403 - the layer ops are part of tlrs.ops
+from .layer_ops import __all__ as _layer_all  # noqa: E402
+
+__all__ += _layer_all + ["cat"]

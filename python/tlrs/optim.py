@@ -1,11 +1,5 @@
 """The reference's optimizers (`sgd`, `momentum_sgd`, `adagrad`, `rmsprop`, `adam`, `adamw`,
-`adadelta`): functional steps with the exact formulas and evaluation order, plain-data state.
-
-Every update is elementwise in the parameter's dtype. Scalar hyper-parameter arithmetic
-(`1 - beta`, `beta^t` by repeated multiplication, `1/(1 - beta^t)`, `lr*wd`) is also rounded in
-that dtype, one IEEE operation at a time, so binary64 results equal plain Python float code
-written in the same order bit for bit.
-"""
+`adadelta`): functional steps with the exact formulas and evaluation order, plain-data state."""
 
 from __future__ import annotations
 
@@ -97,6 +91,9 @@ class Optimizer:
     """An optimizer with the reference interface: `init(params)` and a functional `step`.
 
     Subclasses set `kind`, `slot_names` and `_update`; hyper-parameters are explicit (no defaults).
+    Updates are elementwise in the parameter's dtype; scalar hyper-parameter arithmetic (`1 - beta`,
+    `beta^t` by repeated multiplication, `1/(1 - beta^t)`, `lr*wd`) is rounded in that dtype too,
+    one IEEE operation at a time, so binary64 results equal plain Python float code bit for bit.
     """
 
     kind: ClassVar[str]

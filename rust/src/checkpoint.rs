@@ -37,6 +37,13 @@ pub fn save(
             ),
         ));
     }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
+        return Err(Error::arg(
+            "save",
+            format!("expected distinct tensor names, got '{dup}' twice"),
+        ));
+    }
     let mut data = Vec::with_capacity(tensors.len());
     for t in tensors {
         data.push(bytes_of(t)?);

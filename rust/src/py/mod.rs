@@ -4,6 +4,7 @@
 mod checkpoint;
 mod errors;
 mod init;
+mod nn_ops;
 mod ops;
 mod random;
 mod tensor;
@@ -94,6 +95,21 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         init::seed_stream_state,
         checkpoint::save_safetensors,
         checkpoint::load_safetensors,
+        nn_ops::conv2d,
+        nn_ops::max_pool2d,
+        nn_ops::avg_pool2d,
+        nn_ops::global_avg_pool2d,
+        nn_ops::batch_norm_per_image,
+        nn_ops::batch_norm_train,
+        nn_ops::batch_norm_eval,
+        nn_ops::layer_norm,
+        nn_ops::multi_head_attention,
+        nn_ops::dropout,
+        nn_ops::embedding,
+        nn_ops::gather,
+        nn_ops::scatter_add,
+        nn_ops::masked_fill,
+        nn_ops::assign_,
     );
     Ok(())
 }

@@ -1,0 +1,150 @@
+"""Layer ops, re-exported by `tlrs.ops`: convolution, pooling, normalisation, attention,
+dropout and indexed ops, with `torch.nn.functional` names and argument order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._core import Tensor
+
+__all__ = [
+    "avg_pool2d", "batch_norm", "batch_norm_per_image", "conv2d", "dropout", "embedding",
+    "gather", "global_avg_pool2d", "layer_norm", "masked_fill", "max_pool2d",
+    "multi_head_attention", "scatter_add",
+]
+
+
+def _int_array(index: Any, what: str) -> np.ndarray:
+    """Integer indices as an int64 array of their own shape."""
+    if isinstance(index, Tensor):
+        raise TypeError(f"{what}: expected integer indices (a NumPy int array or a list of ints), got a float Tensor")
+    arr = np.asarray(index)
+    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+        raise TypeError(f"{what}: expected integer indices, got an array of dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _pair_free(v: int | Sequence[int], what: str) -> int:
+    """A square size: an int or a pair of equal ints."""
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2 or v[0] != v[1]:
+            raise ValueError(f"{what}: expected an int or a pair of equal ints, got {v!r}")
+        v = v[0]
+    return int(v)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0) -> Tensor:
+    """Cross-correlation of [N, C, H, W] (or [C, H, W]) with weight [OC, C, KH, KW].
+
+    Reference kernels fold each output over (input channel, kernel row, kernel column) from 0;
+    padding cells contribute nothing.
+    """
+    return _core.conv2d(input, weight, bias, _pair_free(stride, "conv2d"), _pair_free(padding, "conv2d"))
+
+
+def max_pool2d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor:
+    """Max over square windows (stride defaults to kernel_size); padding cells never win."""
+    s = None if stride is None else _pair_free(stride, "max_pool2d")
+    return _core.max_pool2d(input, _pair_free(kernel_size, "max_pool2d"), s, _pair_free(padding, "max_pool2d"))
+
+
+def avg_pool2d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor:
+    """Mean over square windows; padding cells count in the divisor (count_include_pad=True)."""
+    s = None if stride is None else _pair_free(stride, "avg_pool2d")
+    return _core.avg_pool2d(input, _pair_free(kernel_size, "avg_pool2d"), s, _pair_free(padding, "avg_pool2d"))
+
+
+def global_avg_pool2d(input: Tensor) -> Tensor:
+    """Mean over H and W: [N, C, H, W] -> [N, C], [C, H, W] -> [C]."""
+    return _core.global_avg_pool2d(input)
+
+
+def batch_norm_per_image(input: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+                         eps: float = 1e-6) -> Tensor:
+    """The reference ResNet-18 batch norm: per image and channel, mean and biased variance over
+    H×W; no running statistics."""
+    return _core.batch_norm_per_image(input, weight, bias, eps)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Batch norm over (N, H, W) per channel (PyTorch `batch_norm`).
+
+    In training mode (or without running statistics) the batch statistics are used, and the
+    running statistics, when given, are updated in place:
+    running = (1 - momentum) * running + momentum * batch (unbiased batch variance).
+    In evaluation mode the running statistics are used.
+    """
+    if training or running_mean is None or running_var is None:
+        out, mean, var = _core.batch_norm_train(input, weight, bias, eps)
+        if training and running_mean is not None and running_var is not None:
+            n = input.numel() // max(1, input.shape[1])
+            unbiased = var * (n / max(1, n - 1))
+            _core.assign_(running_mean, running_mean.detach() * (1 - momentum) + mean.detach() * momentum)
+            _core.assign_(running_var, running_var.detach() * (1 - momentum) + unbiased.detach() * momentum)
+        return out
+    return _core.batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
+
+
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalises over the trailing `normalized_shape` axes (biased variance), then γ·x + β."""
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    return _core.layer_norm(input, shape, weight, bias, eps)
+
+
+def multi_head_attention(x: Tensor, wq: Tensor, wk: Tensor, wv: Tensor, wo: Tensor, num_heads: int,
+                         mask: Any = None) -> Tensor:
+    """Scaled dot-product attention over x [B, n, d_model] (or [n, d_model]).
+
+    Wq, Wk, Wv: [d_model, heads·head_dim]; Wo: [heads·head_dim, d_model] (the reference order).
+    `mask`: boolean [n, n], True where a key is hidden from a query.
+    """
+    m = None
+    if mask is not None:
+        arr = np.asarray(mask)
+        if arr.dtype != np.bool_:
+            raise TypeError(f"multi_head_attention: expected a boolean mask, got dtype {arr.dtype}")
+        m = arr.reshape(-1).tolist()
+    return _core.multi_head_attention(x, wq, wk, wv, wo, int(num_heads), m)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, key: int | None = None) -> Tensor:
+    """Inverted dropout: keeps element i when 1 - p > u(key, i) (the reference's counter-based
+    sampler) and scales kept values by 1 / (1 - p). `key` defaults to the global seed stream."""
+    if not training or p == 0:
+        return input
+    return _core.dropout(input, float(p), key)
+
+
+def embedding(input: Any, weight: Tensor) -> Tensor:
+    """Rows of weight [num_embeddings, dim] for integer indices `input` (any shape)."""
+    idx = _int_array(input, "embedding")
+    return _core.embedding(idx.reshape(-1).tolist(), list(idx.shape), weight)
+
+
+def gather(input: Tensor, dim: int, index: Any) -> Tensor:
+    """out[i][j] = input[index[i][j]][j] for dim=0, and so on (PyTorch `gather`)."""
+    idx = _int_array(index, "gather")
+    return _core.gather(input, dim, idx.reshape(-1).tolist(), list(idx.shape))
+
+
+def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+    """input with src added at `index` along `dim`, in index order (PyTorch `scatter_add`)."""
+    idx = _int_array(index, "scatter_add")
+    if list(idx.shape) != list(src.shape):
+        raise _core.ShapeError(f"scatter_add: expected index of shape {src.shape} (src's shape), got {list(idx.shape)}")
+    return _core.scatter_add(input, dim, idx.reshape(-1).tolist(), src)
+
+
+def masked_fill(input: Tensor, mask: Any, value: float) -> Tensor:
+    """`value` where the boolean `mask` (broadcast to input) is True; no gradient flows there."""
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise TypeError(f"masked_fill: expected a boolean mask, got dtype {arr.dtype}")
+    return _core.masked_fill(input, arr.reshape(-1).tolist(), list(arr.shape), float(value))

@@ -1,0 +1,236 @@
+//! Bindings for the layer ops: convolution, pooling, normalisation, attention, dropout and the
+//! indexed ops (gather, scatter_add, embedding, masked_fill).
+
+use super::errors::guard;
+use super::tensor::PyTensor;
+use crate::{ops, Tensor};
+use pyo3::prelude::*;
+
+type T = PyTensor;
+
+fn run(py: Python<'_>, f: impl FnOnce() -> crate::Result<Tensor> + Send) -> PyResult<T> {
+    py.detach(|| guard(f)).map(PyTensor::new)
+}
+
+fn opt(t: &Option<PyRef<'_, T>>) -> Option<Tensor> {
+    t.as_ref().map(|t| t.inner.clone())
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, weight, bias=None, stride=1, padding=0))]
+pub fn conv2d(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    weight: PyRef<'_, T>,
+    bias: Option<PyRef<'_, T>>,
+    stride: usize,
+    padding: usize,
+) -> PyResult<T> {
+    let (x, w, b) = (x.inner.clone(), weight.inner.clone(), opt(&bias));
+    run(py, move || ops::conv2d(&x, &w, b.as_ref(), stride, padding))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, kernel_size, stride=None, padding=0))]
+pub fn max_pool2d(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    kernel_size: usize,
+    stride: Option<usize>,
+    padding: usize,
+) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || {
+        ops::max_pool2d(&x, kernel_size, stride, padding)
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, kernel_size, stride=None, padding=0))]
+pub fn avg_pool2d(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    kernel_size: usize,
+    stride: Option<usize>,
+    padding: usize,
+) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || {
+        ops::avg_pool2d(&x, kernel_size, stride, padding)
+    })
+}
+
+#[pyfunction]
+pub fn global_avg_pool2d(py: Python<'_>, x: PyRef<'_, T>) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::global_avg_pool2d(&x))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, weight=None, bias=None, eps=1e-6))]
+pub fn batch_norm_per_image(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    weight: Option<PyRef<'_, T>>,
+    bias: Option<PyRef<'_, T>>,
+    eps: f64,
+) -> PyResult<T> {
+    let (x, w, b) = (x.inner.clone(), opt(&weight), opt(&bias));
+    run(py, move || {
+        ops::batch_norm_per_image(&x, w.as_ref(), b.as_ref(), eps)
+    })
+}
+
+/// (output, batch mean, biased batch variance) with statistics over (N, H, W).
+#[pyfunction]
+#[pyo3(signature = (x, weight=None, bias=None, eps=1e-5))]
+pub fn batch_norm_train(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    weight: Option<PyRef<'_, T>>,
+    bias: Option<PyRef<'_, T>>,
+    eps: f64,
+) -> PyResult<(T, T, T)> {
+    let (x, w, b) = (x.inner.clone(), opt(&weight), opt(&bias));
+    let (y, m, v) =
+        py.detach(|| guard(|| ops::batch_norm_batch_stats(&x, w.as_ref(), b.as_ref(), eps)))?;
+    Ok((PyTensor::new(y), PyTensor::new(m), PyTensor::new(v)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, running_mean, running_var, weight=None, bias=None, eps=1e-5))]
+pub fn batch_norm_eval(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    running_mean: PyRef<'_, T>,
+    running_var: PyRef<'_, T>,
+    weight: Option<PyRef<'_, T>>,
+    bias: Option<PyRef<'_, T>>,
+    eps: f64,
+) -> PyResult<T> {
+    let (x, m, v, w, b) = (
+        x.inner.clone(),
+        running_mean.inner.clone(),
+        running_var.inner.clone(),
+        opt(&weight),
+        opt(&bias),
+    );
+    run(py, move || {
+        ops::batch_norm_eval(&x, &m, &v, w.as_ref(), b.as_ref(), eps)
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, normalized_shape, weight=None, bias=None, eps=1e-5))]
+pub fn layer_norm(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    normalized_shape: Vec<usize>,
+    weight: Option<PyRef<'_, T>>,
+    bias: Option<PyRef<'_, T>>,
+    eps: f64,
+) -> PyResult<T> {
+    let (x, w, b) = (x.inner.clone(), opt(&weight), opt(&bias));
+    run(py, move || {
+        ops::layer_norm(&x, &normalized_shape, w.as_ref(), b.as_ref(), eps)
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, wq, wk, wv, wo, num_heads, mask=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn multi_head_attention(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    wq: PyRef<'_, T>,
+    wk: PyRef<'_, T>,
+    wv: PyRef<'_, T>,
+    wo: PyRef<'_, T>,
+    num_heads: usize,
+    mask: Option<Vec<bool>>,
+) -> PyResult<T> {
+    let ts = [&x, &wq, &wk, &wv, &wo].map(|t| t.inner.clone());
+    run(py, move || {
+        ops::multi_head_attention(
+            &ts[0],
+            &ts[1],
+            &ts[2],
+            &ts[3],
+            &ts[4],
+            num_heads,
+            mask.as_deref(),
+        )
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, p, key=None))]
+pub fn dropout(py: Python<'_>, x: PyRef<'_, T>, p: f64, key: Option<u64>) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || crate::random::dropout(&x, p, key))
+}
+
+#[pyfunction]
+pub fn embedding(
+    py: Python<'_>,
+    indices: Vec<i64>,
+    indices_shape: Vec<usize>,
+    weight: PyRef<'_, T>,
+) -> PyResult<T> {
+    let w = weight.inner.clone();
+    run(py, move || ops::embedding(&indices, &indices_shape, &w))
+}
+
+#[pyfunction]
+pub fn gather(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    dim: isize,
+    index: Vec<i64>,
+    index_shape: Vec<usize>,
+) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::gather(&x, dim, &index, &index_shape))
+}
+
+#[pyfunction]
+pub fn scatter_add(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    dim: isize,
+    index: Vec<i64>,
+    src: PyRef<'_, T>,
+) -> PyResult<T> {
+    let (x, s) = (x.inner.clone(), src.inner.clone());
+    run(py, move || ops::scatter_add(&x, dim, &index, &s))
+}
+
+#[pyfunction]
+pub fn masked_fill(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    mask: Vec<bool>,
+    mask_shape: Vec<usize>,
+    value: f64,
+) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::masked_fill(&x, &mask, &mask_shape, value))
+}
+
+/// Makes `dst` refer to `src`'s value (an in-place update as seen from Python), e.g. for
+/// running statistics. Shapes and dtypes must match.
+#[pyfunction]
+pub fn assign_(mut dst: PyRefMut<'_, T>, src: PyRef<'_, T>) -> PyResult<()> {
+    let (d, s) = (&dst.inner, &src.inner);
+    if d.shape() != s.shape() || d.dtype() != s.dtype() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "assign_: expected a {} tensor of shape {}, got {} of shape {}",
+            d.dtype(),
+            d.shape(),
+            s.dtype(),
+            s.shape()
+        )));
+    }
+    dst.inner = s.detach_with_grad(d.requires_grad());
+    Ok(())
+}
