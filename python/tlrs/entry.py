@@ -119,9 +119,10 @@ def _call_body(opts: Options, body: Callable[[], T]) -> T:
 def _parse_checked(args: Sequence[str]) -> tuple[ExecConfig, list[str]]:
     """Parse (reference default-dtype policy), log, then the dtype and executability checks."""
     cfg, rest = ExecConfig.parse_and_strip(_as_args(args))
+    # SPEC §6: a run that cannot execute (no GPU, compiled backend) fails before anything runs.
+    check_executable(cfg)
     cfg.log()
     cfg.dtype.check_runnable()
-    check_executable(cfg)
     return cfg, rest
 
 
@@ -280,8 +281,8 @@ def run(
         cfg, rest = ExecConfig.parse_and_strip_with_default_dtype(args, FLOAT)
         if cfg.dtype != FLOAT:
             raise ArgError(f"{exe_name}: this program only supports `--dtype float`")
-        cfg.log()
         check_executable(cfg)
+        cfg.log()
         opts = cfg.to_options(seed)
         _frame(exe_name, run_opts, opts, lambda: action.body(opts, rest))
     return 0
