@@ -13,6 +13,7 @@ from ._core import (
     fan_in_out,
     kaiming_linear_weight,
     kaiming_uniform_for_shape,
+    layer_init,
     xavier_linear_weight,
     xavier_uniform_for_shape,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "fan_in_out",
     "kaiming_linear_weight",
     "kaiming_uniform_for_shape",
+    "layer_init",
     "xavier_linear_weight",
     "xavier_uniform_for_shape",
 ]

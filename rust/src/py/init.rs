@@ -193,3 +193,38 @@ pub fn shuffle_permutation(seed: u64, n: usize) -> (Vec<usize>, u64) {
 pub fn seed_stream_state() -> (u64, u64) {
     crate::random::stream_state()
 }
+
+/// A layer initialiser's values (`Torch.Init`, the 32-bit LCG) for `shape`, computed in binary64
+/// and stored in `dtype`. `scheme` is "zeros", "ones", "uniform" (lo, hi), "xavier_uniform"
+/// (fan_in, fan_out) or "kaiming_uniform" (fan_in).
+#[pyfunction]
+#[pyo3(signature = (scheme, shape, seed=0, lo=0.0, hi=1.0, fan_in=0, fan_out=0, dtype="float64"))]
+#[allow(clippy::too_many_arguments)]
+pub fn layer_init(
+    scheme: &str,
+    shape: Vec<usize>,
+    seed: u64,
+    lo: f64,
+    hi: f64,
+    fan_in: usize,
+    fan_out: usize,
+    dtype: &str,
+) -> PyResult<PyTensor> {
+    use crate::init::LayerInit;
+    let s = match scheme {
+        "zeros" => LayerInit::Zeros,
+        "ones" => LayerInit::Ones,
+        "uniform" => LayerInit::Uniform { lo, hi },
+        "xavier_uniform" => LayerInit::XavierUniform { fan_in, fan_out },
+        "kaiming_uniform" => LayerInit::KaimingUniform { fan_in },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "expected a scheme 'zeros', 'ones', 'uniform', 'xavier_uniform' or 'kaiming_uniform', got '{other}'"
+            )))
+        }
+    };
+    let n = init::numel(&shape).map_err(init_err)?;
+    let values = s.values(n, seed);
+    let storage = CpuStorage::from_f64(parse_dtype(dtype)?, &values);
+    guard(|| Tensor::from_cpu(storage, shape)).map(PyTensor::new)
+}
