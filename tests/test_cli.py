@@ -167,7 +167,6 @@ def test_runner_run_hello():
 @pytest.mark.parametrize("args,start", [
     (["run", "hello", "extra"], "unexpected arguments: [extra]"),
     (["run", "hello", "--cpu", "--", "x"], "unexpected arguments: [--, x]"),  # `--` kept
-    (["run", "hello", "--backend", "compiled"], "--backend compiled is not built yet"),
     (["run", "hello", "--device", "gpu"], "unknown --device gpu"),
     (["run", "hello", "--fast-gpu-matmul-precision", "tf32"],
      "unknown --fast-gpu-matmul-precision tf32 (supported: fp32 | fp64)"),

@@ -306,11 +306,11 @@ def test_cuda_is_checked_before_the_body(capsys, args):
 
 
 @pytest.mark.parametrize("action", ["any", "float"])
-def test_compiled_backend_is_refused(capsys, action):
+def test_compiled_backend_runs(capsys, action):
     calls = []
-    with pytest.raises(ArgError, match="--backend compiled is not built yet"):
-        run(EXE, ["--backend", "compiled"], BODIES[action](calls))
-    assert calls == []
+    assert run(EXE, ["--backend", "compiled"], BODIES[action](calls)) == 0
+    assert len(calls) == 1
+    assert "[tlrs] backend: compiled" in lines(capsys.readouterr().out)
 
 
 # --- with_runtime / with_module -----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
-from . import init, ops, optim, random
+from . import init, models, ops, optim, random
 from .config import ExecConfig, Options
 from .entry import RunAction, RunOptions, run, run_usage, with_module, with_module_runtime, with_runtime
 from .module import (
@@ -35,6 +35,7 @@ __all__ = [
     "instantiate_float_with_runtime_plan_options",
     "instantiate_with_options",
     "optim",
+    "models",
     "run",
     "run_usage",
     "with_module",

@@ -34,7 +34,7 @@ _RUNTIME_FLAGS = (
      "float: IEEE binary64 (also float64, f64, double); float32: IEEE binary32 (also f32,",
      "ieee754exec); default float32, or float with --cuda and for float-only programs"),
     ("--float32-mode ieee754exec", "binary32 mode (fp32 is proof-only)"),
-    ("--backend eager|compiled", "execution backend (default eager; compiled is not built yet)"),
+    ("--backend eager|compiled", "execution backend (default eager; compiled traces the loss once, replays natively)"),
     ("--seed N", "seed of the global random stream, a natural number (default 0)"),
     ("--fast-kernels", "fast CPU kernels (FMA, blocked GEMM) instead of the reference ones"),
     ("--fast-gpu-matmul-precision fp32|fp64", "CUDA matmul precision (default fp32)"),
@@ -84,13 +84,9 @@ def require_cuda(device: str = "cuda") -> None:
 def check_executable(cfg: ExecConfig) -> None:
     """Refuse a configuration tlrs cannot execute, before any program code runs.
 
-    Raises: ArgError: `--backend compiled` (not built yet); CudaUnavailableError: a CUDA device
-    was asked for and is not usable (checked after the backend).
+    Raises: CudaUnavailableError: a CUDA device was asked for and is not usable (the compiled
+    backend runs where the eager one does, so it never runs silently on the CPU instead).
     """
-    if cfg.backend is Backend.COMPILED:
-        raise ArgError(
-            "--backend compiled is not built yet in tlrs; use --backend eager (the default)"
-        )
     if cfg.use_gpu:
         require_cuda(cfg.device)
 

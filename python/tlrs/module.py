@@ -16,6 +16,7 @@ import numpy as np
 from . import _core, optim
 from ._core import Plan, Tensor
 from .autograd import grad, no_grad
+from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
 from .dtype import DType
 from .errors import CheckpointError, CudaUnavailableError, DTypeError, ShapeError
@@ -140,8 +141,6 @@ def _check_options(opts: Options) -> None:
     """Refuse what this build cannot run: the compiled backend and CUDA devices."""
     if not isinstance(opts, Options):
         raise TypeError(f"expected tlrs Options, got {type(opts).__name__}")
-    if opts.backend is Backend.COMPILED:
-        raise ValueError("the compiled backend is not available yet; use --backend eager")
     if opts.use_gpu:
         _core.full([], 0.0, "float64").to(opts.device)  # raises CudaUnavailableError in CPU builds
         raise CudaUnavailableError(
@@ -171,6 +170,9 @@ class Module:
         self.dtype: str = first.dtype if isinstance(first, Tensor) else "float64"
         self._params: list[Tensor] = []
         self.set_params(params)
+        self._compiled: CompiledLoss | None = None
+        if self.opts.backend is Backend.COMPILED:
+            self._compiled = CompiledLoss(defn.loss, defn.param_shapes, defn.input_shapes, self.dtype)
 
     @property
     def requires_grad(self) -> tuple[bool, ...]:
@@ -236,11 +238,20 @@ class Module:
 
         Raises: ValueError/ShapeError: wrong input count or shape; DTypeError: wrong input dtype.
         """
+        if self._compiled is not None:
+            xs_t = self._inputs(xs)
+            graph = self._compiled.graph_for([x.shape for x in xs_t])
+            return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
         with fast_kernels(self.opts.fast_kernels), no_grad():
             return self._loss(self._params, xs)
 
     def _value_and_grads(self, xs: Inputs) -> tuple[Tensor, list[Tensor]]:
         """(loss, one gradient per parameter); frozen parameters get zeros."""
+        if self._compiled is not None:
+            xs_t = self._inputs(xs)
+            graph = self._compiled.graph_for([x.shape for x in xs_t])
+            return graph.loss_and_grads(self._params, list(self.requires_grad), xs_t,
+                                        self.opts.fast_kernels)
         leaves = []
         for p, flag in zip(self._params, self.requires_grad, strict=True):
             leaf = p.detach()
@@ -302,6 +313,9 @@ class Module:
 
         Raises: ValueError: `trainCycleSGD: empty dataset`, negative counts, or input errors.
         """
+        if self._compiled is not None:
+            self._train_native(samples, steps, log_every, "trainCycleSGD", optim.sgd(lr), None)
+            return
         self._train(samples, steps, log_every, "trainCycleSGD",
                     lambda _, grads: self._sgd_step(lr, grads), None)
 
@@ -311,8 +325,37 @@ class Module:
 
         Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors.
         """
+        if self._compiled is not None:
+            return self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state)
         return self._train(samples, steps, log_every, "trainCycleOptim",
                            lambda st, grads: self._optim_step(opt, st, grads), state)
+
+    def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
+                      opt: optim.Optimizer, state: Any) -> Any:
+        """The compiled backend's loop: every step (forward, backward, update) runs in Rust."""
+        samples = [self._inputs(xs) for xs in samples]
+        if not samples:
+            raise ValueError(f"{name}: empty dataset")
+        for what, n in (("steps", steps), ("log_every", log_every)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"{name}: {what} must be a natural number, got {n!r}")
+        shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
+        if len(shapes) != 1:
+            raise ValueError(f"{name}: the compiled backend needs samples of one shape, got {sorted(shapes)}")
+        assert self._compiled is not None
+        graph = self._compiled.graph_for(next(iter(shapes)))
+        names = type(opt).slot_names
+        st = opt.init(self._params) if state is None else state
+        if st.kind != opt.kind:
+            raise ValueError(f"{opt.kind}: expected a {opt.kind} state, got a {st.kind} state")
+        losses, params, slots, step = graph.train(
+            self._params, list(self.requires_grad), samples, steps, opt.kind, dict(opt.hyper),
+            slots_to_native(st, len(self._params), names), st.step, self.opts.fast_kernels)
+        for i, loss in enumerate(losses):
+            if log_every != 0 and i % log_every == 0:
+                print(f"step {i}: loss={format_float(loss)}")
+        self._params = list(params)
+        return optim.OptimState(opt.kind, step, slots_from_native(slots, names))
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                update: Callable[[Any, list[Tensor]], Any], state: Any) -> Any:

@@ -94,6 +94,7 @@ pub enum Op {
     MaskedFill {
         x: Tensor,
         mask: Arc<Vec<bool>>,
+        value: f64,
     },
 }
 

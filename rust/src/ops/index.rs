@@ -217,6 +217,7 @@ pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) 
         Op::MaskedFill {
             x: x.clone(),
             mask: Arc::new(full),
+            value,
         },
     ))
 }

@@ -49,7 +49,7 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
             }
             let classes = input.dims()[input.rank() - 1];
             let idx = check_indices("cross_entropy", t, classes)?;
-            nll_loss(&logp, Arc::new(idx))
+            nll_loss_indices(&logp, Arc::new(idx))
         }
         Target::Probs(p) => {
             crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
@@ -81,7 +81,7 @@ fn nll_typed<T: CpuElem>(logp: &Tensor, idx: &[usize]) -> Result<crate::storage:
 }
 
 /// -mean over rows of logp[n, target[n]].
-fn nll_loss(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Tensor> {
+pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Tensor> {
     let s = match logp.dtype() {
         DType::F32 => nll_typed::<f32>(logp, &idx)?,
         DType::F64 => nll_typed::<f64>(logp, &idx)?,

@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod errors;
+mod graph;
 mod init;
 mod nn_ops;
 mod ops;
@@ -27,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<init::PyFloatInit>()?;
     m.add_class::<init::PyPlan>()?;
+    m.add_class::<graph::PyGraph>()?;
     macro_rules! add_fns {
         ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
     }

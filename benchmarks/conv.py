@@ -1,0 +1,159 @@
+"""conv2d speed: forward and forward+backward GFLOP/s of tlrs reference and fast kernels, f32 and
+f64, on 1 and 2 threads, against PyTorch CPU (torch.nn.functional.conv2d with autograd) when
+`import torch` works. All numbers come from this one run, the kinds timed interleaved (round
+robin), so the ratios compare like with like. Never fails: a case that errors prints its error.
+
+    python benchmarks/conv.py [--threads 1,2] [--repeat 3] [--min-time 0.2] [--shapes NAME,...]
+
+Flops: forward 2*N*OC*OH*OW*C*KH*KW; backward (input and weight gradients) twice that, so
+forward+backward counts three times the forward. The backward runs from the scalar
+sum(y * r) for a fixed random r (the same for every kind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+# name: (N, C, OC, H=W, K, stride, padding)
+SHAPES = {
+    "c3-32 32x32 k3": (8, 3, 32, 32, 3, 1, 1),
+    "c32-64 16x16 k3": (8, 32, 64, 16, 3, 1, 1),
+    "c64-64 8x8 k3 n32": (32, 64, 64, 8, 3, 1, 1),
+    "resnet stem k7 s2": (8, 3, 64, 32, 7, 2, 3),
+}
+
+
+def try_torch():
+    try:
+        import torch
+
+        return torch
+    except Exception:  # noqa: BLE001 - torch is optional; any import failure means "absent"
+        return None
+
+
+def timed(fn, min_time: float) -> float:
+    """Per-call time of one round: as many calls as fit in `min_time` (at least one)."""
+    calls, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        dt = time.perf_counter() - t0
+        if dt >= min_time:
+            return dt / calls
+
+
+def tlrs_cases(tlrs, x, w, b, r, s, p):
+    from tlrs import ops
+
+    tx, tw, tb = (tlrs.tensor(a, requires_grad=True) for a in (x, w, b))
+    tr = tlrs.tensor(r)
+
+    def fwd():
+        with tlrs.no_grad():
+            ops.conv2d(tx, tw, tb, s, p)
+
+    def fwd_bwd():
+        y = ops.conv2d(tx, tw, tb, s, p)
+        tlrs.grad(ops.sum(ops.mul(y, tr)), [tx, tw, tb])
+
+    return fwd, fwd_bwd
+
+
+def torch_cases(torch, x, w, b, r, s, p):
+    F = torch.nn.functional
+    tx, tw, tb = (torch.from_numpy(a.copy()).requires_grad_(True) for a in (x, w, b))
+    tr = torch.from_numpy(r.copy())
+
+    def fwd():
+        with torch.no_grad():
+            F.conv2d(tx, tw, tb, s, p)
+
+    def fwd_bwd():
+        y = F.conv2d(tx, tw, tb, s, p)
+        torch.autograd.grad((y * tr).sum(), (tx, tw, tb))
+
+    return fwd, fwd_bwd
+
+
+def measure(name, dims, dtype, threads, repeat, min_time, torch):
+    import tlrs
+
+    n, c, oc, hw, k, s, p = dims
+    o = (hw + 2 * p - k) // s + 1
+    flops = 2.0 * n * oc * o * o * c * k * k
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (n, c, hw, hw)).astype(dtype)
+    w = rng.uniform(-0.1, 0.1, (oc, c, k, k)).astype(dtype)
+    b = rng.uniform(-0.1, 0.1, (oc,)).astype(dtype)
+    r = rng.uniform(-1, 1, (n, oc, o, o)).astype(dtype)
+    kinds = {"ref": (False, tlrs_cases(tlrs, x, w, b, r, s, p)), "fast": (True, tlrs_cases(tlrs, x, w, b, r, s, p))}
+    if torch is not None:
+        kinds["torch"] = (None, torch_cases(torch, x, w, b, r, s, p))
+    best = {(kind, part): float("inf") for kind in kinds for part in (0, 1)}
+    for rnd in range(repeat + 1):  # round 0 warms up and is discarded
+        for kind, (fast, fns) in kinds.items():
+            if fast is not None:
+                tlrs.set_fast_kernels(fast)
+            for part, fn in enumerate(fns):
+                t = timed(fn, min_time)
+                if rnd > 0:
+                    best[kind, part] = min(best[kind, part], t)
+    tlrs.set_fast_kernels(False)
+    row = dict(threads=threads, dtype=dtype, shape=name)
+    for (kind, part), t in best.items():
+        row[f"{kind}_{'fb' if part else 'f'}"] = (3 * flops if part else flops) / t / 1e9
+    return row
+
+
+def fmt(v):
+    return f"{v:7.2f}" if v is not None else f"{'-':>7}"
+
+
+def ratio(a, b):
+    return f"{a / b:6.2f}" if a is not None and b is not None else f"{'-':>6}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--min-time", type=float, default=0.2)
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated names from: " + ", ".join(SHAPES))
+    args = ap.parse_args()
+    import tlrs
+
+    torch = try_torch()
+    if torch is None:
+        print("torch not installed: comparing tlrs reference and fast kernels only")
+    else:
+        print(f"torch {torch.__version__}")
+    rows = []
+    for t in (int(v) for v in args.threads.split(",")):
+        tlrs.set_num_threads(t)
+        if torch is not None:
+            torch.set_num_threads(t)
+        for dtype in ("float32", "float64"):
+            for name in args.shapes.split(","):
+                try:
+                    rows.append(measure(name, SHAPES[name], dtype, t, args.repeat, args.min_time, torch))
+                except Exception as e:  # noqa: BLE001 - a benchmark reports, never fails
+                    print(f"{t} {dtype} {name}: error: {type(e).__name__}: {e}")
+    print("\nGFLOP/s; f = forward, f+b = forward + input/weight/bias gradients (3x forward flops)")
+    head = (f"{'thr':>3} {'dtype':>7} {'shape':<18} | {'ref f':>7} {'fast f':>7} {'torch f':>7} | "
+            f"{'ref f+b':>7} {'fast f+b':>8} {'torch f+b':>9} | {'fast/ref':>8} {'ref/tch':>7} {'fast/tch':>8} (f+b)")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        g = r.get
+        print(f"{r['threads']:>3} {r['dtype']:>7} {r['shape']:<18} | {fmt(g('ref_f'))} {fmt(g('fast_f'))} "
+              f"{fmt(g('torch_f'))} | {fmt(g('ref_fb'))} {fmt(g('fast_fb')):>8} {fmt(g('torch_fb')):>9} | "
+              f"{ratio(g('fast_fb'), g('ref_fb')):>8} {ratio(g('ref_fb'), g('torch_fb')):>7} "
+              f"{ratio(g('fast_fb'), g('torch_fb')):>8}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The compiled backend's Python side: trace a definition's loss once per input-shape signature
+(twice, to catch data-dependent control flow), then replay it natively."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._core import Graph, Tensor
+
+
+class TraceError(ValueError):
+    """The loss cannot be compiled: the message names the reason and, where known, the op."""
+
+
+class CompiledLoss:
+    """A definition's loss traced into native graphs, one per input-shape signature.
+
+    Args: loss: the definition's loss(params, inputs); param_shapes, input_shapes: its shapes
+    (inputs without a batch axis); dtype: the module's dtype.
+    Raises: TraceError: the loss cannot be traced (it raised, used data-dependent Python
+    control flow, or read tensor values in Python).
+    """
+
+    def __init__(self, loss: Any, param_shapes: Sequence[Sequence[int]],
+                 input_shapes: Sequence[Sequence[int]], dtype: str) -> None:
+        self.loss, self.dtype = loss, dtype
+        self.param_shapes = [tuple(s) for s in param_shapes]
+        self._graphs: dict[tuple[tuple[int, ...], ...], Graph] = {}
+        self.graph_for([tuple(s) for s in input_shapes])  # fail now, not at step 1000
+
+    def graph_for(self, input_shapes: Sequence[Sequence[int]]) -> Graph:
+        """The graph for inputs of these shapes (traced on first use)."""
+        key = tuple(tuple(int(d) for d in s) for s in input_shapes)
+        graph = self._graphs.get(key)
+        if graph is None:
+            first, second = self._trace(key, 1), self._trace(key, 2)
+            diff = first.first_difference(second)
+            if diff is not None:
+                raise TraceError(f"cannot compile the loss: {diff}")
+            graph = self._graphs[key] = first
+        return graph
+
+    def _trace(self, input_shapes: tuple[tuple[int, ...], ...], seed: int) -> Graph:
+        rng = np.random.default_rng(seed)
+        # The two traces see values of opposite signs, so a Python branch on a value differs.
+        lo, hi = (0.1, 1.0) if seed == 1 else (-1.0, -0.1)
+
+        def leaf(shape: Sequence[int]) -> Tensor:
+            t = _core.tensor_from_numpy(np.asarray(rng.uniform(lo, hi, size=shape), dtype=self.dtype))
+            t.requires_grad = True
+            return t
+
+        params = [leaf(s) for s in self.param_shapes]
+        inputs = [leaf(s) for s in input_shapes]
+        try:
+            root = self.loss(params, inputs)
+        except Exception as err:  # noqa: BLE001 - any failure while tracing is reported as one
+            raise TraceError(f"cannot compile the loss: tracing it raised {type(err).__name__}: {err}") from err
+        if not isinstance(root, Tensor) or list(root.shape) != []:
+            raise TraceError("cannot compile the loss: it must return a scalar Tensor")
+        if not root.requires_grad:
+            raise TraceError("cannot compile the loss: its value does not depend on the parameters "
+                             "or inputs through tlrs ops")
+        return Graph.trace(root, params, inputs)
+
+    def describe(self) -> str:
+        """Every traced graph: node count, op count, activation memory and the node listing."""
+        parts = []
+        for shapes, g in self._graphs.items():
+            parts.append(f"inputs {[list(s) for s in shapes]}: {g.node_count} nodes, {g.op_count} ops, "
+                         f"{g.activation_bytes} bytes of activations\n{g.describe()}")
+        return "\n\n".join(parts)
+
+
+def slots_to_native(state: Any, n: int, slot_names: Sequence[str]) -> list[list[Tensor]]:
+    """An OptimState's slots (name -> per-parameter list) as per-parameter lists in slot order."""
+    return [[state.slots[name][i] for name in slot_names] for i in range(n)]
+
+
+def slots_from_native(slots: list[list[Tensor]], slot_names: Sequence[str]) -> dict[str, list[Tensor]]:
+    """The inverse of `slots_to_native`."""
+    return {name: [per_param[k] for per_param in slots] for k, name in enumerate(slot_names)}

@@ -1,0 +1,159 @@
+//! Replaying a traced graph: the loss for new parameters and inputs, its gradients through
+//! the same autograd rules as eager, and whole training loops with native optimizer updates.
+
+use super::ir::{Graph, NodeKind, Source};
+use super::replay::replay;
+use crate::optim::{update, OptimKind};
+use crate::{autograd, Error, Result, Tensor};
+
+/// The graph's output for `params` and `inputs` (recording for autograd where leaves need it).
+pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tensor> {
+    if params.len() != g.n_params || inputs.len() != g.n_inputs {
+        return Err(Error::arg(
+            "graph",
+            format!(
+                "expected {} parameters and {} inputs, got {} and {}",
+                g.n_params,
+                g.n_inputs,
+                params.len(),
+                inputs.len()
+            ),
+        ));
+    }
+    let mut vals: Vec<Option<Tensor>> = vec![None; g.nodes.len()];
+    // Last use of each node, so values not needed later are released during the forward pass
+    // (the autograd graph keeps what backward needs).
+    let mut last_use = vec![0usize; g.nodes.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        if let NodeKind::Op { inputs, .. } = &n.kind {
+            for &j in inputs {
+                last_use[j] = i;
+            }
+        }
+    }
+    for (i, n) in g.nodes.iter().enumerate() {
+        let v = match &n.kind {
+            NodeKind::Leaf(Source::Param(p)) => params[*p].clone(),
+            NodeKind::Leaf(Source::Input(x)) => inputs[*x].clone(),
+            NodeKind::Leaf(Source::Const(c)) => c.clone(),
+            NodeKind::Op { op, inputs } => {
+                let xs: Vec<Tensor> = inputs
+                    .iter()
+                    .map(|&j| {
+                        vals[j]
+                            .clone()
+                            .ok_or_else(|| Error::arg("graph", "node used after release"))
+                    })
+                    .collect::<Result<_>>()?;
+                let y = replay(op, &xs, &n.shape)?;
+                for &j in inputs {
+                    if last_use[j] == i && j != g.output {
+                        vals[j] = None;
+                    }
+                }
+                y
+            }
+        };
+        if matches!(
+            n.kind,
+            NodeKind::Leaf(Source::Param(_)) | NodeKind::Leaf(Source::Input(_))
+        ) && (v.shape() != &n.shape || v.dtype() != n.dtype)
+        {
+            return Err(Error::shape(
+                "graph",
+                format!(
+                    "expected a {} leaf of shape {}, got {} of shape {}",
+                    n.dtype,
+                    n.shape,
+                    v.dtype(),
+                    v.shape()
+                ),
+            ));
+        }
+        vals[i] = Some(v);
+    }
+    vals[g.output]
+        .take()
+        .ok_or_else(|| Error::arg("graph", "no output"))
+}
+
+/// (loss, gradient per parameter); parameters whose flag is false get zeros.
+pub fn loss_and_grads(
+    g: &Graph,
+    params: &[Tensor],
+    flags: &[bool],
+    inputs: &[Tensor],
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let leaves: Vec<Tensor> = params
+        .iter()
+        .zip(flags)
+        .map(|(p, &f)| p.detach_with_grad(f))
+        .collect();
+    let loss = evaluate(g, &leaves, inputs)?;
+    let tracked: Vec<Tensor> = leaves
+        .iter()
+        .zip(flags)
+        .filter(|(_, &f)| f)
+        .map(|(t, _)| t.clone())
+        .collect();
+    let mut found = if !tracked.is_empty() && loss.requires_grad() {
+        autograd::grad(&loss, &tracked)?
+    } else {
+        vec![]
+    }
+    .into_iter();
+    let grads = params
+        .iter()
+        .zip(flags)
+        .map(|(p, &f)| {
+            if f { found.next() } else { None }
+                .unwrap_or_else(|| Tensor::zeros(p.shape().clone(), p.dtype()))
+        })
+        .collect();
+    Ok((loss.detach(), grads))
+}
+
+pub struct TrainResult {
+    pub losses: Vec<f64>,
+    pub params: Vec<Tensor>,
+    pub slots: Vec<Vec<Tensor>>,
+    pub step: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+/// `steps` updates cycling through `samples`: the pre-update loss of each step is recorded,
+/// then every trainable parameter is updated by `kind` (step counts advance for all).
+pub fn train(
+    g: &Graph,
+    mut params: Vec<Tensor>,
+    flags: &[bool],
+    samples: &[Vec<Tensor>],
+    steps: usize,
+    kind: OptimKind,
+    mut slots: Vec<Vec<Tensor>>,
+    mut step: u64,
+) -> Result<TrainResult> {
+    if samples.is_empty() {
+        return Err(Error::arg("train", "empty dataset"));
+    }
+    let mut losses = Vec::with_capacity(steps);
+    for s in 0..steps {
+        let (loss, grads) = loss_and_grads(g, &params, flags, &samples[s % samples.len()])?;
+        losses.push(loss.item()?);
+        step += 1;
+        for i in 0..params.len() {
+            if !flags[i] {
+                continue;
+            }
+            let (p, ns) = update(kind, step, &params[i], &grads[i], &slots[i])?;
+            params[i] = p;
+            slots[i] = ns;
+        }
+    }
+    Ok(TrainResult {
+        losses,
+        params,
+        slots,
+        step,
+    })
+}

@@ -1,0 +1,127 @@
+//! Bindings for the compiled backend: tracing a loss into a graph and replaying it, including
+//! whole native training loops with the GIL released.
+
+use super::errors::guard;
+use super::tensor::PyTensor;
+use crate::backend::cpu::parallel::with_fast_kernels;
+use crate::graph::{exec, Graph};
+use crate::optim::OptimKind;
+use crate::Tensor;
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+fn inner(ts: &[PyRef<'_, PyTensor>]) -> Vec<Tensor> {
+    ts.iter().map(|t| t.inner.clone()).collect()
+}
+
+fn wrap(ts: Vec<Tensor>) -> Vec<PyTensor> {
+    ts.into_iter().map(PyTensor::new).collect()
+}
+
+#[pyclass(name = "Graph", module = "tlrs._core", frozen)]
+pub struct PyGraph(Graph);
+
+type Trained = (Vec<f64>, Vec<PyTensor>, Vec<Vec<PyTensor>>, u64);
+
+#[pymethods]
+impl PyGraph {
+    /// Traces `root` (computed from leaves `params` and `inputs` that all required grad).
+    #[staticmethod]
+    fn trace(
+        root: PyRef<'_, PyTensor>,
+        params: Vec<PyRef<'_, PyTensor>>,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+    ) -> PyResult<Self> {
+        let (ps, xs) = (inner(&params), inner(&inputs));
+        guard(|| Graph::trace(&root.inner, &ps, &xs)).map(PyGraph)
+    }
+    #[getter]
+    fn node_count(&self) -> usize {
+        self.0.nodes.len()
+    }
+    #[getter]
+    fn op_count(&self) -> usize {
+        self.0.op_count()
+    }
+    #[getter]
+    fn activation_bytes(&self) -> usize {
+        self.0.activation_bytes()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    /// None when `other` (a second trace) matches this one, else why not.
+    fn first_difference(&self, other: PyRef<'_, PyGraph>) -> Option<String> {
+        self.0.first_difference(&other.0)
+    }
+    #[pyo3(signature = (params, inputs, fast=false))]
+    fn evaluate(
+        &self,
+        py: Python<'_>,
+        params: Vec<PyRef<'_, PyTensor>>,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+        fast: bool,
+    ) -> PyResult<PyTensor> {
+        let (ps, xs) = (inner(&params), inner(&inputs));
+        let g = &self.0;
+        py.detach(|| {
+            guard(|| {
+                with_fast_kernels(fast, || {
+                    crate::autograd::no_grad(|| exec::evaluate(g, &ps, &xs))
+                })
+            })
+        })
+        .map(PyTensor::new)
+    }
+    #[pyo3(signature = (params, flags, inputs, fast=false))]
+    fn loss_and_grads(
+        &self,
+        py: Python<'_>,
+        params: Vec<PyRef<'_, PyTensor>>,
+        flags: Vec<bool>,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+        fast: bool,
+    ) -> PyResult<(PyTensor, Vec<PyTensor>)> {
+        let (ps, xs) = (inner(&params), inner(&inputs));
+        let g = &self.0;
+        let (l, gs) = py.detach(|| {
+            guard(|| with_fast_kernels(fast, || exec::loss_and_grads(g, &ps, &flags, &xs)))
+        })?;
+        Ok((PyTensor::new(l), wrap(gs)))
+    }
+    /// Runs `steps` updates natively; returns (pre-update losses, params, slots, step count).
+    #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn train(
+        &self,
+        py: Python<'_>,
+        params: Vec<PyRef<'_, PyTensor>>,
+        flags: Vec<bool>,
+        samples: Vec<Vec<PyRef<'_, PyTensor>>>,
+        steps: usize,
+        kind: &str,
+        hyper: HashMap<String, f64>,
+        slots: Vec<Vec<PyRef<'_, PyTensor>>>,
+        step: u64,
+        fast: bool,
+    ) -> PyResult<Trained> {
+        let okind = guard(|| OptimKind::parse(kind, &|k| hyper.get(k).copied()))?;
+        let ps = inner(&params);
+        let samples: Vec<Vec<Tensor>> = samples.iter().map(|s| inner(s)).collect();
+        let slots: Vec<Vec<Tensor>> = slots.iter().map(|s| inner(s)).collect();
+        let g = &self.0;
+        let r = py.detach(|| {
+            guard(|| {
+                with_fast_kernels(fast, || {
+                    exec::train(g, ps, &flags, &samples, steps, okind, slots, step)
+                })
+            })
+        })?;
+        Ok((
+            r.losses,
+            wrap(r.params),
+            r.slots.into_iter().map(wrap).collect(),
+            r.step,
+        ))
+    }
+}
