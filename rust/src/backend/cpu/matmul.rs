@@ -55,6 +55,13 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
             gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
         }
     };
+    if !big && (batch == 1 || batch * m * n * k < PAR_MIN_FLOPS) {
+        // Small work: handing it to the pool costs more than the product itself.
+        out.chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(bi, c)| one(bi, c, false));
+        return out;
+    }
     install(|| {
         if big || batch == 1 {
             out.chunks_mut(m * n)
