@@ -80,7 +80,8 @@ def test_proc_info():
     assert p.returncode == 0 and p.stderr == ""
     out = p.stdout.splitlines()
     assert out[0] == f"tlrs {__version__}"
-    assert "cuda: not built (CPU only)" in out or cuda_usable()
+    assert any(line.startswith("cuda: unavailable (CUDA") for line in out) or cuda_usable()
+    assert "  device tensors: not built yet" in out
     assert any(line.startswith("cpu features: ") for line in out)
     assert any(line.startswith("threads: ") and line[9:].isdigit() for line in out)
     assert any(line.startswith("fast kernels by default: ") for line in out)

@@ -354,8 +354,8 @@ def test_with_module_errors(capsys, fake_module):
     for fn in (with_module, with_module_runtime):
         with pytest.raises(ArgError, match="^float32-mode=fp32 is proof-only"):
             fn(object(), ["--float32-mode", "fp32"], lambda *a: None)
-        with pytest.raises(ArgError, match="--backend compiled"):
-            fn(object(), ["--backend=compiled"], lambda *a: None)
+        with pytest.raises(tlrs.CudaUnavailableError, match="run on the CPU with --cpu"):
+            fn(object(), ["--backend=compiled", "--cuda"], lambda *a: None)
     assert fake_module == []
 
 

@@ -258,12 +258,19 @@ def info_lines() -> list[str]:
 
 
 def cuda_status() -> str:
-    """One line on CUDA: `not built (CPU only)` until tlrs.cuda exists, else its own report."""
-    if importlib.util.find_spec("tlrs.cuda") is None:
-        return "not built (CPU only)"
-    cuda = importlib.import_module("tlrs.cuda")
-    describe = getattr(cuda, "status", None)
-    return str(describe()) if callable(describe) else "built"
+    """CUDA in a few lines: available or the short reason, then the diagnostics (long library
+    search lists shortened; `tlrs.cuda.diagnostics()` has them in full)."""
+    from . import cuda
+
+    reason = cuda.unavailable_reason().splitlines()[0]
+    head = "available" if cuda.is_available() else f"unavailable ({reason})"
+    lines = [head]
+    for key, value in cuda.diagnostics().items():
+        if key == "status":
+            continue
+        short = value if len(value) <= 90 else value[:87] + "..."
+        lines.append(f"  {key}: {short}")
+    return "\n".join(lines)
 
 
 @app.command("info")

@@ -76,8 +76,10 @@ def require_cuda(device: str = "cuda") -> None:
     try:
         zeros(1).to(device)
     except (CudaUnavailableError, DeviceError) as err:
+        reason = str(err).splitlines()[0].split(": cuda: searched")[0]
         raise CudaUnavailableError(
-            f"CUDA was requested (device {device}), but it cannot be used: {err}"
+            f"CUDA was requested (device {device}), but it cannot be used: {reason}; "
+            "run on the CPU with --cpu (`tlrs info` shows the CUDA diagnostics)"
         ) from None
 
 

@@ -1,3 +1,5 @@
-//! Compute backends. Only the CPU backend exists so far; CUDA arrives with its own issue.
+//! Compute backends: the CPU kernels, and the CUDA probe, GEMM mapping and NVRTC kernels.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;

@@ -2,6 +2,7 @@
 //! and error mapping only; semantics live in the core.
 
 mod checkpoint;
+mod cuda;
 mod errors;
 mod graph;
 mod init;
@@ -112,6 +113,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         nn_ops::gather,
         nn_ops::scatter_add,
         nn_ops::masked_fill,
+        cuda::cuda_status,
+        cuda::cuda_device_count,
+        cuda::cuda_diagnostics,
+        cuda::build_features,
         nn_ops::assign_,
     );
     Ok(())

@@ -1,0 +1,87 @@
+"""CUDA availability and diagnostics. None of these raises: on a machine without a usable GPU
+(or until device tensors are built) `is_available()` is False and `diagnostics()` says why.
+
+Before the first probe, CUDA libraries installed from pip (`nvidia-cublas`, `nvidia-cuda-nvrtc`)
+are loaded by full path, since the system loader does not search site-packages.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+
+from . import _core
+
+_TF32 = False
+_PRELOADED: list[str] = []
+
+
+def _preload_pip_libraries() -> None:
+    """Load the CUDA libraries of pip wheels so the native probe finds them (opt out with
+    TLRS_NO_PRELOAD=1)."""
+    if _PRELOADED or os.environ.get("TLRS_NO_PRELOAD") == "1":
+        return
+    try:
+        from cuda import pathfinder  # type: ignore[import-not-found]
+
+        for lib in ("cublas", "cublasLt", "nvrtc"):
+            try:
+                loaded = pathfinder.load_nvidia_dynamic_lib(lib)
+                _PRELOADED.append(str(getattr(loaded, "abs_path", lib)))
+            except Exception:  # noqa: BLE001 - a missing library is reported by the probe
+                pass
+        return
+    except ImportError:
+        pass
+    try:
+        import nvidia  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    for root in getattr(nvidia, "__path__", []):
+        for pattern in ("*/lib/libnvrtc.so.*", "*/lib/libcublasLt.so.*", "*/lib/libcublas.so.*"):
+            for path in sorted(pathlib.Path(root).glob(pattern)):
+                try:
+                    ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+                    _PRELOADED.append(str(path))
+                except OSError:
+                    pass
+
+
+def is_available() -> bool:
+    """Whether tlrs can run tensors on a CUDA device here (never raises)."""
+    _preload_pip_libraries()
+    return _core.cuda_status()[0]
+
+
+def unavailable_reason() -> str:
+    """Why CUDA cannot be used (names the missing libraries or device, and the fix)."""
+    _preload_pip_libraries()
+    return _core.cuda_status()[1]
+
+
+def device_count() -> int:
+    """The number of CUDA devices the driver reports (0 without a driver)."""
+    _preload_pip_libraries()
+    return _core.cuda_device_count()
+
+
+def allow_tf32(on: bool) -> None:
+    """Allow TF32 tensor-core math for float32 GPU matmuls (off unless asked)."""
+    global _TF32
+    _TF32 = bool(on)
+
+
+def tf32_allowed() -> bool:
+    """Whether TF32 was allowed with `allow_tf32(True)`."""
+    return _TF32
+
+
+def diagnostics() -> dict[str, str]:
+    """Binding level, libraries found, driver version, device name and compute capability, the
+    TF32 flag and the libraries preloaded from pip wheels."""
+    _preload_pip_libraries()
+    out = dict(_core.cuda_diagnostics())
+    out["tf32"] = "allowed" if _TF32 else "off"
+    out["preloaded from pip"] = ", ".join(_PRELOADED) or "none"
+    return out
