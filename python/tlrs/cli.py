@@ -235,8 +235,13 @@ def models_command() -> None:
     """List the model commands `tlrs run` knows."""
     commands = known_commands()
     width = max((len(n) for n in commands), default=0)
+    defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
+    from .models import param_count
+
     for name in sorted(commands):
-        print(f"{name:<{width}}  {summary(commands[name])}".rstrip())
+        make = defaults.get(name)
+        count = f"{param_count(make()):>9,} params" if make else " " * 16
+        print(f"{name:<{width}}  {count}  {summary(commands[name])}".rstrip())
 
 
 def info_lines() -> list[str]:

@@ -267,7 +267,7 @@ def run(
         seed, args = take_seed(args, 0)
     except ArgError as err:
         raise ArgError(f"{exe_name}: {err}") from None
-    manual_seed(seed)
+    manual_seed(seed % 2**64)  # the reference's natural-number seed, reduced as it does
     if action.kind == "any":
         def continuation(cast: str, opts: Options, rest: list[str]) -> None:
             opts = replace(opts, seed=seed)

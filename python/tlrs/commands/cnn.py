@@ -1,0 +1,45 @@
+"""`tlrs run cnn`: the reference two-convolution CNN classifier (reference §7.5)."""
+
+from __future__ import annotations
+
+from .. import models
+from ..cli import register
+from ..config import Options
+from ..module import ModuleDef
+from ..data import Dataset
+from .sources import run_classifier, take_image_source
+from .trainer import command, require_no_more, reseed, take_nat, take_train_flags
+
+DESCRIPTION = "two-conv CNN image classifier"
+_UNIFORM = ("uniform", -0.1, 0.1)
+
+
+def body(exe: str, opts: Options, rest: list[str]) -> None:
+    """Flags: `--x/--y` (CIFAR-10 `.npy` layout; `--n-total N`, default 200) or `--dataset
+    digits` (1x8x8), default built-in images (240 x 3x16x16, 4 classes); `--channels N` (c1,
+    default 8; c2 = 2·c1); training flags (default 20 epochs, batch 16, Adam lr 5e-3)."""
+    source, rest = take_image_source(rest, exe)
+    c1, rest = take_nat(rest, exe, "channels", 8)
+    flags, rest = take_train_flags(rest, exe, lr=5e-3, batch=16, epochs=20)
+    require_no_more(rest, exe)
+    ds = source.load()
+    assert c1 is not None
+
+    def build(d: Dataset):  # type: ignore[no-untyped-def]
+        _, c, h, w = d.x.shape
+        # 3x3 convolutions with padding 1, 2x2 max-pools with stride 2.
+        defn, predict = models.two_conv_cnn(c, c1, 2 * c1, d.num_classes, h, w, 3, 3, 1, 1, 1, 1)
+        return reseed(defn, [_UNIFORM, None, _UNIFORM, None, ("xavier",), None]), predict
+
+    run_classifier(exe, opts, ds, flags, build, "CNN training")
+
+
+def default_model() -> ModuleDef:
+    """The model this command trains with its defaults on the built-in data (`tlrs models`)."""
+    return models.two_conv_cnn(3, 8, 16, 4, 16, 16, 3, 3, 1, 1, 1, 1)[0]
+
+
+@register("cnn")
+def cnn(args: list[str]) -> int:
+    """Two-conv CNN classifier (--x/--y CIFAR-10 .npy, --dataset digits reaches >= 95%)."""
+    return command("cnn", DESCRIPTION, args, body)

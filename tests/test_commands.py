@@ -1,0 +1,339 @@
+"""The `tlrs run` model commands end to end (in-process through `tlrs.cli.main`, plus a
+subprocess): exact line structure and order, loss going down, `--log`/`--plot`/`--save` outputs,
+`--seed`, data flags (`--csv`, `--x/--y`, `--dataset`), one-line errors with exit code 2, and
+nothing written unless asked."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tlrs import data, models
+from tlrs.cli import main
+from tlrs.commands import (
+    DEFAULT_MODELS, autoencoder, cnn, mlp, mlp_classifier, quickstart_mlp, resnet,
+    softmax_regression, transformer,
+)
+from tlrs.entry import run_usage
+from tlrs.module import Module, format_float
+from tlrs.tensor import tensor
+
+HAVE_SKLEARN = importlib.util.find_spec("sklearn") is not None
+HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
+needs_sklearn = pytest.mark.skipif(not HAVE_SKLEARN, reason="scikit-learn is not installed")
+needs_mpl = pytest.mark.skipif(not HAVE_MPL, reason="matplotlib is not installed")
+
+LOG = [
+    "[tlrs] dtype: float (IEEE-754 binary64)",
+    "[tlrs] backend: eager",
+    "[tlrs] device: cpu",
+    "[tlrs] fastKernels: false",
+    "[tlrs] fastGpuMatmulPrecision: fp32",
+]
+DESCRIPTIONS = {
+    "mlp": mlp.DESCRIPTION, "quickstart_mlp": quickstart_mlp.DESCRIPTION,
+    "softmax_regression": softmax_regression.DESCRIPTION,
+    "mlp_classifier": mlp_classifier.DESCRIPTION, "autoencoder": autoencoder.DESCRIPTION,
+    "cnn": cnn.DESCRIPTION, "resnet": resnet.DESCRIPTION, "transformer": transformer.DESCRIPTION,
+}
+CLASSIFIERS = {"softmax_regression", "mlp_classifier", "cnn", "resnet"}
+# A few steps each, enough for the loss to go down.
+QUICK = {
+    "mlp": ["--steps", "30"], "quickstart_mlp": ["--steps", "30"],
+    "softmax_regression": ["--steps", "20"], "mlp_classifier": ["--steps", "20"],
+    "autoencoder": ["--steps", "30"], "cnn": ["--steps", "15"],
+    "resnet": ["--steps", "6", "--n-total", "40"], "transformer": ["--steps", "20"],
+}
+FLOAT = r"-?\d+\.\d{6}"
+
+
+def run_cli(capsys, *args):
+    code = main(["run", *args])
+    cap = capsys.readouterr()
+    return code, cap.out.splitlines(), cap.err
+
+
+def check_output(model, out, extra=()):
+    """Assert the reference line structure; return (loss0, loss1, steps, accuracy or None)."""
+    assert out[:5] == LOG
+    assert out[5] == f"tlrs run {model}: {DESCRIPTIONS[model]} (device=cpu)"
+    before = re.fullmatch(rf"mean_loss\(train\(before\)\) = ({FLOAT})", out[6])
+    after = re.fullmatch(rf"mean_loss\(train\(after\)\) = ({FLOAT})", out[7])
+    assert before and after, out
+    n = len(extra)
+    assert out[8:8 + n] == list(extra)
+    summary = re.fullmatch(rf"  steps=(\d+) loss0=({FLOAT}) loss1=({FLOAT})", out[8 + n])
+    assert summary, out
+    assert summary[2] == before[1] and summary[3] == after[1]
+    acc = None
+    rest = out[9 + n:]
+    if model in CLASSIFIERS:
+        m = re.fullmatch(r"accuracy\(test\) = (\d+\.\d\d)%", rest[0])
+        assert m, out
+        acc = float(m[1])
+        rest = rest[1:]
+    assert rest == [f"tlrs run {model}: ok"]
+    return float(before[1]), float(after[1]), int(summary[1]), acc
+
+
+def assert_one_error(err, code, text):
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlrs: error: "), err
+    assert text in lines[0], lines[0]
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def npy_images(folder, n=24, nhwc=True, size=8, classes=3):
+    rng = np.random.default_rng(5)
+    labels = np.arange(n) % classes
+    x = (rng.uniform(size=(n, 3, size, size)) * 80 + labels[:, None, None, None] * 60)
+    x = x.astype(np.uint8)
+    if nhwc:
+        x = x.transpose(0, 2, 3, 1)
+    xp, yp = folder / "x.npy", folder / "y.npy"
+    np.save(xp, x)
+    np.save(yp, labels.astype(np.int64))
+    return str(xp), str(yp)
+
+
+# --- every command ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", sorted(QUICK))
+def test_command_structure_and_loss(model, capsys, in_tmp):
+    code, out, err = run_cli(capsys, model, *QUICK[model])
+    assert code == 0 and err == ""
+    loss0, loss1, steps, acc = check_output(model, out)
+    assert steps == int(QUICK[model][1])
+    assert loss1 < loss0
+    assert acc is None or 0.0 <= acc <= 100.0
+    assert list(in_tmp.iterdir()) == []  # nothing written without flags
+    assert all("\x1b" not in line and "\r" not in line for line in out)  # no progress bar
+
+
+def test_subprocess_flags_before_and_after_the_name(in_tmp):
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-m", "tlrs", "run", "--steps=4", "--seed", "3", "mlp",
+                        "--batch", "10", "--cpu"], capture_output=True, text=True, timeout=120,
+                       env=env, cwd=in_tmp)
+    assert p.returncode == 0 and p.stderr == ""
+    _, _, steps, _ = check_output("mlp", p.stdout.splitlines())
+    assert steps == 4
+    assert list(in_tmp.iterdir()) == []
+
+
+def test_epochs_count_full_batches(capsys):
+    code, out, _ = run_cli(capsys, "mlp", "--epochs", "2", "--batch", "30")
+    assert code == 0
+    assert check_output("mlp", out)[2] == 2 * (200 // 30)
+
+
+def test_same_seed_same_output_other_seed_other_init(capsys):
+    runs = {}
+    for seed in ("0", "7", "0"):
+        code, out, _ = run_cli(capsys, "mlp", "--steps", "3", "--seed", seed)
+        assert code == 0
+        runs.setdefault(seed, []).append(out)
+    assert runs["0"][0] == runs["0"][1]
+    assert check_output("mlp", runs["7"][0])[0] != check_output("mlp", runs["0"][0])[0]
+
+
+def test_default_seed_is_the_reference_model_init():
+    # --seed 0: one draw from the global stream, then the reference's nn.withModel seeds.
+    from tlrs.random import manual_seed, next_seed
+    from tlrs.commands.trainer import model_seeds
+
+    manual_seed(0)
+    s0 = next_seed(0, 0)
+    assert model_seeds(4) == [next_seed(s0, i) for i in range(4)]
+    assert model_seeds(1) != [next_seed(s0, 0)]  # the global stream moved on
+
+
+def test_compiled_backend_trains_like_eager(capsys):
+    code, eager, _ = run_cli(capsys, "transformer", "--steps", "5")
+    assert code == 0
+    code, compiled, _ = run_cli(capsys, "transformer", "--steps", "5", "--backend", "compiled")
+    assert code == 0 and compiled[1] == "[tlrs] backend: compiled"
+    e0, e1, _, _ = check_output("transformer", eager)
+    c0, c1, _, _ = check_output("transformer", compiled[:1] + [LOG[1]] + compiled[2:])
+    assert c0 == pytest.approx(e0, abs=2e-6) and c1 == pytest.approx(e1, abs=2e-6)
+
+
+def test_default_models_cover_every_command():
+    assert sorted(DEFAULT_MODELS) == sorted(QUICK)
+    counts = {name: models.param_count(make()) for name, make in DEFAULT_MODELS.items()}
+    assert counts["mlp"] == 7 * 32 + 32 + 32 + 1
+    assert counts["quickstart_mlp"] == 2 * 8 + 8 + 8 + 1
+    assert counts["softmax_regression"] == 16 * 4 + 4
+    assert all(n > 0 for n in counts.values())
+
+
+def test_help_lists_command_flags(capsys):
+    code = main(["run", "cnn", "--help", "--lr", "nonsense"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(run_usage("tlrs run cnn") + "\n\nCommand flags:\n")
+    assert "--dataset" in out and "--steps N | --epochs N" in out
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+def test_log_writes_the_trainlog(capsys, in_tmp):
+    code, out, _ = run_cli(capsys, "softmax_regression", "--steps", "6", "--log", "a/b/log.json")
+    assert code == 0
+    check_output("softmax_regression", out, ["  wrote TrainLog JSON: a/b/log.json"])
+    text = (in_tmp / "a" / "b" / "log.json").read_text()
+    assert text.endswith("}\n")
+    log = json.loads(text)
+    assert list(log) == ["title", "steps", "series", "notes"]
+    assert log["title"] == "Softmax regression training"
+    assert log["steps"] == list(range(6))
+    [series] = log["series"]
+    assert series["name"] == "loss" and series["color"] == "#4e79a7"
+    assert len(series["values"]) == 6 and all(isinstance(v, float) for v in series["values"])
+    assert "lr=0.010000" in log["notes"] and "steps=6" in log["notes"]
+    assert sorted(p.name for p in (in_tmp / "a" / "b").iterdir()) == ["log.json"]
+
+
+def test_log_off_writes_nothing(capsys, in_tmp):
+    code, out, _ = run_cli(capsys, "mlp", "--steps", "2", "--log", " OFF ")
+    assert code == 0
+    check_output("mlp", out, ["  TrainLog JSON disabled"])
+    assert list(in_tmp.iterdir()) == []
+
+
+@needs_mpl
+def test_plot_writes_a_png(capsys, in_tmp):
+    code, out, _ = run_cli(capsys, "quickstart_mlp", "--steps", "5", "--plot", "plots/loss.png")
+    assert code == 0
+    check_output("quickstart_mlp", out, ["  wrote loss plot: plots/loss.png"])
+    assert (in_tmp / "plots" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_one_error(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, _, err = run_cli(capsys, "mlp", "--steps", "2", "--plot", "x.png")
+    assert_one_error(err, code, "tlrs[plot]")
+
+
+def test_save_checkpoint_loads_back(capsys, in_tmp):
+    code, out, _ = run_cli(capsys, "mlp", "--steps", "4", "--save", "ck/mlp.safetensors")
+    assert code == 0
+    check_output("mlp", out, ["  saved checkpoint: ck/mlp.safetensors"])
+    defn, _ = models.mlp(7, 32, 1)
+    module, state = Module.load_checkpoint(str(in_tmp / "ck" / "mlp.safetensors"), defn)
+    assert state is not None and state.kind == "adam" and state.step == 4
+    ds = data.synthetic_regression()
+    batches = [[tensor(ds.x[i:i + 5]), tensor(ds.y[i:i + 5])] for i in range(0, 200, 5)]
+    assert format_float(module.mean_loss(batches).item()) == out[7].split(" = ")[1]
+
+
+# --- data flags ---------------------------------------------------------------------------------
+
+def test_csv(capsys, in_tmp):
+    rng = np.random.default_rng(1)
+    rows = rng.uniform(size=(40, 8))
+    path = in_tmp / "auto.csv"
+    path.write_text("x1,x2,x3,x4,x5,x6,x7,y\n" + "\n".join(",".join(map(str, r)) for r in rows))
+    code, out, _ = run_cli(capsys, "mlp", "--csv", str(path), "--steps", "16", "--log", "l.json")
+    assert code == 0
+    loss0, loss1, _, _ = check_output("mlp", out, ["  wrote TrainLog JSON: l.json"])
+    assert loss1 < loss0
+    assert f"dataset={path}" in json.loads((in_tmp / "l.json").read_text())["notes"]
+
+
+def test_csv_bad_row_names_the_line(capsys, in_tmp):
+    (in_tmp / "bad.csv").write_text("a,b,y\n1,2,3\n1,oops,3\n")
+    code, _, err = run_cli(capsys, "mlp", "--csv", "bad.csv")
+    assert_one_error(err, code, "line 3")
+
+
+@pytest.mark.parametrize("model", ["cnn", "resnet", "autoencoder"])
+def test_npy_images(model, capsys, in_tmp):
+    xp, yp = npy_images(in_tmp)
+    code, out, err = run_cli(capsys, model, "--x", xp, "--y", yp, "--steps", "3", "--batch", "4")
+    assert code == 0
+    check_output(model, out)
+    if model == "resnet":
+        assert "stage 4 at 1x1" in err  # 8x8 images: the reference network cannot see them
+
+
+def test_npy_n_total_limits_rows(capsys, in_tmp):
+    xp, yp = npy_images(in_tmp, n=30, nhwc=False)
+    code, out, _ = run_cli(capsys, "cnn", "--x", xp, "--y", yp, "--n-total", "10", "--epochs",
+                           "1", "--batch", "4", "--log", "l.json")
+    assert code == 0
+    check_output("cnn", out, ["  wrote TrainLog JSON: l.json"])
+    assert "test=2" in json.loads((in_tmp / "l.json").read_text())["notes"]
+
+
+@needs_sklearn
+@pytest.mark.parametrize("model,args", [
+    ("mlp", ["--dataset", "diabetes", "--steps", "10"]),
+    ("softmax_regression", ["--dataset", "iris", "--steps", "10"]),
+    ("autoencoder", ["--dataset", "wine", "--steps", "10"]),
+    ("resnet", ["--dataset", "digits", "--steps", "1", "--batch", "64"]),
+])
+def test_dataset_paths(model, args, capsys):
+    code, out, _ = run_cli(capsys, model, *args)
+    assert code == 0
+    check_output(model, out)
+
+
+@needs_sklearn
+@pytest.mark.parametrize("model", ["mlp_classifier", "cnn"])
+def test_digits_defaults_reach_95_percent(model, capsys):
+    code, out, _ = run_cli(capsys, model, "--dataset", "digits")
+    assert code == 0
+    loss0, loss1, _, acc = check_output(model, out)
+    assert loss1 < loss0 and acc >= 95.0
+
+
+def test_dataset_without_sklearn_is_one_error(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    code, _, err = run_cli(capsys, "mlp_classifier", "--dataset", "iris", "--steps", "1")
+    assert_one_error(err, code, "install tlrs[datasets] (scikit-learn)")
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,text", [
+    (["mlp", "--steps", "0"], "tlrs run mlp: --steps must be > 0"),
+    (["mlp", "--epochs", "0"], "tlrs run mlp: --epochs must be > 0"),
+    (["mlp", "--steps", "3", "--epochs", "2"],
+     "tlrs run mlp: --steps and --epochs are mutually exclusive (pick one)"),
+    (["mlp", "--steps", "x"], "tlrs run mlp: --steps: expected a natural number, got `x`"),
+    (["mlp", "--lr", "abc"], "tlrs run mlp: --lr: expected a JSON-style float literal, got `abc`"),
+    (["mlp", "--lr", "-1"], "tlrs run mlp: --lr must be > 0"),
+    (["mlp", "--lr", "1", "--lr", "2"], "tlrs run mlp: --lr: duplicate flag"),
+    (["mlp", "--log"], "tlrs run mlp: --log: expected a value"),
+    (["cnn", "--optim", "lbfgs"], "tlrs run cnn: --optim: expected one of sgd"),
+    (["mlp", "--frobnicate", "1"], "tlrs run mlp: unexpected arguments: [--frobnicate, 1]"),
+    (["mlp", "--batch", "1000"], "larger than the dataset (200 samples)"),
+    (["mlp", "--csv", "missing.csv"], "missing.csv"),
+    (["mlp", "--csv", "a.csv", "--dataset", "iris"], "--csv and --dataset are mutually exclusive"),
+    (["cnn", "--x", "a.npy"], "tlrs run cnn: --x requires --y"),
+    (["cnn", "--x", "a.npy", "--y", "b.npy"], "a.npy"),
+    (["cnn", "--dataset", "iris"], "tlrs run cnn: --dataset: expected one of digits, got `iris`"),
+    (["mlp_classifier", "--dataset", "diabetes"], "--dataset: expected one of digits | iris"),
+    (["transformer", "--heads", "0"], "tlrs run transformer: --heads must be > 0"),
+    (["mlp", "--seed", "-1"], "tlrs run mlp: --seed: expected a natural number, got `-1`"),
+    (["mlp", "--dtype", "float32"], "this program only supports `--dtype float`"),
+    (["mlp", "--log", "."], "tlrs run mlp: --log: . is a folder, expected a file path"),
+    (["mlp", "--save", "."], "tlrs run mlp: --save: . is a folder"),
+])
+def test_bad_flags_are_one_error_line(args, text, capsys, in_tmp):
+    code, _, err = run_cli(capsys, *args)
+    assert_one_error(err, code, text)
+    assert list(in_tmp.iterdir()) == []
