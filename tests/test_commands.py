@@ -329,7 +329,7 @@ def test_dataset_without_sklearn_is_one_error(capsys, monkeypatch):
     (["mlp_classifier", "--dataset", "diabetes"], "--dataset: expected one of digits | iris"),
     (["transformer", "--heads", "0"], "tlrs run transformer: --heads must be > 0"),
     (["mlp", "--seed", "-1"], "tlrs run mlp: --seed: expected a natural number, got `-1`"),
-    (["mlp", "--dtype", "float32"], "this program only supports `--dtype float`"),
+    (["mlp", "--dtype", "fp32"], "proof-only"),
     (["mlp", "--log", "."], "tlrs run mlp: --log: . is a folder, expected a file path"),
     (["mlp", "--save", "."], "tlrs run mlp: --save: . is a folder"),
 ])
@@ -337,3 +337,26 @@ def test_bad_flags_are_one_error_line(args, text, capsys, in_tmp):
     code, _, err = run_cli(capsys, *args)
     assert_one_error(err, code, text)
     assert list(in_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("backend", ["eager", "compiled"])
+def test_float32_runs_in_binary32(tmp_path, backend):
+    """`tlrs run mlp --cpu --dtype float32` (the README's main job) trains in binary32: its
+    logged losses are float32 values and differ from the binary64 run's."""
+    import json
+
+    import numpy as np
+
+    from tlrs import cli
+
+    logs = {}
+    for dtype in ("float32", "float64"):
+        path = tmp_path / f"{dtype}.json"
+        code = cli.main(["run", "mlp", "--cpu", "--dtype", dtype, "--backend", backend,
+                         "--steps", "3", "--log", str(path)])
+        assert code == 0
+        logs[dtype] = json.loads(path.read_text())["series"][0]["values"]
+    f32 = np.array(logs["float32"])
+    assert np.array_equal(f32.astype(np.float32).astype(np.float64), f32)
+    assert not np.array_equal(f32, np.array(logs["float64"]))
+    assert np.allclose(f32, logs["float64"], rtol=1e-5)

@@ -27,6 +27,8 @@ from ..cli_args import (
 )
 from ..config import Options
 from ..data import BatchLoader, Dataset
+import contextvars
+
 from ..entry import RunAction, RunOptions, run, run_usage
 from ..errors import ArgError
 from ..init import layer_init
@@ -76,17 +78,28 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
         print(TRAIN_FLAGS_HELP)
         return 0
 
-    def guarded(opts: Options, rest: list[str]) -> None:
+    def guarded(cast: str, opts: Options, rest: list[str]) -> None:
+        token = _DTYPE.set(cast)
         try:
             body(exe, opts, rest)
         except ImportError as err:
             if "install tlrs[" not in str(err):
                 raise  # a broken installation, not a missing optional extra
             raise ArgError(f"{exe}: {err}") from None
+        finally:
+            _DTYPE.reset(token)
 
-    return run(exe, args, RunAction.float(guarded),
+    # The reference model commands run at `float` (binary64); `--dtype float32` is also served.
+    args = list(args)
+    if not any(a.split("=")[0] in ("--dtype", "--float32-mode") for a in args):
+        args = ["--dtype", "float", *args]
+    return run(exe, args, RunAction.any(guarded),
                RunOptions(banner=lambda o: f"{exe}: {description} (device={o.device})",
                           print_ok=True))
+
+
+# The dtype `--dtype` selected for the running command (binary64 unless asked).
+_DTYPE: contextvars.ContextVar[str] = contextvars.ContextVar("tlrs_command_dtype", default="float64")
 
 
 def _prefixed(exe: str, call: Callable[[], Any]) -> Any:
@@ -302,12 +315,13 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
         loader = BatchLoader(len(train_set), flags.batch, seed)
     except ValueError as err:
         raise ArgError(f"{exe}: --batch: {err}") from None
-    module = instantiate_with_options(defn, "float64", opts)
+    dtype = _DTYPE.get()
+    module = instantiate_with_options(defn, dtype, opts)
     opt = make_optimizer(flags.optim, flags.lr)
     per_epoch = loader.batches_per_epoch
     steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch
     x, y = train_set.x, train_set.y
-    fixed = [[tensor(x[idx]), tensor(y[idx])] for idx in loader.fixed_batches()]
+    fixed = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)] for idx in loader.fixed_batches()]
     before = module.mean_loss(fixed).item()
     print(f"mean_loss(train(before)) = {format_float(before)}")
     sys.stdout.flush()
@@ -315,7 +329,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     losses: list[float] = []
     with _progress(steps, exe) as advance:
         for idx in loader.batches(steps):
-            xs = [tensor(x[idx]), tensor(y[idx])]
+            xs = [tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
             losses.append(module.forward(xs).item())
             state = module.step_with(opt, state, xs)
             advance(losses[-1])
@@ -355,7 +369,7 @@ def accuracy(predict: Callable[[Any, Any], Any], module: Module, test_set: Datas
     params = module.params()
     hits = 0
     for start in range(0, len(test_set), chunk):
-        logits = np.asarray(predict(params, tensor(test_set.x[start:start + chunk])).numpy())
+        logits = np.asarray(predict(params, tensor(test_set.x[start:start + chunk], dtype=params[0].dtype)).numpy())
         hits += int((logits.argmax(axis=-1) == test_set.labels[start:start + chunk]).sum())
     return hits / max(1, len(test_set))
 
