@@ -141,3 +141,27 @@ def test_graph_description_lists_nodes():
     m = tlrs.instantiate_with_options(defn, "float64", Options(backend=Backend("compiled")))
     text = m._compiled.describe()
     assert "matmul(" in text and "relu(" in text and "param 0" in text and "return %" in text
+
+
+def test_tlrs_graph_prints_the_traced_graph(capsys):
+    from tlrs import cli
+
+    assert cli.main(["graph", "mlp"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("inputs [[7], [1]]: 18 nodes, 12 ops, ") and "bytes of activations" in first
+    assert "%2 = param 0 : float64 [32, 7]" in out
+    assert cli.main(["graph", "cnn", "--batch", "2", "--dtype", "float32"]) == 0
+    assert "inputs [[2, " in capsys.readouterr().out
+    assert cli.main(["graph", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("tlrs: error: unknown model 'nope'")
+
+
+def test_compiled_backend_through_tlrs_run(capsys):
+    from tlrs import cli
+
+    outs = []
+    for backend in ("eager", "compiled"):
+        assert cli.main(["run", "mlp", "--steps", "5", "--backend", backend]) == 0
+        outs.append([line for line in capsys.readouterr().out.splitlines() if "loss" in line])
+    assert outs[0] == outs[1]  # the same losses, printed to six digits

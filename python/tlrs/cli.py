@@ -278,6 +278,34 @@ def cuda_status() -> str:
     return "\n".join(lines)
 
 
+@app.command("graph")
+def graph_command(
+    model: str = typer.Argument(..., help="a model command name (see `tlrs models`)"),
+    dtype: str = typer.Option("float64", "--dtype", help="float64 or float32"),
+    batch: int = typer.Option(0, "--batch", help="trace with a leading batch axis of this size"),
+) -> None:
+    """Print a model's traced graph for the compiled backend: nodes, shapes, activation memory."""
+    from .config import Backend, Options
+    from .module import instantiate_with_options
+
+    known_commands()
+    defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
+    make = defaults.get(model)
+    if make is None:
+        raise ValueError(f"unknown model '{model}' (known: {', '.join(sorted(defaults))})")
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"--dtype: expected float64 or float32, got {dtype}")
+    if batch < 0:
+        raise ValueError(f"--batch: expected a size >= 0, got {batch}")
+    defn = make()
+    module = instantiate_with_options(defn, dtype, Options(backend=Backend.COMPILED))
+    compiled = module._compiled
+    assert compiled is not None
+    if batch:
+        compiled.graph_for([[batch, *s] for s in defn.input_shapes])
+    print(compiled.describe())
+
+
 @app.command("info")
 def info_command() -> None:
     """Show the version, build features, CPU features, threads and CUDA status."""
