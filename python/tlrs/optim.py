@@ -101,7 +101,7 @@ class Optimizer:
 
     def __init__(self, **hyper: float) -> None:
         self.hyper = {name: _hyper(name, value) for name, value in hyper.items()}
-        self._powers: dict[tuple[str, str], list[Any]] = {}
+        self._powers: dict[tuple[str, str], tuple[int, Any]] = {}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())
@@ -166,12 +166,20 @@ class Optimizer:
         raise NotImplementedError
 
     def power(self, name: str, dtype: str, t: int) -> Any:
-        """`hyper[name]^t` in `dtype` by repeated multiplication from 1 (memoised per dtype)."""
-        table = self._powers.setdefault((name, dtype), [_NP_DTYPES[dtype](1.0)])
+        """`hyper[name]^t` in `dtype` by repeated multiplication from 1.
+
+        Only the last (t, value) is kept: training asks for t, t+1, ... so each step costs one
+        multiplication and memory stays constant however long training runs.
+        """
         beta = _NP_DTYPES[dtype](self.hyper[name])
-        while len(table) <= t:
-            table.append(table[-1] * beta)
-        return table[t]
+        last_t, value = self._powers.get((name, dtype), (0, _NP_DTYPES[dtype](1.0)))
+        if t < last_t:
+            last_t, value = 0, _NP_DTYPES[dtype](1.0)
+        while last_t < t:
+            value = value * beta
+            last_t += 1
+        self._powers[(name, dtype)] = (last_t, value)
+        return value
 
 
 class _Scalars:
