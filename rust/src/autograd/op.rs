@@ -132,34 +132,12 @@ impl Op {
         }
     }
 
-    /// The inputs, by value (used to free long graphs without recursion).
+    /// The inputs, by value (used to free long graphs without recursion): the clones become
+    /// the only handles once the op itself is dropped.
     pub fn into_inputs(self) -> Vec<Tensor> {
-        match self {
-            Op::Cast(x)
-            | Op::Unary(_, x)
-            | Op::Pow(x, _)
-            | Op::Clamp(x, _, _)
-            | Op::Sum { x, .. }
-            | Op::Mean { x, .. }
-            | Op::Max { x, .. }
-            | Op::SumTo(x)
-            | Op::BroadcastTo(x)
-            | Op::Reshape(x)
-            | Op::Permute(x, _)
-            | Op::Slice { x, .. }
-            | Op::IndexSelect { x, .. }
-            | Op::Softmax { x, .. }
-            | Op::LogSoftmax { x, .. }
-            | Op::MaxPool2d { x, .. }
-            | Op::AvgPool2d { x, .. }
-            | Op::Gather { x, .. }
-            | Op::MaskedFill { x, .. } => vec![x],
-            Op::NllLoss { logp, .. } => vec![logp],
-            Op::Binary(_, a, b) | Op::Matmul { a, b, .. } => vec![a, b],
-            Op::ScatterAdd { x, src, .. } => vec![x, src],
-            Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b].into_iter().flatten().collect(),
-            Op::Concat(xs, _) => xs,
-        }
+        let inputs = self.inputs().into_iter().cloned().collect();
+        drop(self);
+        inputs
     }
 
     pub fn name(&self) -> &'static str {
