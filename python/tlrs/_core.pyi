@@ -1,0 +1,483 @@
+"""Type stubs for ``tlrs._core``, the native (Rust/PyO3) module behind tlrs.
+
+Sources: rust/src/py/*.rs. Dtype names accepted wherever ``dtype: str`` appears are
+"float32"/"f32" and "float64"/"f64"/"float"/"double"; device names are "cpu", "cuda", "cuda:N".
+Arguments typed ``Sequence[...]`` take any sequence except ``str`` (PyO3 ``Vec`` extraction);
+arguments typed ``dict[...]`` must be real dicts.
+"""
+
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar, final
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+# ---- exceptions (errors.rs) ----
+
+class ShapeError(ValueError):
+    """Operand shapes do not fit the operation."""
+
+class DTypeError(TypeError):
+    """Operand dtypes differ or are not supported."""
+
+class DeviceError(ValueError):
+    """Operands live on different devices."""
+
+class CudaUnavailableError(RuntimeError):
+    """CUDA cannot be used here."""
+
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, corrupt or cannot be written."""
+
+class AutogradError(RuntimeError):
+    """Autograd was used in a way it cannot serve."""
+
+# ---- Tensor (tensor.rs) ----
+
+@final
+class Tensor:
+    """An n-dimensional float32/float64 array with autograd; created by the module functions."""
+    @property
+    def shape(self) -> list[int]:
+        """The dimensions, outermost first."""
+    @property
+    def dtype(self) -> str:
+        """The dtype name: 'float32' or 'float64'."""
+    @property
+    def device(self) -> str:
+        """The device the data lives on, e.g. 'cpu'."""
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions (rank)."""
+    @property
+    def requires_grad(self) -> bool:
+        """Whether autograd records ops on this tensor."""
+    @requires_grad.setter
+    def requires_grad(self, on: bool) -> None:
+        """Sets requires_grad (leaf tensors only; else ValueError)."""
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient, or None."""
+    @grad.setter
+    def grad(self, g: Tensor | None) -> None:
+        """Replaces (or clears, with None) the accumulated gradient."""
+    @property
+    def is_leaf(self) -> bool:
+        """Whether this tensor was not computed from others."""
+    @property
+    def T(self) -> Tensor:
+        """The transpose of a matrix (the last two axes swapped)."""
+    def numel(self) -> int:
+        """The number of elements."""
+    def numpy(self) -> npt.NDArray[np.float32] | npt.NDArray[np.float64]:
+        """A NumPy copy of the data, in the tensor's dtype."""
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> npt.NDArray[Any]:
+        """NumPy array protocol: a copy, cast to `dtype` if given."""
+    def item(self) -> float:
+        """The value of a one-element tensor."""
+    def tolist(self) -> Any:
+        """The data as (nested) Python lists, or a float for a 0-d tensor."""
+    def detach(self) -> Tensor:
+        """The same data, cut off from the autograd graph."""
+    def to(self, target: str) -> Tensor:
+        """Converts to a dtype ('float32'/'float64') or moves to a device ('cpu', 'cuda:N')."""
+    def backward(self) -> None:
+        """Accumulates gradients of this (scalar) tensor into the leaves' .grad."""
+    def __len__(self) -> int:
+        """The size of the first dimension (TypeError for a 0-d tensor)."""
+    def __float__(self) -> float:
+        """The value of a one-element tensor."""
+    def __add__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise self + other (a number takes self's dtype)."""
+    def __radd__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise other + self."""
+    def __sub__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise self - other."""
+    def __rsub__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise other - self."""
+    def __mul__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise self * other."""
+    def __rmul__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise other * self."""
+    def __truediv__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise self / other."""
+    def __rtruediv__(self, other: Tensor | float, /) -> Tensor:
+        """Elementwise other / self."""
+    def __matmul__(self, other: Tensor, /) -> Tensor:
+        """Matrix product self @ other."""
+    def __neg__(self) -> Tensor:
+        """Elementwise -self."""
+    def __pow__(self, exponent: float, mod: None = None, /) -> Tensor:
+        """Elementwise self ** exponent (a number)."""
+    def __rpow__(self, base: float, mod: None = None, /) -> Tensor:
+        """Elementwise base ** self, recorded for autograd."""
+    def exp(self) -> Tensor:
+        """Elementwise e ** x."""
+    def log(self) -> Tensor:
+        """Elementwise natural logarithm."""
+    def sqrt(self) -> Tensor:
+        """Elementwise square root."""
+    def abs(self) -> Tensor:
+        """Elementwise absolute value."""
+    def relu(self) -> Tensor:
+        """Elementwise max(x, 0)."""
+    def tanh(self) -> Tensor:
+        """Elementwise hyperbolic tangent."""
+    def sigmoid(self) -> Tensor:
+        """Elementwise logistic sigmoid."""
+    def sum(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Sum over `dim` (all elements when None)."""
+    def mean(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Mean over `dim` (all elements when None)."""
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Maximum over `dim` (all elements when None)."""
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """The same data in a new shape, given as ints or one sequence; -1 infers a dim."""
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Merges dims start_dim..end_dim (inclusive) into one."""
+    def permute(self, *dims: int) -> Tensor:
+        """Reorders the dimensions."""
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """Swaps two dimensions."""
+    def softmax(self, dim: int) -> Tensor:
+        """Softmax along `dim`."""
+    def log_softmax(self, dim: int) -> Tensor:
+        """Log-softmax along `dim`."""
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product self @ other."""
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+        """Elementwise clamp to [min, max]; None leaves that side open."""
+    def pow(self, exponent: float) -> Tensor:
+        """Elementwise x ** exponent."""
+
+# ---- construction and ops (ops.rs) ----
+
+def tensor_from_numpy(
+    array: npt.NDArray[np.float32] | npt.NDArray[np.float64], requires_grad: bool = False
+) -> Tensor:
+    """A Tensor copied from a float32/float64 array (other dtypes raise DTypeError)."""
+def full(
+    shape: Sequence[int], value: float, dtype: str = "float64", requires_grad: bool = False
+) -> Tensor:
+    """A tensor of `shape` filled with `value`."""
+def neg(x: Tensor) -> Tensor:
+    """Elementwise -x."""
+def exp(x: Tensor) -> Tensor:
+    """Elementwise e ** x."""
+def log(x: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+def sqrt(x: Tensor) -> Tensor:
+    """Elementwise square root."""
+def abs(x: Tensor) -> Tensor:
+    """Elementwise absolute value."""
+def relu(x: Tensor) -> Tensor:
+    """Elementwise max(x, 0)."""
+def tanh(x: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+def sigmoid(x: Tensor) -> Tensor:
+    """Elementwise logistic sigmoid."""
+def gelu(x: Tensor) -> Tensor:
+    """Elementwise GELU activation."""
+def softplus(x: Tensor) -> Tensor:
+    """Elementwise log(1 + e ** x)."""
+def add(a: Tensor, b: Tensor) -> Tensor:
+    """Broadcasting a + b."""
+def sub(a: Tensor, b: Tensor) -> Tensor:
+    """Broadcasting a - b."""
+def mul(a: Tensor, b: Tensor) -> Tensor:
+    """Broadcasting a * b."""
+def div(a: Tensor, b: Tensor) -> Tensor:
+    """Broadcasting a / b."""
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    """Broadcasting elementwise maximum."""
+def minimum(a: Tensor, b: Tensor) -> Tensor:
+    """Broadcasting elementwise minimum."""
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product a @ b."""
+def mse_loss(a: Tensor, b: Tensor) -> Tensor:
+    """Mean squared error between a and b (a scalar)."""
+def pow(x: Tensor, exponent: float) -> Tensor:
+    """Elementwise x ** exponent."""
+def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Elementwise clamp to [min, max]; None leaves that side open."""
+def sum(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Sum over `dim` (all elements when None)."""
+def mean(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Mean over `dim` (all elements when None)."""
+def max(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Maximum over `dim` (all elements when None)."""
+def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """The same data in a new shape; -1 infers one dim."""
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merges dims start_dim..end_dim (inclusive) into one."""
+def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
+    """Reorders the dimensions."""
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swaps two dimensions."""
+def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Joins tensors along `dim`."""
+def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:
+    """Elements start..end (exclusive) along `dim`."""
+def index_select(x: Tensor, dim: int, index: Sequence[int]) -> Tensor:
+    """The entries at `index` along `dim`."""
+def softmax(x: Tensor, dim: int) -> Tensor:
+    """Softmax along `dim`."""
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """Log-softmax along `dim`."""
+def cross_entropy_indices(x: Tensor, target: Sequence[int]) -> Tensor:
+    """Mean cross-entropy of logits `x` against class indices."""
+def cross_entropy_probs(x: Tensor, target: Tensor) -> Tensor:
+    """Mean cross-entropy of logits `x` against target probabilities."""
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias."""
+def grad(output: Tensor, inputs: Sequence[Tensor]) -> list[Tensor]:
+    """Gradients of `output` with respect to each of `inputs`."""
+def enter_no_grad() -> None:
+    """Enters a no-grad region on this thread; pair with exit_no_grad."""
+def exit_no_grad() -> None:
+    """Ends the innermost no-grad region."""
+def is_grad_enabled() -> bool:
+    """Whether autograd is recording ops now."""
+def set_num_threads(n: int) -> None:
+    """Sets the number of CPU threads kernels use (n >= 1)."""
+def get_num_threads() -> int:
+    """The number of CPU worker threads."""
+def set_fast_kernels(on: bool) -> None:
+    """Switches the global kernel kind: fast (True) or bit-reproducible reference (False)."""
+def get_fast_kernels() -> bool:
+    """Whether the fast kernels are on (on this thread, honouring any override)."""
+
+# ---- seeding and random tensors (random.rs) ----
+
+def manual_seed(seed: int) -> None:
+    """Restarts the global seed stream at `seed` (the reference's `manualSeed`)."""
+def fresh_seed() -> int:
+    """The next seed of the global stream (the reference's `freshSeed`)."""
+def rand(shape: Sequence[int], dtype: str = "float64", requires_grad: bool = False) -> Tensor:
+    """Uniform [0, 1) samples of `shape`."""
+def randn(shape: Sequence[int], dtype: str = "float64", requires_grad: bool = False) -> Tensor:
+    """Standard normal samples of `shape`."""
+def cpu_features() -> list[str]:
+    """SIMD features the kernels can use on this CPU."""
+
+# ---- initialisation and generators (init.rs) ----
+
+@final
+class FloatInit:
+    """One parameter's initialiser (the reference's `RuntimeInit.FloatInit`)."""
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __eq__(self, other: object, /) -> bool:
+        """Whether two initialisers are the same."""
+    @staticmethod
+    def zeros() -> FloatInit:
+        """All zeros."""
+    @staticmethod
+    def ones() -> FloatInit:
+        """All ones."""
+    @staticmethod
+    def uniform(lo: float, hi: float, seed: int = 0) -> FloatInit:
+        """Uniform values in [lo, hi)."""
+    @staticmethod
+    def xavier_uniform(fan_in: int, fan_out: int, seed: int = 0) -> FloatInit:
+        """Xavier/Glorot uniform values."""
+    @staticmethod
+    def kaiming_uniform(fan_in: int, seed: int = 0) -> FloatInit:
+        """Kaiming/He uniform values."""
+    @staticmethod
+    def flat(values: Sequence[float]) -> FloatInit:
+        """Exactly these values, in row-major order."""
+    def values(self, shape: Sequence[int], dtype: str = "float64") -> Tensor:
+        """The values for a tensor of `shape` in `dtype`, as a Tensor."""
+
+@final
+class Plan:
+    """A plan: one initialiser per parameter shape, checked when built (the reference's `Plan`)."""
+    def __init__(self, param_shapes: Sequence[Sequence[int]], inits: Sequence[FloatInit]) -> None:
+        """Pairs shapes with initialisers (ValueError if they do not fit)."""
+    def __len__(self) -> int:
+        """The number of parameters."""
+    @property
+    def param_shapes(self) -> list[list[int]]:
+        """The parameter shapes, in order."""
+    @property
+    def inits(self) -> list[FloatInit]:
+        """The initialisers, in order."""
+    def materialise(self, dtype: str = "float64") -> list[Tensor]:
+        """One tensor per parameter, in order, in `dtype`."""
+
+def fan_in_out(shape: Sequence[int]) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight shape."""
+def xavier_uniform_for_shape(shape: Sequence[int], seed: int = 0) -> FloatInit:
+    """A Xavier-uniform initialiser with fans taken from `shape`."""
+def kaiming_uniform_for_shape(shape: Sequence[int], seed: int = 0) -> FloatInit:
+    """A Kaiming-uniform initialiser with fan_in taken from `shape`."""
+def xavier_linear_weight(out_dim: int, in_dim: int, seed: int = 0) -> FloatInit:
+    """A Xavier-uniform initialiser for an (out_dim, in_dim) linear weight."""
+def kaiming_linear_weight(out_dim: int, in_dim: int, seed: int = 0) -> FloatInit:
+    """A Kaiming-uniform initialiser for an (out_dim, in_dim) linear weight."""
+def splitmix64(x: int) -> int:
+    """The SplitMix64 mix of a 64-bit integer."""
+def next_seed(seed: int, counter: int) -> int:
+    """The seed derived from (seed, counter)."""
+def key_of(seed: int, counter: int) -> int:
+    """The random key derived from (seed, counter)."""
+def runtime_init_unit(seed: int, index: int) -> float:
+    """The runtime initialiser's unit value for element `index` under `seed`."""
+def lcg_units(seed: int, n: int) -> list[float]:
+    """The layer-initialiser LCG's first `n` unit values for `seed` (one O(n) sweep)."""
+def shuffle_permutation(seed: int, n: int) -> tuple[list[int], int]:
+    """The dataset-shuffle LCG: the permutation of `n` items for `seed`, and the next seed."""
+def seed_stream_state() -> tuple[int, int]:
+    """The global seed stream's (seed, counter), for `with_model` and tests."""
+def layer_init(
+    scheme: str,
+    shape: Sequence[int],
+    seed: int = 0,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    fan_in: int = 0,
+    fan_out: int = 0,
+    dtype: str = "float64",
+) -> Tensor:
+    """A layer initialiser's values: scheme 'zeros', 'ones', 'uniform', 'xavier_uniform', ..."""
+
+# ---- checkpoints (checkpoint.rs) ----
+
+def save_safetensors(
+    path: str | os.PathLike[str],
+    names: Sequence[str],
+    tensors: Sequence[Tensor],
+    metadata: dict[str, str],
+) -> None:
+    """Writes named tensors and string metadata to `path` atomically."""
+def load_safetensors(
+    path: str | os.PathLike[str],
+) -> tuple[list[str], list[Tensor], dict[str, str]]:
+    """Reads (names, tensors, metadata) from `path`; a corrupt file raises CheckpointError."""
+
+# ---- layer ops (nn_ops.rs) ----
+
+def conv2d(
+    x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0
+) -> Tensor:
+    """2-D convolution of NCHW `x` with OIHW `weight`."""
+def max_pool2d(
+    x: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0
+) -> Tensor:
+    """2-D max pooling (stride defaults to kernel_size)."""
+def avg_pool2d(
+    x: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0
+) -> Tensor:
+    """2-D average pooling (stride defaults to kernel_size)."""
+def global_avg_pool2d(x: Tensor) -> Tensor:
+    """Mean over H and W: [N, C, H, W] -> [N, C], or [C, H, W] -> [C]."""
+def batch_norm_per_image(
+    x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-6
+) -> Tensor:
+    """Batch norm with mean and biased variance per image and channel over H x W."""
+def batch_norm_train(
+    x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(output, batch mean, biased batch variance) with statistics over (N, H, W)."""
+def batch_norm_eval(
+    x: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch normalisation with the running statistics."""
+def layer_norm(
+    x: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Layer normalisation over the trailing `normalized_shape` dims."""
+def multi_head_attention(
+    x: Tensor,
+    wq: Tensor,
+    wk: Tensor,
+    wv: Tensor,
+    wo: Tensor,
+    num_heads: int,
+    mask: Sequence[bool] | None = None,
+) -> Tensor:
+    """Self-attention over x [B, n, d] or [n, d]; `mask` is row-major [n, n], True = masked out."""
+def dropout(x: Tensor, p: float, key: int | None = None) -> Tensor:
+    """Inverted dropout with drop probability p; key None draws one from the seed stream."""
+def embedding(indices: Sequence[int], indices_shape: Sequence[int], weight: Tensor) -> Tensor:
+    """Rows of `weight` [num, dim] per index; output shape is `indices_shape` + [dim]."""
+def gather(x: Tensor, dim: int, index: Sequence[int], index_shape: Sequence[int]) -> Tensor:
+    """Values of `x` at `index` (flat, with shape `index_shape`) along `dim`."""
+def scatter_add(x: Tensor, dim: int, index: Sequence[int], src: Tensor) -> Tensor:
+    """`x` with `src` added at `index` along `dim`."""
+def masked_fill(x: Tensor, mask: Sequence[bool], mask_shape: Sequence[int], value: float) -> Tensor:
+    """`value` where the row-major `mask` (of `mask_shape`, broadcast against x) is True."""
+def assign_(dst: Tensor, src: Tensor) -> None:
+    """Makes `dst` refer to `src`'s value in place; shapes and dtypes must match."""
+
+# ---- compiled graphs (graph.rs) ----
+
+@final
+class Graph:
+    """A traced loss graph that can be replayed, differentiated and trained natively."""
+    @staticmethod
+    def trace(root: Tensor, params: Sequence[Tensor], inputs: Sequence[Tensor]) -> Graph:
+        """Traces `root` (computed from leaves `params` and `inputs` that all required grad)."""
+    @property
+    def node_count(self) -> int:
+        """The number of nodes in the graph."""
+    @property
+    def op_count(self) -> int:
+        """The number of op nodes in the graph."""
+    @property
+    def activation_bytes(self) -> int:
+        """Bytes of all node values of one evaluation (what a forward pass keeps for backward)."""
+    def describe(self) -> str:
+        """A human-readable listing of the graph."""
+    def first_difference(self, other: Graph) -> str | None:
+        """None when `other` (a second trace) matches this one, else why not."""
+    def evaluate(
+        self, params: Sequence[Tensor], inputs: Sequence[Tensor], fast: bool = False
+    ) -> Tensor:
+        """The root's value for these params and inputs, without autograd."""
+    def loss_and_grads(
+        self,
+        params: Sequence[Tensor],
+        flags: Sequence[bool],
+        inputs: Sequence[Tensor],
+        fast: bool = False,
+    ) -> tuple[Tensor, list[Tensor]]:
+        """(loss, gradient per parameter); parameters whose flag is False get zeros."""
+    def train(
+        self,
+        params: Sequence[Tensor],
+        flags: Sequence[bool],
+        samples: Sequence[Sequence[Tensor]],
+        steps: int,
+        kind: str,
+        hyper: dict[str, float],
+        slots: Sequence[Sequence[Tensor]],
+        step: int,
+        fast: bool = False,
+    ) -> tuple[list[float], list[Tensor], list[list[Tensor]], int]:
+        """Runs `steps` updates natively; returns (pre-update losses, params, slots, step count)."""
+
+# ---- CUDA (cuda.rs) ----
+
+def cuda_status() -> tuple[bool, str]:
+    """(usable, reason): whether tlrs can run tensors on CUDA here, and why not."""
+def cuda_device_count() -> int:
+    """The number of CUDA devices visible (0 when built without CUDA)."""
+def cuda_diagnostics() -> list[tuple[str, str]]:
+    """(item, finding) pairs describing the CUDA setup."""
+def build_features() -> list[str]:
+    """The features this build was compiled with, e.g. ['cpu']."""
