@@ -360,3 +360,32 @@ def test_float32_runs_in_binary32(tmp_path, backend):
     assert np.array_equal(f32.astype(np.float32).astype(np.float64), f32)
     assert not np.array_equal(f32, np.array(logs["float64"]))
     assert np.allclose(f32, logs["float64"], rtol=1e-5)
+
+
+def test_seed_reaches_the_data_order(capsys, monkeypatch):
+    """`--seed N` seeds the dataset-shuffle LCG (not only the model init): the first batch
+    trained on is the first batch of the reference shuffle for that seed."""
+    import numpy as np
+
+    from tlrs.commands import trainer
+    from tlrs.random import shuffle_permutation
+
+    seen = []
+
+    class Recording(trainer.BatchLoader):
+        def next_epoch(self):
+            batches = super().next_epoch()
+            seen.append((self.n, self.batch, batches[0].tolist()))
+            return batches
+
+    monkeypatch.setattr(trainer, "BatchLoader", Recording)
+    firsts = {}
+    for seed in ("0", "7"):
+        seen.clear()
+        code, _, _ = run_cli(capsys, "mlp", "--steps", "1", "--seed", seed)
+        assert code == 0
+        n, batch, first = seen[0]
+        perm, _ = shuffle_permutation(int(seed), n)
+        assert first == np.asarray(perm)[:batch].tolist()  # the reference shuffle of 0..n-1
+        firsts[seed] = first
+    assert firsts["0"] != firsts["7"]
