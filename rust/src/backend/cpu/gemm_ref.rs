@@ -1,7 +1,171 @@
-//! TEMPORARY naive reference GEMM with the final API; replaced by the blocked kernel.
-pub trait RefGemmElem: crate::dtype::Float {}
-impl RefGemmElem for f32 {}
-impl RefGemmElem for f64 {}
+// Reference GEMM for the CPU backend: C = A·B over f32/f64 with arbitrary operand strides.
+// Fold-order guarantee: every C[i][j] is `acc = acc + A[i][p] * B[p][j]` for p = 0..k in increasing
+// order from acc = +0, multiply and add each rounded separately (never FMA), so it is bit-identical
+// to the naive triple loop whatever the ISA, blocking or thread count.
+
+use rayon::prelude::*;
+use std::ops::{Add, Mul};
+#[cfg(target_arch = "x86_64")]
+use x86::{f32_avx, f32_avx512, f64_avx, f64_avx512};
+
+/// Element types the reference GEMM supports (`f32`, `f64`). Sealed: the hidden items pick the
+/// SIMD microkernels, so outside implementations could break the fold-order guarantee.
+pub trait RefGemmElem:
+    Copy + Send + Sync + 'static + Add<Output = Self> + Mul<Output = Self> + sealed::Sealed
+{
+    #[doc(hidden)]
+    const REF_ZERO: Self;
+    /// The microkernels for `isa` (empty where the target has none), to be used only when
+    /// `isa_available(isa)`.
+    #[doc(hidden)]
+    fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<Self>];
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// Instruction-set levels with microkernels, best first.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx,
+    Scalar,
+}
+
+const ISAS: [Isa; 3] = [Isa::Avx512, Isa::Avx, Isa::Scalar];
+
+/// Whether this CPU runs `isa` (std caches the detection, so this is cheap per call).
+fn isa_available(isa: Isa) -> bool {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => is_x86_feature_detected!("avx512f"),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx => is_x86_feature_detected!("avx"),
+        Isa::Scalar => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+/// Microkernel contract: `f(kc, a, b, c, ldc, accumulate)` computes one `mr x nr` tile of C over
+/// a depth block of `kc`. The packed A panel holds A(i, p) at `a[p*mr + i]` (column-packed
+/// kernel) or `a[i*kc + p]` (row-packed kernel); the packed B panel holds B(p, j) at
+/// `b[p*nr + j]`; the tile is at `c` with row stride `ldc`. Accumulators start at +0, or at the
+/// tile's current values when `accumulate` (continuing the fold from the previous depth block).
+type KernelFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
+
+/// A microkernel pair with its register tile (`mr x nr`) and cache-block sizes.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Kernel<T> {
+    mr: usize,
+    nr: usize,
+    /// Depth of one k block. Larger means fewer passes over C; the `kc x nr` B panel streams
+    /// from L2 fast enough on current cores that it need not fit L1.
+    kc: usize,
+    /// Rows of A per block: the `mc x kc` packed A block should stay in L2.
+    mc: usize,
+    /// Columns of B packed per pass: the `kc x nc` packed B block should stay in L3.
+    nc: usize,
+    /// Relative time per computed column (padding included), to pick among an ISA's kernels.
+    col_cost: usize,
+    /// Reads an A panel packed column by column.
+    a_cols: KernelFn<T>,
+    /// Reads an A panel packed row by row.
+    a_rows: KernelFn<T>,
+}
+
+/// Builds a `Kernel` from a microkernel whose last generic parameter says whether the A panel is
+/// packed by rows.
+macro_rules! kernel {
+    ($f:ident::<$($g:tt),*>, $mr:literal x $nr:literal, kc $kc:literal, mc $mc:literal,
+     nc $nc:literal, cost $cost:literal) => {
+        Kernel {
+            mr: $mr,
+            nr: $nr,
+            kc: $kc,
+            mc: $mc,
+            nc: $nc,
+            col_cost: $cost,
+            a_cols: $f::<$($g,)* false>,
+            a_rows: $f::<$($g,)* true>,
+        }
+    };
+}
+
+// Block sizes were tuned on Zen 5 (48 KiB L1d, 1 MiB L2 per core). 8 x 3 vectors beat 12 x 2,
+// 6 x 4 and 8 x 2 there (fewer broadcasts per multiply); 8 x 2 remains for widths that 3-vector
+// panels would pad heavily (n = 64 or 256 for f32).
+impl RefGemmElem for f32 {
+    const REF_ZERO: f32 = 0.0;
+    fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<f32>] {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => &[
+                kernel!(f32_avx512::<8, 3>, 8 x 48, kc 384, mc 192, nc 4096, cost 100),
+                kernel!(f32_avx512::<8, 2>, 8 x 32, kc 384, mc 192, nc 4096, cost 108),
+            ],
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx => &[kernel!(f32_avx::<6, 2>, 6 x 16, kc 256, mc 240, nc 4096, cost 100)],
+            Isa::Scalar => {
+                &[kernel!(kernel_scalar::<f32, 4, 8>, 4 x 8, kc 256, mc 128, nc 2048, cost 100)]
+            }
+            #[allow(unreachable_patterns)]
+            _ => &[],
+        }
+    }
+}
+
+impl RefGemmElem for f64 {
+    const REF_ZERO: f64 = 0.0;
+    fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<f64>] {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => &[
+                kernel!(f64_avx512::<8, 3>, 8 x 24, kc 256, mc 120, nc 2048, cost 100),
+                kernel!(f64_avx512::<8, 2>, 8 x 16, kc 256, mc 120, nc 2048, cost 108),
+            ],
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx => &[kernel!(f64_avx::<6, 2>, 6 x 8, kc 256, mc 120, nc 2048, cost 100)],
+            Isa::Scalar => {
+                &[kernel!(kernel_scalar::<f64, 4, 4>, 4 x 4, kc 256, mc 128, nc 2048, cost 100)]
+            }
+            #[allow(unreachable_patterns)]
+            _ => &[],
+        }
+    }
+}
+
+/// The best ISA's kernel with the least estimated time for `n` columns (padding included).
+fn pick_kernel<T: RefGemmElem>(n: usize) -> Kernel<T> {
+    let isa = ISAS
+        .into_iter()
+        .find(|&isa| isa_available(isa))
+        .unwrap_or(Isa::Scalar);
+    let kernels = T::ref_gemm_kernels(isa);
+    let cost = |k: &Kernel<T>| n.div_ceil(k.nr) * k.nr * k.col_cost;
+    *kernels
+        .iter()
+        .min_by_key(|k| cost(k))
+        .expect("every ISA in use has a kernel")
+}
+
+/// Below this many multiply-adds a parallel split costs more than it saves.
+const PAR_MIN_WORK: u128 = 64 * 64 * 64;
+
+/// `c` (m x n, row-major, row stride n) = A·B, where `A(i,p) = a[i*a_rs + p*a_cs]` and
+/// `B(p,j) = b[p*b_rs + j*b_cs]` (any strides, so transposed operands need no copy).
+/// Overwrites `c[..m*n]`. Each output is the in-order fold described at the top of this file, so
+/// results are bit-identical to the naive loop for every thread count. With `parallel`, large
+/// problems are split over the current rayon pool.
+///
+/// # Panics
+/// If `c` is shorter than `m*n`, or an element of A or B addressed by the strides lies outside
+/// `a` or `b`.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_ref<T: RefGemmElem>(
     m: usize,
@@ -14,15 +178,510 @@ pub fn gemm_ref<T: RefGemmElem>(
     b_rs: usize,
     b_cs: usize,
     c: &mut [T],
-    _parallel: bool,
+    parallel: bool,
 ) {
-    for i in 0..m {
-        for j in 0..n {
-            let mut acc = T::ZERO;
-            for p in 0..k {
-                acc = acc + a[i * a_rs + p * a_cs] * b[p * b_rs + j * b_cs];
+    let (a, b) = (View::new(a, a_rs, a_cs), View::new(b, b_rs, b_cs));
+    gemm_with_kernel(pick_kernel::<T>(n), m, n, k, a, b, c, parallel);
+}
+
+/// Strided read-only view of a matrix operand: element (r, q) is `data[r*rs + q*cs]`.
+#[derive(Clone, Copy)]
+struct View<'a, T> {
+    data: &'a [T],
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a, T> View<'a, T> {
+    fn new(data: &'a [T], rs: usize, cs: usize) -> Self {
+        View { data, rs, cs }
+    }
+}
+
+/// Panics unless every element `(r, q)` with `r < rows`, `q < cols` is inside the view's data.
+fn check_extent<T>(name: &str, v: View<'_, T>, rows: usize, cols: usize) {
+    let (rs, cs, len) = (v.rs, v.cs, v.data.len());
+    let last = (rows - 1)
+        .checked_mul(rs)
+        .and_then(|x| (cols - 1).checked_mul(cs).and_then(|y| x.checked_add(y)));
+    if !matches!(last, Some(last) if last < len) {
+        panic!(
+            "gemm_ref: {name} ({rows} x {cols}, strides {rs}, {cs}) exceeds its buffer of {len}"
+        );
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gemm_with_kernel<T: RefGemmElem>(
+    kern: Kernel<T>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: View<'_, T>,
+    b: View<'_, T>,
+    c: &mut [T],
+    parallel: bool,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let mn = m.checked_mul(n).expect("gemm_ref: m*n overflows usize");
+    assert!(c.len() >= mn, "gemm_ref: c is shorter than m*n = {mn}");
+    let c = &mut c[..mn];
+    if k == 0 {
+        // The empty fold is its start value.
+        c.fill(T::REF_ZERO);
+        return;
+    }
+    check_extent("a", a, m, k);
+    check_extent("b", b, k, n);
+    let work = m as u128 * n as u128 * k as u128;
+    let parallel = parallel && work >= PAR_MIN_WORK;
+    let threads = parallel
+        .then(rayon::current_num_threads)
+        .unwrap_or(1)
+        .max(1);
+    blocked(&kern, m, n, k, a, b, c, threads);
+}
+
+/// Raw pointer to C shared by tasks that write disjoint rectangles.
+#[derive(Clone, Copy)]
+struct CPtr<T>(*mut T);
+// SAFETY: the pointer is only dereferenced inside the disjoint rectangles of C that
+// `plan_rects` hands to distinct tasks, while the `&mut` borrow of C it came from is held unused.
+unsafe impl<T: Send> Send for CPtr<T> {}
+// SAFETY: as for `Send`: no two tasks touch the same element of C.
+unsafe impl<T: Send> Sync for CPtr<T> {}
+
+/// A rectangle of C: rows `r0..r1`, columns `c0..c1`.
+#[derive(Clone, Copy, Debug)]
+struct Rect {
+    r0: usize,
+    r1: usize,
+    c0: usize,
+    c1: usize,
+}
+
+/// Splits C into independent rectangles for `threads` workers: a multiple of `threads` of them
+/// (so cores get equal shares, with spares for work stealing), as square as the shape allows,
+/// edges on `mr` / `nr` multiples. The split decides only who computes an output, never how, so
+/// results do not depend on it.
+fn plan_rects(m: usize, n: usize, threads: usize, mr: usize, nr: usize) -> Vec<Rect> {
+    let (row_units, col_units) = (m.div_ceil(mr), n.div_ceil(nr));
+    let mut best = (1, 1);
+    if threads > 1 {
+        let target = threads * 2;
+        let mut best_cost = f64::MAX;
+        for rp in 1..=target.min(row_units) {
+            let cp = (target / rp).min(col_units);
+            // Prefer reaching the target count, then square rectangles (least packing per flop).
+            let count = rp * cp;
+            let (h, w) = (m as f64 / rp as f64, n as f64 / cp as f64);
+            let cost = (target - count) as f64 * 1e9 + (h / w).ln().abs();
+            if cost < best_cost {
+                best_cost = cost;
+                best = (rp, cp);
             }
-            c[i * n + j] = acc;
+        }
+    }
+    let rows_per = row_units.div_ceil(best.0) * mr;
+    let cols_per = col_units.div_ceil(best.1) * nr;
+    let mut rects = Vec::new();
+    for r0 in (0..m).step_by(rows_per) {
+        for c0 in (0..n).step_by(cols_per) {
+            rects.push(Rect {
+                r0,
+                r1: (r0 + rows_per).min(m),
+                c0,
+                c1: (c0 + cols_per).min(n),
+            });
+        }
+    }
+    rects
+}
+
+/// Packing buffers (A, B) of one worker, reused across its blocks.
+type Bufs<T> = (Vec<T>, Vec<T>);
+
+/// Computes C over `rects`, in parallel when there are several.
+#[allow(clippy::too_many_arguments)]
+fn blocked<T: RefGemmElem>(
+    kern: &Kernel<T>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: View<'_, T>,
+    b: View<'_, T>,
+    c: &mut [T],
+    threads: usize,
+) {
+    let rects = plan_rects(m, n, threads, kern.mr, kern.nr);
+    let cp = CPtr(c.as_mut_ptr());
+    let run = |bufs: &mut Bufs<T>, r: &Rect| run_rect(kern, r, k, a, b, cp, n, bufs);
+    let new_bufs = || (Vec::new(), Vec::new());
+    if rects.len() > 1 {
+        rects.par_iter().for_each_init(new_bufs, run);
+    } else {
+        let mut bufs = new_bufs();
+        rects.iter().for_each(|r| run(&mut bufs, r));
+    }
+}
+
+/// The blocked algorithm on one rectangle of C: for each column block and, in increasing order,
+/// each depth block, pack that B block, then for each row block pack A and run the microkernel
+/// over every tile. Depth blocks after the first continue each output's fold from the value
+/// stored in C, which keeps the order p = 0..k intact.
+#[allow(clippy::too_many_arguments)]
+fn run_rect<T: RefGemmElem>(
+    kern: &Kernel<T>,
+    r: &Rect,
+    k: usize,
+    a: View<'_, T>,
+    b: View<'_, T>,
+    cp: CPtr<T>,
+    n: usize,
+    (apack, bpack): &mut Bufs<T>,
+) {
+    let (mr, nr) = (kern.mr, kern.nr);
+    let kc_max = kern.kc.max(1);
+    let mc_max = kern.mc.max(mr).next_multiple_of(mr);
+    let nc_max = kern.nc.max(nr).next_multiple_of(nr);
+    // Row-major A packs by contiguous row copies for the kernel that reads panels by rows;
+    // other layouts pack column by column (p-major). A is never read in place: a power-of-two
+    // row stride would map the rows of the A block onto a few cache sets.
+    let by_rows = a.cs <= a.rs;
+    let func = if by_rows { kern.a_rows } else { kern.a_cols };
+    for jc in (r.c0..r.c1).step_by(nc_max) {
+        let nc = nc_max.min(r.c1 - jc);
+        let npanels = nc.div_ceil(nr);
+        for pc in (0..k).step_by(kc_max) {
+            let kc = kc_max.min(k - pc);
+            bpack.resize(npanels * kc * nr, T::REF_ZERO);
+            for (q, dst) in bpack.chunks_exact_mut(kc * nr).enumerate() {
+                pack_b(dst, b, pc, kc, jc + q * nr, nr.min(nc - q * nr), nr);
+            }
+            for ic in (r.r0..r.r1).step_by(mc_max) {
+                let mc = mc_max.min(r.r1 - ic);
+                let a_panels = mc.div_ceil(mr);
+                apack.resize(a_panels * mr * kc, T::REF_ZERO);
+                for (ip, dst) in apack.chunks_exact_mut(mr * kc).enumerate() {
+                    let i0 = ic + ip * mr;
+                    pack_a(dst, a, by_rows, i0, mr.min(ic + mc - i0), pc, kc, mr);
+                }
+                let blk = Block {
+                    i0: ic,
+                    h: mc,
+                    j0: jc,
+                    w: nc,
+                    kc,
+                    accumulate: pc > 0,
+                };
+                compute_block(kern, func, apack, bpack, &blk, cp, n);
+            }
         }
     }
 }
+
+/// Rows `i0..i0+h` x columns `j0..j0+w` of C over one depth block of `kc`.
+struct Block {
+    i0: usize,
+    h: usize,
+    j0: usize,
+    w: usize,
+    kc: usize,
+    accumulate: bool,
+}
+
+/// Runs the microkernel over every tile of a block, B panel outermost: each B panel is reused
+/// from L1/L2 across the whole A block, which stays in L2.
+#[allow(clippy::too_many_arguments)]
+fn compute_block<T: RefGemmElem>(
+    kern: &Kernel<T>,
+    func: KernelFn<T>,
+    apack: &[T],
+    bpack: &[T],
+    blk: &Block,
+    cp: CPtr<T>,
+    n: usize,
+) {
+    let (mr, nr, kc) = (kern.mr, kern.nr, blk.kc);
+    assert!(mr * nr <= MAX_TILE, "kernel tile larger than MAX_TILE");
+    // Edge tiles go through this buffer, so the microkernel always sees a full mr x nr tile.
+    let mut edge = [T::REF_ZERO; MAX_TILE];
+    let (np, nq) = (blk.h.div_ceil(mr), blk.w.div_ceil(nr));
+    for (q, ip) in (0..nq).flat_map(|q| (0..np).map(move |ip| (q, ip))) {
+        let (i0, j0) = (blk.i0 + ip * mr, blk.j0 + q * nr);
+        let (h, w) = (mr.min(blk.i0 + blk.h - i0), nr.min(blk.j0 + blk.w - j0));
+        // C tiles are far apart in memory (row stride n) and each is touched once per depth
+        // block, so fetch the next tile's rows while this one computes.
+        let (nip, nqq) = if ip + 1 < np { (ip + 1, q) } else { (0, q + 1) };
+        if nqq < nq {
+            let (ni0, nj0) = (blk.i0 + nip * mr, blk.j0 + nqq * nr);
+            let (nh, nw) = (mr.min(blk.i0 + blk.h - ni0), nr.min(blk.j0 + blk.w - nj0));
+            prefetch_rows(cp.0 as *const T, ni0 * n + nj0, nh, nw, n);
+        }
+        let ap = apack[ip * mr * kc..(ip + 1) * mr * kc].as_ptr();
+        let bp = bpack[q * kc * nr..(q + 1) * kc * nr].as_ptr();
+        // SAFETY: `i0 + h <= m` and `j0 + w <= n`, so the tile lies in C (m x n, row stride n),
+        // inside this task's rectangle, which no other task touches (see `plan_rects`).
+        let ctile = unsafe { cp.0.add(i0 * n + j0) };
+        if h == mr && w == nr {
+            // SAFETY: the A and B panels hold mr*kc and kc*nr elements in the layouts the
+            // `KernelFn` contract names; the full tile is inside C (above).
+            unsafe { func(kc, ap, bp, ctile, n, blk.accumulate) };
+            continue;
+        }
+        if blk.accumulate {
+            for r in 0..h {
+                // SAFETY: row r of the tile has w valid elements inside C (above).
+                let src = unsafe { std::slice::from_raw_parts(ctile.add(r * n), w) };
+                edge[r * nr..r * nr + w].copy_from_slice(src);
+            }
+        }
+        // SAFETY: as above, with the tile in `edge` (mr x nr, row stride nr).
+        unsafe { func(kc, ap, bp, edge.as_mut_ptr(), nr, blk.accumulate) };
+        for r in 0..h {
+            // SAFETY: as above; only the valid h x w part is written back.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ctile.add(r * n), w) };
+            dst.copy_from_slice(&edge[r * nr..r * nr + w]);
+        }
+    }
+}
+
+/// Hints the cache to load `rows` rows of `w` elements starting at `base + off`, row stride `ld`.
+#[inline]
+fn prefetch_rows<T>(base: *const T, off: usize, rows: usize, w: usize, ld: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let line = 64 / std::mem::size_of::<T>();
+        for r in 0..rows {
+            for j in (0..w).step_by(line) {
+                // Address arithmetic only (wrapping_add never dereferences), and a prefetch never
+                // faults, so any address is fine; callers pass addresses inside C anyway.
+                let p = base.wrapping_add(off + r * ld + j) as *const i8;
+                // SAFETY: `_mm_prefetch` needs only SSE (baseline on x86_64) and cannot fault.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (base, off, rows, w, ld);
+}
+
+/// Largest `mr * nr` of any kernel (the edge-tile buffer size).
+const MAX_TILE: usize = 512;
+
+/// Element `start + t*stride` for t in 0..count (stride may be 0 or anything else).
+#[inline]
+fn strided<T: Copy>(
+    s: &[T],
+    start: usize,
+    stride: usize,
+    count: usize,
+) -> impl Iterator<Item = T> + '_ {
+    (0..count).map(move |t| s[start + t * stride])
+}
+
+/// Packs A rows `i0..i0+h`, depth `p0..p0+kc` into the `mr x kc` panel `dst`, row by row
+/// (`dst[i*kc + p]`) if `by_rows`, else column by column (`dst[p*mr + i]`), zero-padding rows
+/// h..mr (their outputs are computed but never stored).
+#[allow(clippy::too_many_arguments)]
+fn pack_a<T: RefGemmElem>(
+    dst: &mut [T],
+    a: View<'_, T>,
+    by_rows: bool,
+    i0: usize,
+    h: usize,
+    p0: usize,
+    kc: usize,
+    mr: usize,
+) {
+    if by_rows {
+        for (ii, d) in dst.chunks_exact_mut(kc).enumerate() {
+            let start = (i0 + ii) * a.rs + p0 * a.cs;
+            if ii >= h {
+                d.fill(T::REF_ZERO);
+            } else if a.cs == 1 {
+                d.copy_from_slice(&a.data[start..start + kc]);
+            } else {
+                d.iter_mut()
+                    .zip(strided(a.data, start, a.cs, kc))
+                    .for_each(|(d, s)| *d = s);
+            }
+        }
+    } else {
+        for (p, d) in dst.chunks_exact_mut(mr).enumerate() {
+            let start = i0 * a.rs + (p0 + p) * a.cs;
+            if a.rs == 1 {
+                d[..h].copy_from_slice(&a.data[start..start + h]);
+            } else {
+                d[..h]
+                    .iter_mut()
+                    .zip(strided(a.data, start, a.rs, h))
+                    .for_each(|(d, s)| *d = s);
+            }
+            d[h..].fill(T::REF_ZERO);
+        }
+    }
+}
+
+/// Packs B depth `p0..p0+kc`, columns `j0..j0+w` into `dst` (kc x nr, row p at `dst[p*nr..]`),
+/// zero-padding columns w..nr.
+fn pack_b<T: RefGemmElem>(
+    dst: &mut [T],
+    b: View<'_, T>,
+    p0: usize,
+    kc: usize,
+    j0: usize,
+    w: usize,
+    nr: usize,
+) {
+    if b.cs <= b.rs {
+        // Walk each row along j: contiguous reads for row-major B.
+        for p in 0..kc {
+            let start = (p0 + p) * b.rs + j0 * b.cs;
+            let d = &mut dst[p * nr..p * nr + w];
+            if b.cs == 1 {
+                d.copy_from_slice(&b.data[start..start + w]);
+            } else {
+                d.iter_mut()
+                    .zip(strided(b.data, start, b.cs, w))
+                    .for_each(|(d, s)| *d = s);
+            }
+        }
+    } else {
+        // Walk each column along p: contiguous reads for column-major (transposed) B.
+        for jj in 0..w {
+            let start = p0 * b.rs + (j0 + jj) * b.cs;
+            let col = dst[jj..].iter_mut().step_by(nr);
+            if b.rs == 1 {
+                col.zip(&b.data[start..start + kc])
+                    .for_each(|(d, &s)| *d = s);
+            } else {
+                col.zip(strided(b.data, start, b.rs, kc))
+                    .for_each(|(d, s)| *d = s);
+            }
+        }
+    }
+    if w < nr {
+        for p in 0..kc {
+            dst[p * nr + w..(p + 1) * nr].fill(T::REF_ZERO);
+        }
+    }
+}
+
+/// Portable microkernel (any target): the same fold in plain scalar arithmetic, which Rust never
+/// contracts into FMA.
+///
+/// # Safety
+/// The `KernelFn` contract.
+unsafe fn kernel_scalar<T: RefGemmElem, const MR: usize, const NR: usize, const A_ROWS: bool>(
+    kc: usize,
+    a: *const T,
+    b: *const T,
+    c: *mut T,
+    ldc: usize,
+    accumulate: bool,
+) {
+    let (a_row, a_step) = if A_ROWS { (kc, 1) } else { (1, MR) };
+    let mut acc = [[T::REF_ZERO; NR]; MR];
+    if accumulate {
+        for (i, row) in acc.iter_mut().enumerate() {
+            // SAFETY: row i of the tile (NR elements) is inside the caller's C.
+            *row = unsafe { std::ptr::read_unaligned(c.add(i * ldc) as *const [T; NR]) };
+        }
+    }
+    for p in 0..kc {
+        // SAFETY: row p of the packed B panel (NR elements).
+        let bp = unsafe { std::ptr::read_unaligned(b.add(p * NR) as *const [T; NR]) };
+        for (i, row) in acc.iter_mut().enumerate() {
+            // SAFETY: A(i, p) of the panel, per the contract.
+            let av = unsafe { *a.add(i * a_row + p * a_step) };
+            for (x, &bv) in row.iter_mut().zip(&bp) {
+                *x = *x + av * bv;
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: as for the loads above.
+        unsafe { std::ptr::write_unaligned(c.add(i * ldc) as *mut [T; NR], *row) };
+    }
+}
+
+/// Declares an x86 SIMD microkernel with `MR x NV` vector accumulators held in registers.
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_kernel {
+    (
+        $name:ident, $t:ty, $feat:literal, $lanes:literal,
+        $zero:ident, $load:ident, $store:ident, $splat:ident, $mul:ident, $add:ident
+    ) => {
+        /// # Safety
+        /// The CPU supports the target feature, and the `KernelFn` contract holds with
+        /// `NR = NV * lanes`.
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn $name<const MR: usize, const NV: usize, const A_ROWS: bool>(
+            kc: usize,
+            a: *const $t,
+            b: *const $t,
+            c: *mut $t,
+            ldc: usize,
+            accumulate: bool,
+        ) {
+            let (a_row, a_step) = if A_ROWS { (kc, 1) } else { (1, MR) };
+            let mut acc = [[$zero(); NV]; MR];
+            if accumulate {
+                for i in 0..MR {
+                    for v in 0..NV {
+                        // SAFETY: the tile's MR rows of NV*lanes elements are inside C.
+                        acc[i][v] = unsafe { $load(c.add(i * ldc + v * $lanes)) };
+                    }
+                }
+            }
+            let (mut ap, mut bp) = (a, b);
+            for _ in 0..kc {
+                let mut bv = [$zero(); NV];
+                for v in 0..NV {
+                    // SAFETY: bp walks the kc rows of NV*lanes elements of the packed B panel.
+                    bv[v] = unsafe { $load(bp.add(v * $lanes)) };
+                }
+                for i in 0..MR {
+                    // SAFETY: A(i, p) of the panel, per the contract.
+                    let ai = $splat(unsafe { *ap.add(i * a_row) });
+                    for v in 0..NV {
+                        // Separate multiply then add, each rounded once: the scalar fold exactly.
+                        acc[i][v] = $add(acc[i][v], $mul(ai, bv[v]));
+                    }
+                }
+                // SAFETY: stays within (or one past) the panels.
+                unsafe {
+                    ap = ap.add(a_step);
+                    bp = bp.add(NV * $lanes);
+                }
+            }
+            for i in 0..MR {
+                for v in 0..NV {
+                    // SAFETY: as for the loads.
+                    unsafe { $store(c.add(i * ldc + v * $lanes), acc[i][v]) };
+                }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+    simd_kernel! { f32_avx512, f32, "avx512f", 16, _mm512_setzero_ps, _mm512_loadu_ps,
+    _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_add_ps }
+    simd_kernel! { f64_avx512, f64, "avx512f", 8, _mm512_setzero_pd, _mm512_loadu_pd,
+    _mm512_storeu_pd, _mm512_set1_pd, _mm512_mul_pd, _mm512_add_pd }
+    simd_kernel! { f32_avx, f32, "avx", 8, _mm256_setzero_ps, _mm256_loadu_ps,
+    _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_add_ps }
+    simd_kernel! { f64_avx, f64, "avx", 4, _mm256_setzero_pd, _mm256_loadu_pd,
+    _mm256_storeu_pd, _mm256_set1_pd, _mm256_mul_pd, _mm256_add_pd }
+}
+
+#[cfg(test)]
+#[path = "gemm_ref_tests.rs"]
+mod tests;
