@@ -1,7 +1,7 @@
 //! Elementwise kernels: maps over one tensor and NumPy-broadcast maps over two. Each output
 //! element is computed independently, so splitting work across threads cannot change a bit.
 
-use super::parallel::{install, PAR_MIN_ELEMS};
+use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};
 use crate::dtype::Float;
 use crate::Shape;
 use rayon::prelude::*;
@@ -10,7 +10,7 @@ const CHUNK: usize = 1 << 13;
 
 pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     let mut out = vec![T::ZERO; x.len()];
-    if x.len() >= PAR_MIN_ELEMS {
+    if worth_threads(x.len(), PAR_MIN_ELEMS) {
         install(|| {
             out.par_chunks_mut(CHUNK)
                 .zip(x.par_chunks(CHUNK))
@@ -25,7 +25,7 @@ pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
 pub fn zip_map<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
     debug_assert_eq!(a.len(), b.len());
     let mut out = vec![T::ZERO; a.len()];
-    if a.len() >= PAR_MIN_ELEMS {
+    if worth_threads(a.len(), PAR_MIN_ELEMS) {
         install(|| {
             out.par_chunks_mut(CHUNK)
                 .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
@@ -50,7 +50,7 @@ pub fn zip3_map<T: Float>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T + 
             *o = f(a[start + i], b[start + i], c[start + i]);
         }
     };
-    if a.len() >= PAR_MIN_ELEMS {
+    if worth_threads(a.len(), PAR_MIN_ELEMS) {
         install(|| {
             out.par_chunks_mut(CHUNK)
                 .enumerate()
@@ -118,7 +118,7 @@ pub fn broadcast_map<T: Float>(
             }
         }
     };
-    if n >= PAR_MIN_ELEMS {
+    if worth_threads(n, PAR_MIN_ELEMS) {
         install(|| {
             res.par_chunks_mut(last)
                 .enumerate()

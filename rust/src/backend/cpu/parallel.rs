@@ -69,6 +69,12 @@ pub fn num_threads() -> usize {
     pool().current_num_threads()
 }
 
+/// Whether `work` items are worth spreading over threads: enough of them, and more than one
+/// thread to spread over (a one-thread pool would only add a hand-off to another OS thread).
+pub fn worth_threads(work: usize, min: usize) -> bool {
+    work >= min && num_threads() > 1
+}
+
 /// Runs `f` inside the tlrs pool (nested calls from a worker run inline).
 pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {

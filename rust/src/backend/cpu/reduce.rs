@@ -1,7 +1,7 @@
 //! Reductions. Every sum is a left fold from 0 in index order (SPEC §2): outputs are split
 //! across threads, a single output's accumulation never is.
 
-use super::parallel::{install, PAR_MIN_ELEMS};
+use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};
 use crate::dtype::Float;
 use crate::shape::broadcast_strides;
 use crate::Shape;
@@ -30,7 +30,7 @@ pub fn sum_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> Ve
             }
         }
     };
-    if x.len() >= PAR_MIN_ELEMS && outer > 1 {
+    if worth_threads(x.len(), PAR_MIN_ELEMS) && outer > 1 {
         install(|| {
             out.par_chunks_mut(inner)
                 .enumerate()
