@@ -41,7 +41,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
     """Cross-correlation of [N, C, H, W] (or [C, H, W]) with weight [OC, C, KH, KW].
 
     Reference kernels fold each output over (input channel, kernel row, kernel column) from 0;
-    padding cells contribute nothing.
+    padding cells take part as zeros, then the bias is added.
     """
     return _core.conv2d(input, weight, bias, _pair_free(stride, "conv2d"), _pair_free(padding, "conv2d"))
 

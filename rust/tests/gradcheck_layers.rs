@@ -2,7 +2,8 @@
 //! pooling, normalisation, attention, masked_fill, the indexed ops and dropout; plus
 //! determinism: reference conv2d (forward and backward), pools and attention are bit-identical
 //! on 1, 2 and 4 threads, and reference conv2d equals, bit for bit, a naive loop with the
-//! documented fold order (acc = 0; for c, ky, kx: if inside, acc = acc + w * x; then + bias).
+//! documented fold order (acc = 0; for c, ky, kx: acc = acc + w * x, padding cells as +0; then
+//! + bias).
 //!
 //! `set_num_threads` is process-global and cargo runs these tests on parallel threads, so every
 //! test that changes the thread count (or runs fast kernels, whose results depend on it) holds
@@ -398,7 +399,7 @@ fn attention_bit_identical_across_threads() {
     }
 }
 
-/// The documented fold: acc = 0; for c, ky, kx (inside the image): acc = acc + w * x; + bias.
+/// The documented fold: acc = 0; for c, ky, kx: acc = acc + w * x (x = +0 in padding); + bias.
 #[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
 fn naive_conv<T: Copy + Default + Add<Output = T> + Mul<Output = T>>(
     x: &[T],
@@ -420,10 +421,13 @@ fn naive_conv<T: Copy + Default + Add<Output = T> + Mul<Output = T>>(
                         for ky in 0..kh {
                             for kx in 0..kw {
                                 let (iy, ix) = (oy * s + ky, ox * s + kx);
-                                if iy < p || ix < p || iy - p >= h || ix - p >= wd {
-                                    continue;
-                                }
-                                let xv = x[((ni * c + ci) * h + iy - p) * wd + ix - p];
+                                // Zero padding: a padding cell takes part as +0.
+                                let outside = iy < p || ix < p || iy - p >= h || ix - p >= wd;
+                                let xv = if outside {
+                                    T::default()
+                                } else {
+                                    x[((ni * c + ci) * h + iy - p) * wd + ix - p]
+                                };
                                 acc = acc + w[((o * c + ci) * kh + ky) * kw + kx] * xv;
                             }
                         }

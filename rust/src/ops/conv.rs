@@ -66,11 +66,7 @@ fn conv_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
 ) -> Result<CpuStorage> {
     let (xv, wv) = (view::<T>("conv2d", x)?, view::<T>("conv2d", w)?);
     let bv = b.map(|b| view::<T>("conv2d", b)).transpose()?;
-    Ok(T::wrap(if fast_kernels() {
-        k::conv2d_fast(xv, wv, bv, d)
-    } else {
-        k::conv2d_ref(xv, wv, bv, d)
-    }))
+    Ok(T::wrap(k::conv2d(xv, wv, bv, d, fast_kernels())))
 }
 
 /// Cross-correlation with zero padding (PyTorch `conv2d`): weight [OC, C, KH, KW], bias [OC].
@@ -140,14 +136,7 @@ fn conv_grads_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
         view::<T>("conv2d", w)?,
         view::<T>("conv2d", g)?,
     );
-    let (gx, gw) = if fast_kernels() {
-        k::conv2d_grads_fast(gv, xv, wv, d)
-    } else {
-        (
-            k::conv2d_grad_input_ref(gv, wv, d),
-            k::conv2d_grad_weight_ref(gv, xv, d),
-        )
-    };
+    let (gx, gw) = k::conv2d_grads(gv, xv, wv, d, fast_kernels());
     Ok([
         T::wrap(gx),
         T::wrap(gw),

@@ -1,9 +1,11 @@
-//! 2-D convolution (cross-correlation, zero padding) on [N, C, H, W]. Reference kernels fold
-//! each output over (input channel, kernel row, kernel column) in that order from 0, skipping
-//! padding cells; fast kernels lower to im2col + the `gemm` crate.
+//! 2-D convolution (cross-correlation, zero padding) on [N, C, H, W], lowered to im2col and a
+//! GEMM per image. Reference kernels use the reference GEMM, so each output is a left fold from 0
+//! over (input channel, kernel row, kernel column) with separate multiply and add, padding cells
+//! taking part as zeros, then + bias; fast kernels use the `gemm` crate.
 
+use super::gemm_ref::gemm_ref;
 use super::matmul::{gemm_fast, GemmElem};
-use super::parallel::install;
+use super::parallel::{install, worth_threads};
 use crate::dtype::Float;
 use rayon::prelude::*;
 
@@ -42,103 +44,27 @@ impl ConvDims {
     }
 }
 
-/// Reference forward: y[n, o] = (fold over c, ky, kx of w * x) + bias.
-pub fn conv2d_ref<T: Float>(x: &[T], wt: &[T], bias: Option<&[T]>, d: ConvDims) -> Vec<T> {
-    let plane = d.oh * d.ow;
-    let mut y = vec![T::ZERO; d.n * d.oc * plane];
-    let kernel = d.c * d.kh * d.kw;
-    install(|| {
-        y.par_chunks_mut(plane.max(1))
-            .enumerate()
-            .for_each(|(no, out)| {
-                let (n, o) = (no / d.oc, no % d.oc);
-                for c in 0..d.c {
-                    let xp = &x[(n * d.c + c) * d.h * d.w..][..d.h * d.w];
-                    for ky in 0..d.kh {
-                        for kx in 0..d.kw {
-                            let wv = wt[o * kernel + (c * d.kh + ky) * d.kw + kx];
-                            let (lo, hi) = d.valid_cols(kx);
-                            for oy in 0..d.oh {
-                                let Some(iy) = d.in_row(oy, ky) else { continue };
-                                let row = &xp[iy * d.w..][..d.w];
-                                let acc = &mut out[oy * d.ow..][..d.ow];
-                                for ox in lo..hi {
-                                    acc[ox] = acc[ox] + wv * row[ox * d.stride + kx - d.pad];
-                                }
-                            }
-                        }
-                    }
-                }
-                if let Some(b) = bias {
-                    out.iter_mut().for_each(|v| *v = *v + b[o]);
-                }
-            });
-    });
-    y
-}
-
-/// Reference input gradient: gx[n, c] folds over (o, ky, kx) in order.
-pub fn conv2d_grad_input_ref<T: Float>(g: &[T], wt: &[T], d: ConvDims) -> Vec<T> {
-    let plane = d.h * d.w;
-    let kernel = d.c * d.kh * d.kw;
-    let mut gx = vec![T::ZERO; d.n * d.c * plane];
-    install(|| {
-        gx.par_chunks_mut(plane.max(1))
-            .enumerate()
-            .for_each(|(nc, acc)| {
-                let (n, c) = (nc / d.c, nc % d.c);
-                for o in 0..d.oc {
-                    let gp = &g[(n * d.oc + o) * d.oh * d.ow..][..d.oh * d.ow];
-                    for ky in 0..d.kh {
-                        for kx in 0..d.kw {
-                            let wv = wt[o * kernel + (c * d.kh + ky) * d.kw + kx];
-                            let (lo, hi) = d.valid_cols(kx);
-                            for oy in 0..d.oh {
-                                let Some(iy) = d.in_row(oy, ky) else { continue };
-                                for ox in lo..hi {
-                                    let i = iy * d.w + ox * d.stride + kx - d.pad;
-                                    acc[i] = acc[i] + gp[oy * d.ow + ox] * wv;
-                                }
-                            }
-                        }
-                    }
-                }
-            });
-    });
-    gx
-}
-
-/// Reference weight gradient: gw[o, c, ky, kx] folds over (n, oy, ox) in order.
-pub fn conv2d_grad_weight_ref<T: Float>(g: &[T], x: &[T], d: ConvDims) -> Vec<T> {
-    let kernel = d.c * d.kh * d.kw;
-    let mut gw = vec![T::ZERO; d.oc * kernel];
-    install(|| {
-        gw.par_chunks_mut(kernel.max(1))
-            .enumerate()
-            .for_each(|(o, acc)| {
-                for c in 0..d.c {
-                    for ky in 0..d.kh {
-                        for kx in 0..d.kw {
-                            let (lo, hi) = d.valid_cols(kx);
-                            let mut s = T::ZERO;
-                            for n in 0..d.n {
-                                let gp = &g[(n * d.oc + o) * d.oh * d.ow..][..d.oh * d.ow];
-                                let xp = &x[(n * d.c + c) * d.h * d.w..][..d.h * d.w];
-                                for oy in 0..d.oh {
-                                    let Some(iy) = d.in_row(oy, ky) else { continue };
-                                    for ox in lo..hi {
-                                        s = s + gp[oy * d.ow + ox]
-                                            * xp[iy * d.w + ox * d.stride + kx - d.pad];
-                                    }
-                                }
-                            }
-                            acc[(c * d.kh + ky) * d.kw + kx] = s;
-                        }
-                    }
-                }
-            });
-    });
-    gw
+/// One product of the conv lowering with the chosen kernel kind.
+#[allow(clippy::too_many_arguments)]
+fn product<T: GemmElem>(
+    fast: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[T],
+    a_rs: usize,
+    a_cs: usize,
+    b: &[T],
+    b_rs: usize,
+    b_cs: usize,
+    c: &mut [T],
+    parallel: bool,
+) {
+    if fast {
+        gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
+    } else {
+        gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
+    }
 }
 
 /// Bias gradient: per output channel, a fold over (n, oy, ox).
@@ -198,44 +124,94 @@ fn col2im<T: Float>(cols: &[T], d: ConvDims, x: &mut [T]) {
     }
 }
 
-/// Fast forward: per image, W [OC, CKK] @ cols [CKK, OH*OW] through the gemm crate.
-pub fn conv2d_fast<T: GemmElem>(x: &[T], wt: &[T], bias: Option<&[T]>, d: ConvDims) -> Vec<T> {
-    let (plane, kk) = (d.oh * d.ow, d.c * d.kh * d.kw);
+/// Forward: per image, W [OC, CKK] @ cols [CKK, OH*OW], then + bias. Images run in parallel
+/// when there are several; a single image threads inside its GEMM instead.
+pub fn conv2d<T: GemmElem>(
+    x: &[T],
+    wt: &[T],
+    bias: Option<&[T]>,
+    d: ConvDims,
+    fast: bool,
+) -> Vec<T> {
+    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
     let mut y = vec![T::ZERO; d.n * d.oc * plane];
-    install(|| {
-        y.par_chunks_mut((d.oc * plane).max(1))
+    let one = |n: usize, out: &mut [T], parallel: bool| {
+        let cols = im2col(&x[n * img..][..img], d);
+        product(
+            fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, parallel,
+        );
+        if let Some(b) = bias {
+            for (o, row) in out.chunks_mut(plane.max(1)).enumerate() {
+                row.iter_mut().for_each(|v| *v = *v + b[o]);
+            }
+        }
+    };
+    let work = d.n * d.oc * plane * kk;
+    if !worth_threads(work, 1 << 20) {
+        y.chunks_mut((d.oc * plane).max(1))
             .enumerate()
-            .for_each(|(n, out)| {
-                let cols = im2col(&x[n * d.c * d.h * d.w..][..d.c * d.h * d.w], d);
-                gemm_fast(d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, false);
-                if let Some(b) = bias {
-                    for (o, row) in out.chunks_mut(plane.max(1)).enumerate() {
-                        row.iter_mut().for_each(|v| *v = *v + b[o]);
-                    }
-                }
-            });
-    });
+            .for_each(|(n, out)| one(n, out, false));
+    } else if d.n == 1 {
+        install(|| one(0, &mut y, true));
+    } else {
+        install(|| {
+            y.par_chunks_mut((d.oc * plane).max(1))
+                .enumerate()
+                .for_each(|(n, out)| one(n, out, false))
+        });
+    }
     y
 }
 
-/// Fast gradients of input and weight through the same lowering.
-pub fn conv2d_grads_fast<T: GemmElem>(g: &[T], x: &[T], wt: &[T], d: ConvDims) -> (Vec<T>, Vec<T>) {
+/// Gradients of input and weight through the same lowering: per image gcols = Wᵀ gY (then
+/// col2im) and gW_n = gY colsᵀ; the weight gradient adds the images' gW_n in image order.
+pub fn conv2d_grads<T: GemmElem>(
+    g: &[T],
+    x: &[T],
+    wt: &[T],
+    d: ConvDims,
+    fast: bool,
+) -> (Vec<T>, Vec<T>) {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
     let mut gx = vec![T::ZERO; d.n * img];
-    let mut gw = vec![T::ZERO; d.oc * kk];
-    let mut tmp = vec![T::ZERO; d.oc * kk];
-    for n in 0..d.n {
+    let mut per_image = vec![T::ZERO; d.n * d.oc * kk];
+    let one = |n: usize, gxn: &mut [T], gwn: &mut [T], parallel: bool| {
         let gy = &g[n * d.oc * plane..][..d.oc * plane];
         let cols = im2col(&x[n * img..][..img], d);
-        // gW += gY [OC, P] @ colsᵀ [P, CKK]
-        gemm_fast(
-            d.oc, kk, plane, gy, plane, 1, &cols, 1, plane, &mut tmp, true,
+        // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
+        product(
+            fast, d.oc, kk, plane, gy, plane, 1, &cols, 1, plane, gwn, parallel,
         );
-        gw.iter_mut().zip(&tmp).for_each(|(a, &b)| *a = *a + b);
         // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
         let mut gcols = vec![T::ZERO; kk * plane];
-        gemm_fast(kk, plane, d.oc, wt, 1, kk, gy, plane, 1, &mut gcols, true);
-        col2im(&gcols, d, &mut gx[n * img..][..img]);
+        product(
+            fast, kk, plane, d.oc, wt, 1, kk, gy, plane, 1, &mut gcols, parallel,
+        );
+        col2im(&gcols, d, gxn);
+    };
+    let work = d.n * d.oc * plane * kk;
+    let (gx_chunk, gw_chunk) = (img.max(1), (d.oc * kk).max(1));
+    if !worth_threads(work, 1 << 20) {
+        for (n, (gxn, gwn)) in gx
+            .chunks_mut(gx_chunk)
+            .zip(per_image.chunks_mut(gw_chunk))
+            .enumerate()
+        {
+            one(n, gxn, gwn, false);
+        }
+    } else if d.n == 1 {
+        install(|| one(0, &mut gx, &mut per_image, true));
+    } else {
+        install(|| {
+            gx.par_chunks_mut(gx_chunk)
+                .zip(per_image.par_chunks_mut(gw_chunk))
+                .enumerate()
+                .for_each(|(n, (gxn, gwn))| one(n, gxn, gwn, false))
+        });
+    }
+    let mut gw = vec![T::ZERO; d.oc * kk];
+    for part in per_image.chunks(gw_chunk) {
+        gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
     }
     (gx, gw)
 }
