@@ -81,7 +81,10 @@ pub fn save(
 }
 
 /// Reads a checkpoint: (name, tensor) pairs in file order, and the metadata.
-pub fn load(path: &Path) -> Result<(Vec<(String, Tensor)>, HashMap<String, String>)> {
+/// Named tensors in file order, and the string metadata.
+pub type Loaded = (Vec<(String, Tensor)>, HashMap<String, String>);
+
+pub fn load(path: &Path) -> Result<Loaded> {
     let buf = std::fs::read(path).map_err(|e| io_err(path, "cannot read", e))?;
     let st = SafeTensors::deserialize(&buf)
         .map_err(|e| io_err(path, "corrupt or truncated checkpoint", e))?;

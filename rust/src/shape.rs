@@ -97,6 +97,7 @@ impl From<&[usize]> for Shape {
 pub fn broadcast_shapes(op: &'static str, a: &Shape, b: &Shape) -> Result<Shape> {
     let n = a.rank().max(b.rank());
     let mut out = vec![0; n];
+    #[allow(clippy::needless_range_loop)] // i indexes three shapes aligned from the right
     for i in 0..n {
         let da = if i + a.rank() >= n {
             a.0[i + a.rank() - n]

@@ -32,7 +32,11 @@ pub fn multi_head_attention(
     }
     let (n, dm) = (x.dims()[x.rank() - 2], x.dims()[x.rank() - 1]);
     let b = if single { 1 } else { x.dims()[0] };
-    if num_heads == 0 || wq.rank() != 2 || wq.dims()[0] != dm || wq.dims()[1] % num_heads != 0 {
+    if num_heads == 0
+        || wq.rank() != 2
+        || wq.dims()[0] != dm
+        || !wq.dims()[1].is_multiple_of(num_heads)
+    {
         return Err(Error::shape(
             "multi_head_attention",
             format!(

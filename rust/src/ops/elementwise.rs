@@ -52,10 +52,9 @@ fn unary_kernel<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
         UnaryOp::Log => k::map(x, |v| v.ln()),
         UnaryOp::Sqrt => k::map(x, |v| v.sqrt()),
         UnaryOp::Abs => k::map(x, |v| v.abs()),
+        // NaN propagates (it is not > 0, but it is kept).
         UnaryOp::Relu => k::map(x, |v| {
-            if v > T::ZERO {
-                v
-            } else if v.is_nan() {
+            if v > T::ZERO || v.is_nan() {
                 v
             } else {
                 T::ZERO

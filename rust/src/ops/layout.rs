@@ -55,7 +55,7 @@ fn infer_shape(x: &Tensor, dims: &[isize]) -> Result<Shape> {
         }
     }
     if let Some(i) = infer {
-        if known == 0 || x.numel() % known != 0 {
+        if known == 0 || !x.numel().is_multiple_of(known) {
             return Err(bad());
         }
         out[i] = x.numel() / known;
