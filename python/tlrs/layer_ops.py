@@ -33,8 +33,8 @@ def _pair_free(v: int | Sequence[int], what: str) -> int:
     if isinstance(v, (tuple, list)):
         if len(v) != 2 or v[0] != v[1]:
             raise ValueError(f"{what}: expected an int or a pair of equal ints, got {v!r}")
-        v = v[0]
-    return int(v)
+        return int(v[0])
+    return int(v)  # type: ignore[arg-type]  # an int, or a sequence int() rejects clearly
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0) -> Tensor:

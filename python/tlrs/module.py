@@ -326,9 +326,12 @@ class Module:
         Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors.
         """
         if self._compiled is not None:
-            return self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state)
-        return self._train(samples, steps, log_every, "trainCycleOptim",
-                           lambda st, grads: self._optim_step(opt, st, grads), state)
+            out = self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state)
+        else:
+            out = self._train(samples, steps, log_every, "trainCycleOptim",
+                              lambda st, grads: self._optim_step(opt, st, grads), state)
+        assert isinstance(out, optim.OptimState)
+        return out
 
     def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                       opt: optim.Optimizer, state: Any) -> Any:

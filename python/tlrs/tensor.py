@@ -33,7 +33,7 @@ def _dtype_name(dtype: Any) -> str:
     if isinstance(dtype, str) and dtype in _DTYPES:
         return np.dtype(_DTYPES[dtype]).name
     try:
-        name = np.dtype(dtype).name
+        name = str(np.dtype(dtype).name)
     except TypeError:
         name = repr(dtype)
     if name not in ("float32", "float64"):
@@ -44,7 +44,7 @@ def _dtype_name(dtype: Any) -> str:
 def _shape(shape: tuple[Shape, ...]) -> list[int]:
     """Accepts both f(2, 3) and f((2, 3))."""
     if len(shape) == 1 and not isinstance(shape[0], int):
-        shape = tuple(shape[0])  # type: ignore[arg-type]
+        shape = tuple(shape[0])
     out = []
     for d in shape:
         if not isinstance(d, (int, np.integer)) or d < 0:

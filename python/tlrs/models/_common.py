@@ -87,7 +87,7 @@ def batched(model: str, x: Tensor, shape: Sequence[int]) -> bool:
                      f", got {got}")
 
 
-def check_params(model: str, params: Sequence[Tensor], shapes: Sequence[Sequence[int]]) -> list:
+def check_params(model: str, params: Sequence[Tensor], shapes: Sequence[Sequence[int]]) -> list[Tensor]:
     params = list(params)
     if len(params) != len(shapes):
         raise ValueError(f"{model}: expected {len(shapes)} parameters, got {len(params)}")

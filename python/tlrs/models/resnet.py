@@ -12,6 +12,7 @@ from typing import Any
 from .. import ops
 from .._core import Tensor
 from ..module import ModuleDef
+from ..errors import ShapeError
 from . import _common as c
 
 __all__ = ["resnet18_init_params", "resnet18_model", "resnet18_program", "resnet18_spec"]
@@ -104,7 +105,7 @@ def resnet18_program(in_c: int, h: int, w: int, num_classes: int, *, width: int 
         params = c.check_params("resnet18", params, shapes)
         for i, (p, s) in enumerate(zip(params, shapes, strict=True)):
             if list(p.shape) != s:
-                raise c.ShapeError(f"resnet18: parameter {i} has shape {list(p.shape)}, "
+                raise ShapeError(f"resnet18: parameter {i} has shape {list(p.shape)}, "
                                    f"expected {s}")
         x = c.as_input(x, params)
         c.batched("resnet18", x, [in_c, h, w])
