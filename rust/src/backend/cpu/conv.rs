@@ -3,8 +3,7 @@
 //! over (input channel, kernel row, kernel column) with separate multiply and add, padding cells
 //! taking part as zeros, then + bias; fast kernels use the `gemm` crate.
 
-use super::gemm_ref::gemm_ref;
-use super::matmul::{gemm_fast, GemmElem};
+use super::matmul::{product, GemmElem};
 use super::parallel::{install, worth_threads};
 use crate::dtype::Float;
 use rayon::prelude::*;
@@ -41,29 +40,6 @@ impl ConvDims {
     fn in_row(&self, oy: usize, ky: usize) -> Option<usize> {
         let r = oy * self.stride + ky;
         (r >= self.pad && r - self.pad < self.h).then(|| r - self.pad)
-    }
-}
-
-/// One product of the conv lowering with the chosen kernel kind.
-#[allow(clippy::too_many_arguments)]
-fn product<T: GemmElem>(
-    fast: bool,
-    m: usize,
-    n: usize,
-    k: usize,
-    a: &[T],
-    a_rs: usize,
-    a_cs: usize,
-    b: &[T],
-    b_rs: usize,
-    b_cs: usize,
-    c: &mut [T],
-    parallel: bool,
-) {
-    if fast {
-        gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
-    } else {
-        gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     }
 }
 

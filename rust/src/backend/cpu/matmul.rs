@@ -51,11 +51,7 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
     let one = |bi: usize, c: &mut [T], parallel: bool| {
         let a = &a[bi * d.a_batch_stride..];
         let b = &b[bi * d.b_batch_stride..];
-        if fast {
-            gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
-        } else {
-            gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
-        }
+        product(fast, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     };
     if !big && (batch == 1 || !worth_threads(batch * m * n * k, PAR_MIN_FLOPS)) {
         // Small work: handing it to the pool costs more than the product itself.
@@ -79,9 +75,33 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
     out
 }
 
+/// One product with the chosen kernel kind: the reference GEMM or the gemm crate. Shared by
+/// matmul and the convolution lowering.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn product<T: GemmElem>(
+    fast: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[T],
+    a_rs: usize,
+    a_cs: usize,
+    b: &[T],
+    b_rs: usize,
+    b_cs: usize,
+    c: &mut [T],
+    parallel: bool,
+) {
+    if fast {
+        gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
+    } else {
+        gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
+    }
+}
+
 /// One product through the gemm crate: c = A·B with A(i,p) = a[i*a_rs + p*a_cs] and likewise B.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn gemm_fast<T: GemmElem>(
+fn gemm_fast<T: GemmElem>(
     m: usize,
     n: usize,
     k: usize,
