@@ -139,8 +139,10 @@ pub fn conv2d<T: GemmElem>(
     y
 }
 
-/// Gradients of input and weight through the same lowering: per image gcols = Wᵀ gY (then
-/// col2im) and gW_n = gY colsᵀ; the weight gradient adds the images' gW_n in image order.
+/// Gradients of input and weight through the same lowering, with the batch folded into the
+/// GEMMs' spatial axis: with gY as [OC, N·P] and the images' columns side by side as
+/// [CKK, N·P], gW = gY · colsᵀ is one product (each weight gradient a fold over (n, oy, ox))
+/// and gcols = Wᵀ · gY another, scattered back per image by col2im.
 pub fn conv2d_grads<T: GemmElem>(
     g: &[T],
     x: &[T],
@@ -149,45 +151,42 @@ pub fn conv2d_grads<T: GemmElem>(
     fast: bool,
 ) -> (Vec<T>, Vec<T>) {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
-    let mut gx = vec![T::ZERO; d.n * img];
-    let mut per_image = vec![T::ZERO; d.n * d.oc * kk];
-    let one = |n: usize, gxn: &mut [T], gwn: &mut [T], parallel: bool| {
-        let gy = &g[n * d.oc * plane..][..d.oc * plane];
-        let cols = im2col(&x[n * img..][..img], d);
-        // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
-        product(
-            fast, d.oc, kk, plane, gy, plane, 1, &cols, 1, plane, gwn, parallel,
-        );
-        // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
-        let mut gcols = vec![T::ZERO; kk * plane];
-        product(
-            fast, kk, plane, d.oc, wt, 1, kk, gy, plane, 1, &mut gcols, parallel,
-        );
-        col2im(&gcols, d, gxn);
-    };
-    let work = d.n * d.oc * plane * kk;
-    let (gx_chunk, gw_chunk) = (img.max(1), (d.oc * kk).max(1));
-    if !worth_threads(work, 1 << 20) {
-        for (n, (gxn, gwn)) in gx
-            .chunks_mut(gx_chunk)
-            .zip(per_image.chunks_mut(gw_chunk))
-            .enumerate()
-        {
-            one(n, gxn, gwn, false);
+    let np = d.n * plane;
+    // [CKK, N·P]: image n's columns occupy columns n·P .. (n+1)·P.
+    let mut cols = vec![T::ZERO; kk * np];
+    // [OC, N·P]: gY with the image axis moved next to the spatial one.
+    let mut gy = vec![T::ZERO; d.oc * np];
+    for n in 0..d.n {
+        let c_n = im2col(&x[n * img..][..img], d);
+        for q in 0..kk {
+            cols[q * np + n * plane..][..plane].copy_from_slice(&c_n[q * plane..][..plane]);
         }
-    } else if d.n == 1 {
-        install(|| one(0, &mut gx, &mut per_image, true));
-    } else {
-        install(|| {
-            gx.par_chunks_mut(gx_chunk)
-                .zip(per_image.par_chunks_mut(gw_chunk))
-                .enumerate()
-                .for_each(|(n, (gxn, gwn))| one(n, gxn, gwn, false))
-        });
+        for o in 0..d.oc {
+            gy[o * np + n * plane..][..plane]
+                .copy_from_slice(&g[(n * d.oc + o) * plane..][..plane]);
+        }
     }
+    let parallel = worth_threads(d.oc * np * kk, 1 << 20);
     let mut gw = vec![T::ZERO; d.oc * kk];
-    for part in per_image.chunks(gw_chunk) {
-        gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
+    let mut gcols = vec![T::ZERO; kk * np];
+    let run = |gw: &mut [T], gcols: &mut [T]| {
+        // gW = gY [OC, N·P] @ colsᵀ [N·P, CKK]
+        product(fast, d.oc, kk, np, &gy, np, 1, &cols, 1, np, gw, parallel);
+        // gcols = Wᵀ [CKK, OC] @ gY [OC, N·P]
+        product(fast, kk, np, d.oc, wt, 1, kk, &gy, np, 1, gcols, parallel);
+    };
+    if parallel {
+        install(|| run(&mut gw, &mut gcols));
+    } else {
+        run(&mut gw, &mut gcols);
+    }
+    let mut gx = vec![T::ZERO; d.n * img];
+    let mut block = vec![T::ZERO; kk * plane];
+    for n in 0..d.n {
+        for q in 0..kk {
+            block[q * plane..][..plane].copy_from_slice(&gcols[q * np + n * plane..][..plane]);
+        }
+        col2im(&block, d, &mut gx[n * img..][..img]);
     }
     (gx, gw)
 }
