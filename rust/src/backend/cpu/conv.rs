@@ -139,11 +139,81 @@ pub fn conv2d<T: GemmElem>(
     y
 }
 
-/// Gradients of input and weight through the same lowering, with the batch folded into the
-/// GEMMs' spatial axis: with gY as [OC, N·P] and the images' columns side by side as
+/// Gradients of input and weight through the same lowering. Large images run one pair of
+/// products per image (in parallel across images); small feature maps, where per-image products
+/// would be thin, fold the batch into the products' spatial axis. Either way the result is a
+/// fixed function of the shapes, whatever the thread count.
+pub fn conv2d_grads<T: GemmElem>(
+    g: &[T],
+    x: &[T],
+    wt: &[T],
+    d: ConvDims,
+    fast: bool,
+) -> (Vec<T>, Vec<T>) {
+    if d.oh * d.ow >= 64 {
+        grads_per_image(g, x, wt, d, fast)
+    } else {
+        grads_batched(g, x, wt, d, fast)
+    }
+}
+
+/// Per image: gcols = Wᵀ gY (then col2im) and gW_n = gY colsᵀ; the weight gradient adds the
+/// images' gW_n in image order.
+fn grads_per_image<T: GemmElem>(
+    g: &[T],
+    x: &[T],
+    wt: &[T],
+    d: ConvDims,
+    fast: bool,
+) -> (Vec<T>, Vec<T>) {
+    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
+    let mut gx = vec![T::ZERO; d.n * img];
+    let mut per_image = vec![T::ZERO; d.n * d.oc * kk];
+    let one = |n: usize, gxn: &mut [T], gwn: &mut [T], parallel: bool| {
+        let gy = &g[n * d.oc * plane..][..d.oc * plane];
+        let cols = im2col(&x[n * img..][..img], d);
+        // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
+        product(
+            fast, d.oc, kk, plane, gy, plane, 1, &cols, 1, plane, gwn, parallel,
+        );
+        // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
+        let mut gcols = vec![T::ZERO; kk * plane];
+        product(
+            fast, kk, plane, d.oc, wt, 1, kk, gy, plane, 1, &mut gcols, parallel,
+        );
+        col2im(&gcols, d, gxn);
+    };
+    let work = d.n * d.oc * plane * kk;
+    let (gx_chunk, gw_chunk) = (img.max(1), (d.oc * kk).max(1));
+    if !worth_threads(work, 1 << 20) {
+        for (n, (gxn, gwn)) in gx
+            .chunks_mut(gx_chunk)
+            .zip(per_image.chunks_mut(gw_chunk))
+            .enumerate()
+        {
+            one(n, gxn, gwn, false);
+        }
+    } else if d.n == 1 {
+        install(|| one(0, &mut gx, &mut per_image, true));
+    } else {
+        install(|| {
+            gx.par_chunks_mut(gx_chunk)
+                .zip(per_image.par_chunks_mut(gw_chunk))
+                .enumerate()
+                .for_each(|(n, (gxn, gwn))| one(n, gxn, gwn, false))
+        });
+    }
+    let mut gw = vec![T::ZERO; d.oc * kk];
+    for part in per_image.chunks(gw_chunk) {
+        gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
+    }
+    (gx, gw)
+}
+
+/// The batch folded into the GEMMs' spatial axis: with gY as [OC, N·P] and the images' columns side by side as
 /// [CKK, N·P], gW = gY · colsᵀ is one product (each weight gradient a fold over (n, oy, ox))
 /// and gcols = Wᵀ · gY another, scattered back per image by col2im.
-pub fn conv2d_grads<T: GemmElem>(
+fn grads_batched<T: GemmElem>(
     g: &[T],
     x: &[T],
     wt: &[T],
