@@ -147,6 +147,15 @@ def _check_options(opts: Options) -> None:
             f"Module execution on {opts.device} is not implemented yet; use --cpu")
 
 
+def _check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) -> None:
+    """The training loops' argument checks, with the reference's empty-dataset message."""
+    if not samples:
+        raise ValueError(f"{name}: empty dataset")
+    for what, n in (("steps", steps), ("log_every", log_every)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{name}: {what} must be a natural number, got {n!r}")
+
+
 class Module:
     """A live module (the reference's `ScalarModule`): current parameters plus the definition.
 
@@ -337,11 +346,7 @@ class Module:
                       opt: optim.Optimizer, state: Any) -> Any:
         """The compiled backend's loop: every step (forward, backward, update) runs in Rust."""
         samples = [self._inputs(xs) for xs in samples]
-        if not samples:
-            raise ValueError(f"{name}: empty dataset")
-        for what, n in (("steps", steps), ("log_every", log_every)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise ValueError(f"{name}: {what} must be a natural number, got {n!r}")
+        _check_loop(name, samples, steps, log_every)
         shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
         if len(shapes) != 1:
             raise ValueError(f"{name}: the compiled backend needs samples of one shape, got {sorted(shapes)}")
@@ -363,11 +368,7 @@ class Module:
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                update: Callable[[Any, list[Tensor]], Any], state: Any) -> Any:
         samples = list(samples)
-        if not samples:
-            raise ValueError(f"{name}: empty dataset")
-        for what, n in (("steps", steps), ("log_every", log_every)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise ValueError(f"{name}: {what} must be a natural number, got {n!r}")
+        _check_loop(name, samples, steps, log_every)
         for step in range(steps):
             loss, grads = self._value_and_grads(samples[step % len(samples)])
             if log_every != 0 and step % log_every == 0:
