@@ -14,7 +14,7 @@ fn io_err(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 fn bytes_of(t: &Tensor) -> Result<(Dtype, Vec<u8>)> {
-    Ok(match t.cpu()? {
+    Ok(match &*t.host()? {
         CpuStorage::F32(v) => (Dtype::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         CpuStorage::F64(v) => (Dtype::F64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
     })

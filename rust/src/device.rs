@@ -33,17 +33,3 @@ impl fmt::Display for Device {
         }
     }
 }
-
-/// The error a CUDA request gets: why CUDA cannot be used here (missing driver or libraries,
-/// no device), or, on a machine where it could be, that device tensors are not built yet.
-pub fn cuda_not_built() -> crate::Error {
-    #[cfg(feature = "cuda")]
-    if let Err(e) = crate::backend::cuda::probe() {
-        return e.into();
-    }
-    crate::Error::CudaUnavailable(
-        "CUDA device tensors are not built yet in this version of tlrs (the CUDA probe, GEMM \
-         mapping and NVRTC kernels are); run on the CPU with device='cpu' (or --cpu)"
-            .to_string(),
-    )
-}

@@ -35,6 +35,9 @@ pub enum Error {
     /// CUDA cannot be used on this machine or build.
     #[error("{0}")]
     CudaUnavailable(String),
+    /// A CUDA call failed at run time (a launch, a copy, a kernel build).
+    #[error("{0}")]
+    Cuda(String),
     /// An allocation the machine cannot satisfy.
     #[error("{0}")]
     OutOfMemory(String),

@@ -251,6 +251,40 @@ impl FloatInit {
     }
 }
 
+impl FloatInit {
+    /// The values as a tensor on `device`. On a CUDA device sampled and constant fills are made
+    /// by a kernel there (no host copy), equal to `values_f32`/`values_f64`; `Flat` is uploaded.
+    pub fn tensor_on(&self, shape: &[usize], dtype: crate::DType, device: crate::Device) -> crate::Result<crate::Tensor> {
+        use crate::backend::cuda::{gpu, ops};
+        let bad = |e: InitError| crate::Error::arg("init", e.to_string());
+        let n = numel(shape).map_err(bad)?;
+        self.check_len(n).map_err(bad)?;
+        let crate::Device::Cuda(ordinal) = device else {
+            let s = match dtype {
+                crate::DType::F64 => crate::storage::CpuStorage::F64(self.fill_f64(n)),
+                crate::DType::F32 => crate::storage::CpuStorage::F32(self.fill_f32(n)),
+            };
+            return crate::Tensor::from_cpu(s, shape.to_vec());
+        };
+        let g = gpu(ordinal)?;
+        let buf = match self.fill() {
+            Fill::Constant(c) => {
+                let b = g.alloc(dtype, n)?;
+                ops::fill_into(&b, c)?;
+                b
+            }
+            Fill::Payload(v) => match dtype {
+                crate::DType::F64 => g.upload(dtype, v)?,
+                crate::DType::F32 => g.upload(dtype, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())?,
+            },
+            Fill::Sampled { lo, hi, seed } => {
+                ops::init_uniform(&g, dtype, n, crate::rng::key_of(seed, 0), lo, hi - lo)?
+            }
+        };
+        crate::Tensor::from_storage(buf, shape.to_vec())
+    }
+}
+
 /// `xavierUniformForShape`: Xavier with the fans of `shape` (rank >= 2).
 pub fn xavier_uniform_for_shape(shape: &[usize], seed: u64) -> Result<FloatInit, InitError> {
     let (fan_in, fan_out) = fan_in_out(shape).map_err(|e| rank_as(e, FanScheme::Xavier))?;

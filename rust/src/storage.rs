@@ -1,7 +1,10 @@
 //! Where a tensor's elements live: one enum over devices and dtypes. Kernels are written once,
 //! generic over `Float`, and reached through the dispatch macros below.
 
-use crate::{DType, Error, Result};
+use crate::backend::cuda::DeviceBuffer;
+use crate::{DType, Device, Error, Result};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CpuStorage {
@@ -9,10 +12,73 @@ pub enum CpuStorage {
     F64(Vec<f64>),
 }
 
-/// Device memory. The CUDA backend fills this in; until it exists the type has no values,
-/// so no code path can hold a CUDA tensor.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CudaStorage {}
+/// Device memory: one immutable buffer on a CUDA device (or the emulator), shared by reference.
+#[derive(Clone)]
+pub struct CudaStorage(pub Arc<DeviceBuffer>);
+
+impl std::fmt::Debug for CudaStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Device buffers compare by identity: comparing contents would need a copy to the host.
+impl PartialEq for CudaStorage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl CudaStorage {
+    pub fn new(buf: DeviceBuffer) -> Self {
+        CudaStorage(Arc::new(buf))
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.dtype()
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn ordinal(&self) -> usize {
+        self.0.gpu().ordinal()
+    }
+    /// The values copied to the host.
+    pub fn download(&self) -> Result<CpuStorage> {
+        let gpu = self.0.gpu();
+        Ok(match self.dtype() {
+            DType::F32 => CpuStorage::F32(gpu.download::<f32>(&self.0)?),
+            DType::F64 => CpuStorage::F64(gpu.download::<f64>(&self.0)?),
+        })
+    }
+    /// Copies host values to device `ordinal`.
+    pub fn upload(ordinal: usize, s: &CpuStorage) -> Result<Self> {
+        let gpu = crate::backend::cuda::gpu(ordinal)?;
+        let buf = match s {
+            CpuStorage::F32(v) => gpu.upload(DType::F32, v)?,
+            CpuStorage::F64(v) => gpu.upload(DType::F64, v)?,
+        };
+        Ok(CudaStorage::new(buf))
+    }
+}
+
+impl From<CpuStorage> for Storage {
+    fn from(s: CpuStorage) -> Self {
+        Storage::Cpu(s)
+    }
+}
+impl From<CudaStorage> for Storage {
+    fn from(s: CudaStorage) -> Self {
+        Storage::Cuda(s)
+    }
+}
+impl From<DeviceBuffer> for Storage {
+    fn from(b: DeviceBuffer) -> Self {
+        Storage::Cuda(CudaStorage::new(b))
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Storage {
@@ -146,13 +212,40 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::Cpu(c) => c.dtype(),
-            Storage::Cuda(c) => match *c {},
+            Storage::Cuda(c) => c.dtype(),
         }
     }
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Cpu(c) => c.len(),
+            Storage::Cuda(c) => c.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn device(&self) -> Device {
+        match self {
+            Storage::Cpu(_) => Device::Cpu,
+            Storage::Cuda(c) => Device::Cuda(c.ordinal()),
+        }
+    }
+    /// The CPU values; a device tensor is an error here (callers that accept either use `host`).
     pub fn cpu(&self) -> Result<&CpuStorage> {
         match self {
             Storage::Cpu(c) => Ok(c),
-            Storage::Cuda(c) => match *c {},
+            Storage::Cuda(c) => Err(Error::Device {
+                op: "cpu kernel",
+                expected: "a CPU tensor for this operation (move it with .to('cpu'))".into(),
+                got: format!("a tensor on cuda:{}", c.ordinal()),
+            }),
+        }
+    }
+    /// The values on the host: borrowed on the CPU, copied back from a device.
+    pub fn host(&self) -> Result<Cow<'_, CpuStorage>> {
+        match self {
+            Storage::Cpu(c) => Ok(Cow::Borrowed(c)),
+            Storage::Cuda(c) => Ok(Cow::Owned(c.download()?)),
         }
     }
 }

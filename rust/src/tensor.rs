@@ -2,7 +2,7 @@
 //! that produced it). Cloning a `Tensor` clones a pointer; storage is never mutated in place.
 
 use crate::autograd::{grad_enabled, Op};
-use crate::storage::{CpuStorage, Storage};
+use crate::storage::{CpuStorage, CudaStorage, Storage};
 use crate::{DType, Device, Error, Result, Shape};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -83,6 +83,18 @@ impl Tensor {
         ))
     }
 
+    /// A leaf over any storage (CPU or device); the storage length must match the shape.
+    pub fn from_storage(storage: impl Into<Storage>, shape: impl Into<Shape>) -> Result<Tensor> {
+        let (storage, shape) = (storage.into(), shape.into());
+        if storage.len() != shape.numel() {
+            return Err(Error::shape(
+                "tensor",
+                format!("{} elements cannot have shape {}", storage.len(), shape),
+            ));
+        }
+        Ok(Tensor::build(shape, Arc::new(storage), None, false))
+    }
+
     pub fn from_vec_f64(v: Vec<f64>, shape: impl Into<Shape>) -> Result<Tensor> {
         Tensor::from_cpu(CpuStorage::F64(v), shape)
     }
@@ -107,14 +119,27 @@ impl Tensor {
         let s = CpuStorage::try_full(dtype, shape.checked_numel()?, value)?;
         Tensor::from_cpu(s, shape)
     }
+    /// `full` on `device` (filled there by a kernel for a CUDA device).
+    pub fn full_on(shape: impl Into<Shape>, value: f64, dtype: DType, device: Device) -> Result<Tensor> {
+        let shape = shape.into();
+        match device {
+            Device::Cpu => Tensor::try_full(shape, value, dtype),
+            Device::Cuda(n) => {
+                let gpu = crate::backend::cuda::gpu(n)?;
+                let buf = gpu.alloc(dtype, shape.checked_numel()?)?;
+                crate::backend::cuda::ops::fill_into(&buf, value)?;
+                Tensor::from_storage(buf, shape)
+            }
+        }
+    }
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
         Tensor::full(Shape::scalar(), value, dtype)
     }
 
     /// The result of an op: records `op` only when grad mode is on and an input needs a grad.
-    pub(crate) fn from_op(storage: CpuStorage, shape: Shape, op: Op) -> Tensor {
+    pub(crate) fn from_op(storage: impl Into<Storage>, shape: Shape, op: Op) -> Tensor {
         let track = grad_enabled() && op.inputs().iter().any(|t| t.requires_grad());
-        let storage = Arc::new(Storage::Cpu(storage));
+        let storage = Arc::new(storage.into());
         if track {
             Tensor::build(shape, storage, Some(op), true)
         } else {
@@ -152,10 +177,21 @@ impl Tensor {
         self.0.storage.dtype()
     }
     pub fn device(&self) -> Device {
+        self.0.storage.device()
+    }
+    pub fn is_cuda(&self) -> bool {
+        matches!(&*self.0.storage, Storage::Cuda(_))
+    }
+    /// The device storage, when the tensor lives on a CUDA device.
+    pub fn cuda(&self) -> Option<&CudaStorage> {
         match &*self.0.storage {
-            Storage::Cpu(_) => Device::Cpu,
-            Storage::Cuda(c) => match *c {},
+            Storage::Cuda(c) => Some(c),
+            Storage::Cpu(_) => None,
         }
+    }
+    /// The values on the host (a copy back from a device tensor).
+    pub fn host(&self) -> Result<std::borrow::Cow<'_, CpuStorage>> {
+        self.0.storage.host()
     }
     pub fn storage(&self) -> &Storage {
         &self.0.storage
@@ -199,7 +235,7 @@ impl Tensor {
     }
 
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
-        Ok(self.cpu()?.to_f64_vec())
+        Ok(self.host()?.to_f64_vec())
     }
 
     /// The single value of a one-element tensor.
@@ -213,7 +249,7 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(self.cpu()?.to_f64_vec()[0])
+        Ok(self.host()?.to_f64_vec()[0])
     }
 
     /// Converts to `dtype` (a differentiable op; a no-op when it already has that dtype).
@@ -221,7 +257,10 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let s = self.cpu()?.to_dtype(dtype);
+        let s: Storage = match &*self.0.storage {
+            Storage::Cpu(c) => c.to_dtype(dtype).into(),
+            Storage::Cuda(c) => crate::backend::cuda::ops::cast(c, dtype)?.into(),
+        };
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),
@@ -229,11 +268,16 @@ impl Tensor {
         ))
     }
 
-    /// Moves to `device`; CUDA is not built into this version of the core yet.
+    /// Copies to `device` (a differentiable op; the same tensor when it is already there).
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
-        match device {
-            Device::Cpu => Ok(self.clone()),
-            Device::Cuda(_) => Err(crate::device::cuda_not_built()),
+        if device == self.device() {
+            return Ok(self.clone());
         }
+        let host = self.host()?;
+        let s: Storage = match device {
+            Device::Cpu => host.into_owned().into(),
+            Device::Cuda(n) => CudaStorage::upload(n, &host)?.into(),
+        };
+        Ok(Tensor::from_op(s, self.shape().clone(), Op::ToDevice(self.clone())))
     }
 }

@@ -1,7 +1,6 @@
 //! CUDA backend checks that need no GPU: the probe fails cleanly where CUDA is missing, the
 //! diagnostics never panic, the public GEMM mapping gives cuBLAS's hand-derived arguments, and
 //! every kernel compiles through NVRTC when libnvrtc is loadable (TLRS_NVRTC_LIB or the loader).
-#![cfg(feature = "cuda")]
 
 use tlrs::backend::cuda::{self, blas, kernels};
 use tlrs::dtype::DType;

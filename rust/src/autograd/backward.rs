@@ -86,7 +86,7 @@ fn check_scalar(root: &Tensor) -> Result<()> {
 /// Accumulates d(root)/d(leaf) into `leaf.grad` for every leaf that requires grad.
 pub fn backward(root: &Tensor) -> Result<()> {
     check_scalar(root)?;
-    let seed = Tensor::full(root.shape().clone(), 1.0, root.dtype());
+    let seed = Tensor::full_on(root.shape().clone(), 1.0, root.dtype(), root.device())?;
     let grads = run(root, seed)?;
     let mut leaves: Vec<(usize, Tensor)> = Vec::new();
     collect_leaves(root, &mut leaves);
@@ -116,7 +116,7 @@ fn collect_leaves(root: &Tensor, out: &mut Vec<(usize, Tensor)>) {
 /// depend on gets zeros.
 pub fn grad(root: &Tensor, wrt: &[Tensor]) -> Result<Vec<Tensor>> {
     check_scalar(root)?;
-    let seed = Tensor::full(root.shape().clone(), 1.0, root.dtype());
+    let seed = Tensor::full_on(root.shape().clone(), 1.0, root.dtype(), root.device())?;
     let grads = run(root, seed)?;
     Ok(wrt
         .iter()

@@ -10,6 +10,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub enum Op {
     Cast(Tensor),
+    ToDevice(Tensor),
     Unary(UnaryOp, Tensor),
     Pow(Tensor, f64),
     Clamp(Tensor, Option<f64>, Option<f64>),
@@ -103,6 +104,7 @@ impl Op {
     pub fn inputs(&self) -> Vec<&Tensor> {
         match self {
             Op::Cast(x)
+            | Op::ToDevice(x)
             | Op::Unary(_, x)
             | Op::Pow(x, _)
             | Op::Clamp(x, _, _)
@@ -143,6 +145,7 @@ impl Op {
     pub fn name(&self) -> &'static str {
         match self {
             Op::Cast(_) => "cast",
+            Op::ToDevice(_) => "to_device",
             Op::Unary(u, _) => u.name(),
             Op::Pow(..) => "pow",
             Op::Clamp(..) => "clamp",

@@ -27,6 +27,7 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
     let need = |t: &Tensor| t.requires_grad();
     Ok(match op {
         Op::Cast(x) => vec![Some(g.to_dtype(x.dtype())?)],
+        Op::ToDevice(x) => vec![Some(g.to_device(x.device())?)],
         Op::Unary(u, x) => vec![Some(unary_grad(*u, x, out, g)?)],
         Op::Pow(x, e) => vec![Some(pow_grad(x, *e, g)?)],
         Op::Clamp(x, lo, hi) => vec![Some(clamp_grad(x, *lo, *hi, g)?)],

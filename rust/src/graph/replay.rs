@@ -24,6 +24,12 @@ pub fn replay(op: &Op, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
             };
             x()?.to_dtype(target)?
         }
+        Op::ToDevice(_) => {
+            return Err(Error::arg(
+                "graph",
+                "a device copy cannot be compiled; move inputs and parameters before tracing",
+            ))
+        }
         Op::Unary(u, _) => ops::unary(*u, x()?)?,
         Op::Pow(_, e) => ops::pow(x()?, *e)?,
         Op::Clamp(_, lo, hi) => ops::clamp(x()?, *lo, *hi)?,

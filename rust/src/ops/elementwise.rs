@@ -5,8 +5,11 @@ use crate::autograd::Op;
 use crate::backend::cpu::elementwise as k;
 use crate::dtype::Float;
 use crate::shape::{broadcast_shapes, broadcast_strides};
-use crate::storage::CpuStorage;
-use crate::{map_cpu, map_cpu2, Result, Tensor};
+use crate::backend::cuda::ops as cu;
+use crate::storage::{CpuStorage, Storage};
+use crate::{map_cpu, map_cpu2, Device, Result, Tensor};
+
+pub(crate) use super::device::{dev, on_dev};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnaryOp {
@@ -107,7 +110,10 @@ fn unary_grad_kernel<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T]) -> Vec<T>
 }
 
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let s = map_cpu!(x.cpu()?, |v| unary_kernel(op, v));
+    let s: Storage = match x.storage() {
+        Storage::Cpu(c) => map_cpu!(c, |v| unary_kernel(op, v)).into(),
+        Storage::Cuda(c) => cu::unary(op.name(), &c.0)?.into(),
+    };
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
@@ -116,6 +122,11 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn unary_grad(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Tensor> {
+    if let Some(xb) = dev(x) {
+        check_same_dtype(op.name(), &[x, y, g])?;
+        let s = cu::unary_grad(op.name(), xb, on_dev(op.name(), x, y)?, on_dev(op.name(), x, g)?)?;
+        return Tensor::from_storage(s, x.shape().clone());
+    }
     let s = match (x.cpu()?, y.cpu()?, g.cpu()?) {
         (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
             CpuStorage::F32(unary_grad_kernel(op, x, y, g))
@@ -167,10 +178,14 @@ pub fn softplus(x: &Tensor) -> Result<Tensor> {
 
 /// x ** exponent (a scalar exponent; libm `pow`).
 pub fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
-    let s = map_cpu!(x.cpu()?, |v| {
-        let e = crate::dtype::lit(v, exponent);
-        k::map(v, |x| x.powf(e))
-    });
+    let s: Storage = match x.storage() {
+        Storage::Cuda(c) => cu::pow(&c.0, exponent)?.into(),
+        Storage::Cpu(c) => map_cpu!(c, |v| {
+            let e = crate::dtype::lit(v, exponent);
+            k::map(v, |x| x.powf(e))
+        })
+        .into(),
+    };
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
@@ -179,6 +194,11 @@ pub fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
 }
 
 pub(crate) fn pow_grad(x: &Tensor, exponent: f64, g: &Tensor) -> Result<Tensor> {
+    if let Some(xb) = dev(x) {
+        check_same_dtype("pow", &[x, g])?;
+        let s = cu::pow_grad(xb, on_dev("pow", x, g)?, exponent)?;
+        return Tensor::from_storage(s, x.shape().clone());
+    }
     let s = map_cpu2!("pow", x.cpu()?, g.cpu()?, |x, g| {
         let e = crate::dtype::lit(x, exponent);
         let em1 = crate::dtype::lit(x, exponent - 1.0);
@@ -196,6 +216,10 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
                 format!("expected min <= max, got min={lo}, max={hi}"),
             ));
         }
+    }
+    if let Some(xb) = dev(x) {
+        let s = cu::clamp(xb, min, max)?;
+        return Ok(Tensor::from_op(s, x.shape().clone(), Op::Clamp(x.clone(), min, max)));
     }
     let s = map_cpu!(x.cpu()?, |v| {
         let lo = min.map(|m| crate::dtype::lit(v, m));
@@ -224,6 +248,11 @@ pub(crate) fn clamp_grad(
     max: Option<f64>,
     g: &Tensor,
 ) -> Result<Tensor> {
+    if let Some(xb) = dev(x) {
+        check_same_dtype("clamp", &[x, g])?;
+        let s = cu::clamp_grad(xb, on_dev("clamp", x, g)?, min, max)?;
+        return Tensor::from_storage(s, x.shape().clone());
+    }
     let s = map_cpu2!("clamp", x.cpu()?, g.cpu()?, |x, g| {
         let lo = min.map(|m| crate::dtype::lit(x, m));
         let hi = max.map(|m| crate::dtype::lit(x, m));
@@ -324,7 +353,25 @@ pub(crate) fn check_same_dtype(op: &'static str, ts: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// A CPU scalar (rank 0) meeting a device tensor moves to that device, as PyTorch allows;
+/// any other device mismatch is an error.
+fn align_scalar(op: &'static str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    match (a.device(), b.device()) {
+        (da, db) if da == db => Ok((a.clone(), b.clone())),
+        (Device::Cpu, d) if a.rank() == 0 => Ok((a.to_device(d)?, b.clone())),
+        (d, Device::Cpu) if b.rank() == 0 => Ok((a.clone(), b.to_device(d)?)),
+        _ => check_same_device(op, a, b).map(|_| (a.clone(), b.clone())),
+    }
+}
+
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (da, db) = align_scalar(op.name(), a, b)?;
+    if let (Some(x), Some(y)) = (dev(&da), dev(&db)) {
+        check_same_dtype(op.name(), &[a, b])?;
+        let out = broadcast_shapes(op.name(), a.shape(), b.shape())?;
+        let s = cu::binary(op.name(), x, a.shape(), y, b.shape(), &out)?;
+        return Ok(Tensor::from_op(s, out, Op::Binary(op, a.clone(), b.clone())));
+    }
     check_same_device(op.name(), a, b)?;
     let out = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     let same = a.shape() == b.shape();
@@ -370,6 +417,12 @@ pub(crate) fn select_weight(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tens
         broadcast_strides(b.shape(), &out),
     );
     let max = op == BinaryOp::Maximum;
+    let (da, db) = align_scalar(op.name(), a, b)?;
+    if let (Some(x), Some(y)) = (dev(&da), dev(&db)) {
+        check_same_dtype(op.name(), &[a, b])?;
+        let s = cu::select_weight(max, x, a.shape(), y, b.shape(), &out)?;
+        return Tensor::from_storage(s, out);
+    }
     let s = map_cpu2!(op.name(), a.cpu()?, b.cpu()?, |x, y| {
         let (zero, half, one) = (
             crate::dtype::lit(x, 0.0),

@@ -4,7 +4,9 @@
 use crate::autograd::Op;
 use crate::ops::layout::{check_indices, index_select, reshape_to};
 use crate::shape::broadcast_strides;
-use crate::storage::{CpuElem, CpuStorage};
+use crate::backend::cuda::ops as cu;
+use crate::ops::device::{dev, on_dev};
+use crate::storage::{CpuElem, CpuStorage, Storage};
 use crate::{map_cpu, DType, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -65,7 +67,10 @@ pub fn gather(x: &Tensor, axis: isize, index: &[i64], index_shape: &[usize]) -> 
     check_index_shape("gather", x, ax, &ishape)?;
     let idx = check_indices("gather", index, x.dims()[ax])?;
     let offs = offsets(x.shape(), &ishape, ax, &idx);
-    let s = map_cpu!(x.cpu()?, |v| offs.iter().map(|&o| v[o]).collect());
+    let s: Storage = match dev(x) {
+        Some(b) => cu::take(b, &offs)?.into(),
+        None => map_cpu!(x.cpu()?, |v| offs.iter().map(|&o| v[o]).collect()).into(),
+    };
     Ok(Tensor::from_op(
         s,
         ishape.clone(),
@@ -88,6 +93,11 @@ pub(crate) fn scatter_into(
     base: Option<&Tensor>,
 ) -> Result<Tensor> {
     let offs = offsets(shape, index_shape, axis, idx);
+    if let Some(sb) = dev(src) {
+        let bb = base.map(|b| on_dev("scatter_add", src, b)).transpose()?;
+        let s = cu::scatter_add(bb, sb, &offs, shape.numel())?;
+        return Tensor::from_storage(s, shape.clone());
+    }
     fn go<T: CpuElem>(
         base: Option<&Tensor>,
         n: usize,
@@ -138,7 +148,7 @@ pub fn scatter_add(x: &Tensor, axis: isize, index: &[i64], src: &Tensor) -> Resu
     }
     let idx = check_indices("scatter_add", index, x.dims()[ax])?;
     let out = scatter_into(x.shape(), ax, &idx, src.shape(), src, Some(x))?;
-    let s = out.cpu()?.clone();
+    let s = out.storage().clone();
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
@@ -204,6 +214,14 @@ pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) 
     }
     let strides = broadcast_strides(&ms, x.shape());
     let full = expand_mask(mask, &strides, x.dims());
+    if let Some(b) = dev(x) {
+        let s = cu::masked_fill(b, &full, value)?;
+        return Ok(Tensor::from_op(
+            s,
+            x.shape().clone(),
+            Op::MaskedFill { x: x.clone(), mask: Arc::new(full), value },
+        ));
+    }
     let s = map_cpu!(x.cpu()?, |v| {
         let fill = crate::dtype::lit(v, value);
         v.iter()
@@ -241,6 +259,9 @@ fn expand_mask(mask: &[bool], strides: &[usize], dims: &[usize]) -> Vec<bool> {
 }
 
 pub(crate) fn masked_fill_grad(mask: &[bool], g: &Tensor) -> Result<Tensor> {
+    if let Some(b) = dev(g) {
+        return Tensor::from_storage(cu::masked_fill(b, mask, 0.0)?, g.shape().clone());
+    }
     let s = map_cpu!(g.cpu()?, |v| {
         let zero = crate::dtype::lit(v, 0.0);
         v.iter()
@@ -271,6 +292,9 @@ pub(crate) fn scatter_src_grad(
     g: &Tensor,
 ) -> Result<Tensor> {
     let offs = offsets(x.shape(), src.shape(), axis, idx);
+    if let Some(b) = dev(g) {
+        return Tensor::from_storage(cu::take(b, &offs)?, src.shape().clone());
+    }
     let s = map_cpu!(g.cpu()?, |v| offs.iter().map(|&o| v[o]).collect());
     Tensor::from_cpu(s, src.shape().clone())
 }

@@ -3,7 +3,9 @@
 
 use crate::autograd::Op;
 use crate::backend::cpu::layout as k;
-use crate::storage::{CpuElem, CpuStorage};
+use crate::backend::cuda::ops as cu;
+use crate::ops::device::{dev, on_dev};
+use crate::storage::{CpuElem, CpuStorage, Storage};
 use crate::{map_cpu, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -115,7 +117,10 @@ pub(crate) fn permute_raw(x: &Tensor, p: Vec<usize>) -> Result<Tensor> {
         return Ok(x.clone());
     }
     let shape = Shape(p.iter().map(|&a| x.dims()[a]).collect());
-    let s = map_cpu!(x.cpu()?, |v| k::permute(v, x.dims(), &p));
+    let s: Storage = match dev(x) {
+        Some(b) => cu::permute(b, x.dims(), &p)?.into(),
+        None => map_cpu!(x.cpu()?, |v| k::permute(v, x.dims(), &p)).into(),
+    };
     Ok(Tensor::from_op(s, shape, Op::Permute(x.clone(), p)))
 }
 
@@ -162,9 +167,18 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
     let lens: Vec<usize> = xs.iter().map(|t| t.dims()[ax]).collect();
     let mut dims = first.dims().to_vec();
     dims[ax] = lens.iter().sum();
-    let s = match first.dtype() {
-        crate::DType::F32 => concat_typed::<f32>(xs, &lens, outer, inner)?,
-        crate::DType::F64 => concat_typed::<f64>(xs, &lens, outer, inner)?,
+    let s: Storage = if dev(first).is_some() {
+        let mut pieces = Vec::with_capacity(xs.len());
+        for (t, &len) in xs.iter().zip(&lens) {
+            pieces.push((on_dev("concat", first, t)?, len));
+        }
+        cu::concat(&pieces, outer, inner)?.into()
+    } else {
+        match first.dtype() {
+            crate::DType::F32 => concat_typed::<f32>(xs, &lens, outer, inner)?,
+            crate::DType::F64 => concat_typed::<f64>(xs, &lens, outer, inner)?,
+        }
+        .into()
     };
     Ok(Tensor::from_op(s, Shape(dims), Op::Concat(xs.to_vec(), ax)))
 }
@@ -195,7 +209,10 @@ pub fn slice(x: &Tensor, axis: isize, start: isize, end: isize) -> Result<Tensor
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = e0 - s0;
-    let s = map_cpu!(x.cpu()?, |v| k::slice(v, outer, l, inner, s0, e0));
+    let s: Storage = match dev(x) {
+        Some(b) => cu::slice(b, outer, l, inner, s0, e0)?.into(),
+        None => map_cpu!(x.cpu()?, |v| k::slice(v, outer, l, inner, s0, e0)).into(),
+    };
     Ok(Tensor::from_op(
         s,
         Shape(dims),
@@ -216,6 +233,10 @@ pub(crate) fn unslice(
     g: &Tensor,
 ) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(axis);
+    if let Some(b) = dev(g) {
+        let s = cu::unslice(b, outer, l, inner, start, end)?;
+        return Tensor::from_storage(s, x.shape().clone());
+    }
     let s = map_cpu!(g.cpu()?, |v| k::unslice(v, outer, l, inner, start, end));
     Tensor::from_cpu(s, x.shape().clone())
 }
@@ -244,7 +265,10 @@ pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = idx.len();
-    let s = map_cpu!(x.cpu()?, |v| k::index_select(v, outer, l, inner, &idx));
+    let s: Storage = match dev(x) {
+        Some(b) => cu::take(b, &select_offsets(outer, l, inner, &idx))?.into(),
+        None => map_cpu!(x.cpu()?, |v| k::index_select(v, outer, l, inner, &idx)).into(),
+    };
     Ok(Tensor::from_op(
         s,
         Shape(dims),
@@ -263,6 +287,22 @@ pub(crate) fn index_select_grad(
     g: &Tensor,
 ) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(axis);
+    if let Some(b) = dev(g) {
+        let targets = select_offsets(outer, l, inner, idx);
+        let s = cu::scatter_add(None, b, &targets, outer * l * inner)?;
+        return Tensor::from_storage(s, x.shape().clone());
+    }
     let s = map_cpu!(g.cpu()?, |v| k::index_add(v, outer, l, inner, idx));
     Tensor::from_cpu(s, x.shape().clone())
+}
+
+/// Where element (o, j, i) of an index_select result comes from in x viewed as [outer, l, inner].
+fn select_offsets(outer: usize, l: usize, inner: usize, idx: &[usize]) -> Vec<usize> {
+    let mut offs = Vec::with_capacity(outer * idx.len() * inner);
+    for o in 0..outer {
+        for &j in idx {
+            offs.extend((0..inner).map(|i| (o * l + j) * inner + i));
+        }
+    }
+    offs
 }

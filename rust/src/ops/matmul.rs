@@ -3,7 +3,10 @@
 use crate::autograd::Op;
 use crate::backend::cpu::matmul::{matmul as kernel, MatmulDims};
 use crate::backend::cpu::parallel::fast_kernels;
-use crate::ops::elementwise::{add, check_same_device};
+use crate::backend::cuda::{blas::RowMajorMatmul, ops as cu};
+use crate::ops::device::{dev, on_dev};
+use crate::ops::elementwise::{add, check_same_device, check_same_dtype};
+use crate::storage::Storage;
 use crate::ops::layout::reshape_to;
 use crate::{map_cpu2, Error, Result, Shape, Tensor};
 
@@ -106,8 +109,19 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
         a_batch_stride: if abatch.is_empty() { 0 } else { m * ka },
         b_batch_stride: if bbatch.is_empty() { 0 } else { ka * n },
     };
-    let fast = fast_kernels();
-    let s = map_cpu2!("matmul", a.cpu()?, b.cpu()?, |x, y| kernel(x, y, d, fast))?;
+    let s: Storage = if let Some(x) = dev(a) {
+        check_same_dtype("matmul", &[a, b])?;
+        let mm = RowMajorMatmul::new(m, n, ka, ta, tb).batched(
+            batch,
+            d.a_batch_stride,
+            d.b_batch_stride,
+            m * n,
+        );
+        cu::gemm(x, on_dev("matmul", a, b)?, mm)?.into()
+    } else {
+        let fast = fast_kernels();
+        map_cpu2!("matmul", a.cpu()?, b.cpu()?, |x, y| kernel(x, y, d, fast))?.into()
+    };
     let mut dims = batch_dims.to_vec();
     dims.extend([m, n]);
     Ok(Tensor::from_op(

@@ -4,7 +4,9 @@
 use crate::autograd::Op;
 use crate::backend::cpu::{elementwise as ek, reduce as k};
 use crate::shape::{broadcast_shapes, broadcast_strides};
-use crate::storage::CpuStorage;
+use crate::backend::cuda::{ops as cu, DeviceBuffer};
+use crate::ops::device::dev;
+use crate::storage::{CpuStorage, Storage};
 use crate::{map_cpu, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -29,14 +31,28 @@ fn resolve(op: &'static str, x: &Tensor, axis: Option<isize>) -> Result<Option<u
     axis.map(|a| x.shape().axis(op, a)).transpose()
 }
 
-fn sum_raw(x: &Tensor, axis: Option<usize>) -> Result<crate::storage::CpuStorage> {
+fn sum_device(x: &DeviceBuffer, shape: &Shape, axis: Option<usize>) -> Result<DeviceBuffer> {
+    match axis {
+        None => cu::sum_all(x),
+        Some(a) => {
+            let (o, l, i) = shape.split_at_axis(a);
+            cu::sum_axis(x, o, l, i)
+        }
+    }
+}
+
+fn sum_raw(x: &Tensor, axis: Option<usize>) -> Result<Storage> {
+    if let Some(b) = dev(x) {
+        return Ok(sum_device(b, x.shape(), axis)?.into());
+    }
     Ok(match axis {
         None => map_cpu!(x.cpu()?, |v| vec![k::sum_all(v)]),
         Some(a) => {
             let (o, l, i) = x.shape().split_at_axis(a);
             map_cpu!(x.cpu()?, |v| k::sum_axis(v, o, l, i))
         }
-    })
+    }
+    .into())
 }
 
 /// Sum over all elements (axis None) or one axis; a left fold from 0 in index order.
@@ -62,10 +78,18 @@ pub fn mean(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
         None => x.numel(),
         Some(a) => x.dims()[a],
     };
-    let s = map_cpu!(sum_raw(x, axis)?, |v| {
-        let n = crate::dtype::lit(&v, count as f64);
-        ek::map(&v, |s| s / n)
-    });
+    let s: Storage = match sum_raw(x, axis)? {
+        Storage::Cpu(c) => map_cpu!(c, |v| {
+            let n = crate::dtype::lit(&v, count as f64);
+            ek::map(&v, |s| s / n)
+        })
+        .into(),
+        Storage::Cuda(c) => {
+            let n = cu::full_like(&c.0, c.dtype(), 1, count as f64)?;
+            let len = Shape(vec![c.len()]);
+            cu::binary("div", &c.0, &len, &n, &Shape::scalar(), &len)?.into()
+        }
+    };
     let shape = reduced_shape(x.shape(), axis, keepdim);
     Ok(Tensor::from_op(
         s,
@@ -97,14 +121,18 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
             format!("cannot reduce an empty axis of shape {}", x.shape()),
         ));
     }
-    let (s, argmax) = match x.cpu()? {
-        CpuStorage::F32(v) => {
-            let (vals, idx) = k::max_axis(v, o, l, i);
-            (CpuStorage::F32(vals), idx)
+    let (s, argmax): (Storage, _) = match x.storage() {
+        Storage::Cuda(c) => {
+            let (vals, idx) = cu::max_axis(&c.0, o, l, i)?;
+            (vals.into(), idx)
         }
-        CpuStorage::F64(v) => {
+        Storage::Cpu(CpuStorage::F32(v)) => {
             let (vals, idx) = k::max_axis(v, o, l, i);
-            (CpuStorage::F64(vals), idx)
+            (CpuStorage::F32(vals).into(), idx)
+        }
+        Storage::Cpu(CpuStorage::F64(v)) => {
+            let (vals, idx) = k::max_axis(v, o, l, i);
+            (CpuStorage::F64(vals).into(), idx)
         }
     };
     let shape = reduced_shape(x.shape(), axis, keepdim);
@@ -131,6 +159,9 @@ pub(crate) fn max_grad(
         None => (1, x.numel(), 1),
         Some(a) => x.shape().split_at_axis(a),
     };
+    if let Some(gb) = dev(g) {
+        return Tensor::from_storage(cu::max_grad(gb, argmax, o, l, i)?, x.shape().clone());
+    }
     let s = map_cpu!(g.cpu()?, |gv| {
         let mut out = vec![crate::dtype::lit(gv, 0.0); o * l * i];
         for oo in 0..o {
@@ -156,7 +187,10 @@ pub fn sum_to_shape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
             format!("cannot reduce {} to {}", x.shape(), shape),
         ));
     }
-    let s = map_cpu!(x.cpu()?, |v| k::sum_to_shape(v, x.shape(), shape));
+    let s: Storage = match dev(x) {
+        Some(b) => cu::sum_to_shape(b, x.shape(), shape)?.into(),
+        None => map_cpu!(x.cpu()?, |v| k::sum_to_shape(v, x.shape(), shape)).into(),
+    };
     Ok(Tensor::from_op(s, shape.clone(), Op::SumTo(x.clone())))
 }
 
@@ -171,6 +205,10 @@ pub fn broadcast_to(x: &Tensor, shape: &Shape) -> Result<Tensor> {
             "broadcast_to",
             format!("cannot broadcast {} to {}", x.shape(), shape),
         ));
+    }
+    if let Some(b) = dev(x) {
+        let s = cu::broadcast_to(b, x.shape(), shape)?;
+        return Ok(Tensor::from_op(s, shape.clone(), Op::BroadcastTo(x.clone())));
     }
     let sx = broadcast_strides(x.shape(), shape);
     let s = map_cpu!(x.cpu()?, |v| ek::broadcast_map(

@@ -1,39 +1,45 @@
 //! Bindings for CUDA availability and diagnostics (`tlrs.cuda`); none of them raises.
 
+use crate::backend::cuda;
 use pyo3::prelude::*;
 
-/// (usable, reason): whether tlrs can run tensors on CUDA here, and why not.
+/// (usable, reason or description): whether tlrs can run tensors on cuda:0 here, and why not.
 #[pyfunction]
 pub fn cuda_status() -> (bool, String) {
-    (false, crate::device::cuda_not_built().to_string())
+    match cuda::gpu(0) {
+        Ok(g) => (true, g.describe()),
+        Err(e) => (false, e.to_string()),
+    }
 }
 
 #[pyfunction]
 pub fn cuda_device_count() -> usize {
-    #[cfg(feature = "cuda")]
-    return crate::backend::cuda::device_count();
-    #[cfg(not(feature = "cuda"))]
-    0
+    if cuda::emulated() {
+        1
+    } else {
+        cuda::device_count()
+    }
 }
 
 #[pyfunction]
 pub fn cuda_diagnostics() -> Vec<(String, String)> {
-    #[cfg(feature = "cuda")]
-    let mut d = crate::backend::cuda::diagnostics();
-    #[cfg(not(feature = "cuda"))]
-    let mut d = vec![(
-        "binding".to_string(),
-        "not compiled (built without the cuda feature)".to_string(),
-    )];
-    d.push(("device tensors".into(), "not built yet".into()));
+    let mut d = cuda::diagnostics();
+    if cuda::emulated() {
+        d.push((
+            "emulator".into(),
+            format!("on ({}=1): cuda:0 runs the CUDA kernels on the host CPU, for testing", cuda::EMULATOR_ENV),
+        ));
+    }
+    d.push(("device tensors".into(), "f32 and f64 (NVRTC kernels, cuBLAS GEMM)".into()));
     d
 }
 
 #[pyfunction]
+pub fn cuda_set_tf32(on: bool) {
+    cuda::set_tf32(on);
+}
+
+#[pyfunction]
 pub fn build_features() -> Vec<&'static str> {
-    let mut f = vec!["cpu"];
-    if cfg!(feature = "cuda") {
-        f.push("cuda-probe");
-    }
-    f
+    vec!["cpu", "cuda"]
 }

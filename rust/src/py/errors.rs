@@ -52,6 +52,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Index { .. } => PyIndexError::new_err(msg),
         Error::Arg { .. } => PyValueError::new_err(msg),
         Error::CudaUnavailable(_) => CudaUnavailableError::new_err(msg),
+        Error::Cuda(_) => PyRuntimeError::new_err(msg),
         Error::Autograd(_) => AutogradError::new_err(msg),
         Error::OutOfMemory(_) => PyMemoryError::new_err(msg),
         Error::Io(_) => CheckpointError::new_err(msg),

@@ -13,12 +13,12 @@ fn init_err(e: InitError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-fn materialise(init: &FloatInit, shape: &[usize], dtype: DType) -> PyResult<Tensor> {
-    let storage = match dtype {
-        DType::F64 => CpuStorage::F64(init.values_f64(shape).map_err(init_err)?),
-        DType::F32 => CpuStorage::F32(init.values_f32(shape).map_err(init_err)?),
-    };
-    guard(|| Tensor::from_cpu(storage, shape.to_vec()))
+fn materialise(init: &FloatInit, shape: &[usize], dtype: DType, device: &str) -> PyResult<Tensor> {
+    if let Err(e) = init::numel(shape).and_then(|n| init.check_len(n)) {
+        return Err(init_err(e));
+    }
+    let device = guard(|| crate::Device::parse(device))?;
+    guard(|| init.tensor_on(shape, dtype, device))
 }
 
 /// One parameter's initialiser (the reference's `RuntimeInit.FloatInit`).
@@ -60,9 +60,9 @@ impl PyFloatInit {
         PyFloatInit(FloatInit::Flat(values))
     }
     /// The values for a tensor of `shape` in `dtype`, as a Tensor.
-    #[pyo3(signature = (shape, dtype="float64"))]
-    fn values(&self, shape: Vec<usize>, dtype: &str) -> PyResult<PyTensor> {
-        materialise(&self.0, &shape, parse_dtype(dtype)?).map(PyTensor::new)
+    #[pyo3(signature = (shape, dtype="float64", device="cpu"))]
+    fn values(&self, shape: Vec<usize>, dtype: &str, device: &str) -> PyResult<PyTensor> {
+        materialise(&self.0, &shape, parse_dtype(dtype)?, device).map(PyTensor::new)
     }
     fn __repr__(&self) -> String {
         match &self.0 {
@@ -111,14 +111,14 @@ impl PyPlan {
         self.0.inits().iter().cloned().map(PyFloatInit).collect()
     }
     /// One tensor per parameter, in order, in `dtype`.
-    #[pyo3(signature = (dtype="float64"))]
-    fn materialise(&self, dtype: &str) -> PyResult<Vec<PyTensor>> {
+    #[pyo3(signature = (dtype="float64", device="cpu"))]
+    fn materialise(&self, dtype: &str, device: &str) -> PyResult<Vec<PyTensor>> {
         let dt = parse_dtype(dtype)?;
         self.0
             .inits()
             .iter()
             .zip(self.0.shapes())
-            .map(|(i, s)| materialise(i, s, dt).map(PyTensor::new))
+            .map(|(i, s)| materialise(i, s, dt, device).map(PyTensor::new))
             .collect()
     }
 }

@@ -77,7 +77,7 @@ pub fn from_numpy(arr: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<Tenso
 pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let shape = IxDyn(t.dims());
     let bad = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
-    Ok(match guard(|| t.cpu().cloned())? {
+    Ok(match guard(|| t.host().map(|h| h.into_owned()))? {
         CpuStorage::F32(v) => ArrayD::from_shape_vec(shape, v)
             .map_err(bad)?
             .into_pyarray(py)

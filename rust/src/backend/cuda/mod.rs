@@ -1,9 +1,16 @@
 //! The CUDA backend. cudarc loads the driver, cuBLAS and NVRTC at run time (dynamic loading), so
 //! every build compiles this module without a CUDA toolkit; whether CUDA can be used is decided
-//! by `probe`, never by a panic (DESIGN principle 4).
+//! by `probe`, never by a panic (DESIGN principle 4). `TLRS_CUDA_EMULATOR=1` serves `cuda:0`
+//! from the host emulator instead, to test the backend where there is no GPU.
 
 pub mod blas;
+pub mod buffer;
+pub mod emu;
+pub mod gpu;
 pub mod kernels;
+pub mod ops;
 pub mod probe;
 
+pub use buffer::{Arg, DeviceBuffer, Gather, MAX_RANK};
+pub use gpu::{emulated, gpu, set_tf32, tf32_allowed, Gpu, EMULATOR_ENV};
 pub use probe::{device_count, diagnostics, probe, CudaInfo, CudaUnavailable, MissingLibrary};

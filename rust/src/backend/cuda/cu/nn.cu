@@ -1,0 +1,1 @@
+// Neural-network kernels (softmax, losses, convolution lowering, pooling).

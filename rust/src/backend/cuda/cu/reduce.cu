@@ -1,0 +1,41 @@
+// Reductions. One thread owns one output and folds left from 0 in increasing index order, as
+// the CPU reference does (SPEC §2): no atomics, no tree, so results repeat bit for bit.
+
+// y[o] = Σ_r x[out(o) + red(r)]: `out` maps outputs to their first source element, `red`
+// walks the reduced positions (row-major). Covers sum over all, one axis, and sum_to_shape.
+extern "C" __global__ void sum_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n,
+                                 Gather out, Gather red, u64 rn) {
+    GRID_LOOP(o, n) {
+        const $T* p = x + gather_offset(out, o);
+        $T acc = ($T)0;
+        if (red.rank == 1) {
+            u64 s = red.strides[0];
+            for (u64 r = 0; r < rn; ++r) acc = acc + p[r * s];
+        } else {
+            for (u64 r = 0; r < rn; ++r) acc = acc + p[gather_offset(red, r)];
+        }
+        y[o] = acc;
+    }
+}
+
+// Max over the middle axis of [outer, len, inner] and the index of the first maximum; a NaN
+// wins over any number (the CPU rule). n = outer * inner, len >= 1.
+extern "C" __global__ void max_axis_$S(const $T* __restrict__ x, $T* __restrict__ y,
+                                      u64* __restrict__ arg, u64 n, u64 len, u64 inner) {
+    GRID_LOOP(o, n) {
+        u64 a = o / inner;
+        u64 b = o - a * inner;
+        const $T* p = x + a * len * inner + b;
+        $T best = p[0];
+        u64 bi = 0;
+        for (u64 l = 1; l < len; ++l) {
+            $T v = p[l * inner];
+            if ((v > best || isnan(v)) && !isnan(best)) {
+                best = v;
+                bi = l;
+            }
+        }
+        y[o] = best;
+        arg[o] = bi;
+    }
+}

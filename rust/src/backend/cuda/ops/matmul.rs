@@ -1,0 +1,60 @@
+//! Device matrix products through cuBLAS, at the GPU matmul precision (SPEC §2): fp32 → SGEMM
+//! and fp64 → DGEMM whatever the tensors' dtype, converting operands and result when they differ.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::elementwise::cast_buffer;
+use crate::backend::cuda::blas::{precision_rule, GpuMatmulPrecision, RowMajorMatmul};
+use crate::backend::cuda::DeviceBuffer;
+use crate::{DType, Error, Result};
+
+static FP64: AtomicBool = AtomicBool::new(false);
+
+/// Selects the arithmetic of every later GPU matmul (`--fast-gpu-matmul-precision`).
+pub fn set_matmul_precision(p: GpuMatmulPrecision) {
+    FP64.store(p == GpuMatmulPrecision::Fp64, Ordering::Relaxed);
+}
+
+pub fn matmul_precision() -> GpuMatmulPrecision {
+    if FP64.load(Ordering::Relaxed) {
+        GpuMatmulPrecision::Fp64
+    } else {
+        GpuMatmulPrecision::Fp32
+    }
+}
+
+/// C = op(A)·op(B) for each of `mm.batch` products (row-major, contiguous C of
+/// batch·m·n elements), in the dtype of A and B; A and B share one dtype and one GPU.
+pub fn gemm(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<DeviceBuffer> {
+    let dtype = a.dtype();
+    let gpu = a.gpu();
+    let rule = precision_rule(dtype, matmul_precision());
+    let call = mm.to_gemm().map_err(|e| Error::arg("matmul", e.to_string()))?;
+    let out_len = mm.batch * mm.m * mm.n;
+    if rule.convert {
+        let (ac, bc) = (cast_buffer(a, rule.compute)?, cast_buffer(b, rule.compute)?);
+        let c = gpu.alloc(rule.compute, out_len)?;
+        zero_if_empty_k(&c, mm)?;
+        gpu.gemm(&call, &ac, &bc, &c)?;
+        cast_buffer(&c, dtype)
+    } else {
+        let c = gpu.alloc(dtype, out_len)?;
+        zero_if_empty_k(&c, mm)?;
+        gpu.gemm(&call, a, b, &c)?;
+        Ok(c)
+    }
+}
+
+/// With k = 0 the product is all zeros; cuBLAS then only scales C by beta = 0, which is the
+/// same, but uninitialised memory times 0 could be NaN, so fill it explicitly.
+fn zero_if_empty_k(c: &DeviceBuffer, mm: RowMajorMatmul) -> Result<()> {
+    if mm.k == 0 {
+        super::elementwise::fill_into(c, 0.0)?;
+    }
+    Ok(())
+}
+
+/// The dtype a product of `dtype` tensors is computed in at the current precision.
+pub fn compute_dtype(dtype: DType) -> DType {
+    precision_rule(dtype, matmul_precision()).compute
+}

@@ -1,0 +1,14 @@
+//! Device implementations of the ops: each takes device storage and sizes the op layer already
+//! checked, launches kernels (or cuBLAS) on the buffers' GPU, and returns new device storage.
+
+pub mod elementwise;
+pub mod layout;
+pub mod matmul;
+pub mod nn;
+pub mod reduce;
+
+pub use elementwise::*;
+pub use layout::*;
+pub use matmul::*;
+pub use nn::*;
+pub use reduce::*;

@@ -1,0 +1,1 @@
+//! Device softmax, losses, convolution and pooling.

@@ -1,0 +1,94 @@
+//! Device reductions: sums (all, one axis, back to a broadcast source shape) as left folds in
+//! index order, and max with its argmax.
+
+use super::elementwise::collapse;
+use crate::backend::cuda::gpu::dtype_suffix;
+use crate::backend::cuda::{Arg, DeviceBuffer, Gather};
+use crate::{DType, Result, Shape};
+
+const FAMILY: &str = "reduce";
+
+/// y[o] = Σ_r x[out(o) + red(r)], r row-major over `red_dims` (increasing source index).
+fn sum_views(x: &DeviceBuffer, out_dims: &[usize], out_strides: &[usize], red_dims: &[usize], red_strides: &[usize]) -> Result<DeviceBuffer> {
+    let (od, os) = collapse(out_dims, &[out_strides]);
+    let (rd, rs) = collapse(red_dims, &[red_strides]);
+    let n: usize = od.iter().product();
+    let rn: usize = rd.iter().product();
+    let gpu = x.gpu();
+    let y = gpu.alloc(x.dtype(), n)?;
+    let args = [
+        Arg::Buf(x),
+        Arg::Buf(&y),
+        Arg::U64(n as u64),
+        Arg::Gather(Gather::new("sum", &od, &os[0], 0)?),
+        Arg::Gather(Gather::new("sum", &rd, &rs[0], 0)?),
+        Arg::U64(rn as u64),
+    ];
+    gpu.launch(FAMILY, &format!("sum_{}", dtype_suffix(x.dtype())), x.dtype(), n, &args)?;
+    Ok(y)
+}
+
+/// The sum of all elements (one element).
+pub fn sum_all(x: &DeviceBuffer) -> Result<DeviceBuffer> {
+    sum_views(x, &[], &[], &[x.len()], &[1])
+}
+
+/// x viewed as [outer, len, inner] summed over the middle axis: [outer, inner].
+pub fn sum_axis(x: &DeviceBuffer, outer: usize, len: usize, inner: usize) -> Result<DeviceBuffer> {
+    sum_views(x, &[outer, inner], &[len * inner, 1], &[len], &[inner])
+}
+
+/// `x` of shape `from` summed over the axes that broadcasting `to` → `from` expanded.
+pub fn sum_to_shape(x: &DeviceBuffer, from: &Shape, to: &Shape) -> Result<DeviceBuffer> {
+    let fd = from.dims();
+    let lead = fd.len() - to.rank();
+    let mut strides = vec![0; fd.len()];
+    let mut acc = 1;
+    for d in (0..fd.len()).rev() {
+        strides[d] = acc;
+        acc *= fd[d];
+    }
+    let (mut od, mut os, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
+    for d in 0..fd.len() {
+        let kept = d >= lead && to.dims()[d - lead] == fd[d];
+        if kept {
+            od.push(fd[d]);
+            os.push(strides[d]);
+        } else {
+            rd.push(fd[d]);
+            rs.push(strides[d]);
+        }
+    }
+    sum_views(x, &od, &os, &rd, &rs)
+}
+
+/// Max over the middle axis of [outer, len, inner] (len >= 1) and the index of the first
+/// maximum along it, copied to the host for the gradient.
+pub fn max_axis(x: &DeviceBuffer, outer: usize, len: usize, inner: usize) -> Result<(DeviceBuffer, Vec<usize>)> {
+    let gpu = x.gpu();
+    let n = outer * inner;
+    let y = gpu.alloc(x.dtype(), n)?;
+    let arg = gpu.alloc(DType::F64, n)?;
+    let args = [
+        Arg::Buf(x),
+        Arg::Buf(&y),
+        Arg::Buf(&arg),
+        Arg::U64(n as u64),
+        Arg::U64(len as u64),
+        Arg::U64(inner as u64),
+    ];
+    gpu.launch(FAMILY, &format!("max_axis_{}", dtype_suffix(x.dtype())), x.dtype(), n, &args)?;
+    let idx = gpu.download::<u64>(&arg)?;
+    Ok((y, idx.into_iter().map(|i| i as usize).collect()))
+}
+
+/// The gradient of max: `g` placed at the argmax positions of zeros shaped [outer, len, inner].
+pub fn max_grad(g: &DeviceBuffer, argmax: &[usize], outer: usize, len: usize, inner: usize) -> Result<DeviceBuffer> {
+    let mut pos = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            pos.push(o * len * inner + argmax[o * inner + i] * inner + i);
+        }
+    }
+    super::layout::put_into_zeros(g, &pos, outer * len * inner)
+}

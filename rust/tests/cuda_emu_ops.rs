@@ -1,0 +1,216 @@
+//! The CUDA backend against the CPU, op by op, forward and backward, in f32 and f64, run on the
+//! CUDA emulator (TLRS_CUDA_EMULATOR=1: the same kernels, argument lists and cuBLAS call mapping,
+//! executed on the host). Inputs are uploaded, the op runs on `cuda:0`, and outputs and input
+//! gradients come back to be compared with the CPU reference.
+
+mod common;
+
+use common::{rand_vec, rand_vec_away_from_zero};
+use tlrs::autograd::grad;
+use tlrs::ops;
+use tlrs::{DType, Device, Result, Tensor};
+
+fn cuda() -> Device {
+    std::env::set_var("TLRS_CUDA_EMULATOR", "1");
+    Device::Cuda(0)
+}
+
+fn leaf(values: &[f64], shape: &[usize], dtype: DType, device: Device) -> Tensor {
+    let t = Tensor::from_vec_f64(values.to_vec(), shape.to_vec())
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    t.detach_with_grad(true)
+}
+
+/// Runs `f` on the CPU and on CUDA with the same inputs; compares outputs and the gradients of
+/// Σ out·w (w fixed pseudo-random weights) with respect to every input.
+fn check(name: &str, inputs: &[(Vec<f64>, Vec<usize>)], f: impl Fn(&[Tensor]) -> Result<Tensor>) {
+    check_tol(name, inputs, 1e-12, f)
+}
+
+/// `check` with the f64 tolerance given (f32 always gets 2e-5).
+fn check_tol(name: &str, inputs: &[(Vec<f64>, Vec<usize>)], tol64: f64, f: impl Fn(&[Tensor]) -> Result<Tensor>) {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 2e-5 } else { tol64 };
+        let mut results = Vec::new();
+        for device in [Device::Cpu, cuda()] {
+            let xs: Vec<Tensor> = inputs.iter().map(|(v, s)| leaf(v, s, dtype, device)).collect();
+            let y = f(&xs).unwrap_or_else(|e| panic!("{name} on {device}: {e}"));
+            assert_eq!(y.device(), device, "{name}: output device");
+            let w = Tensor::from_vec_f64(rand_vec(99, y.numel(), -1.0, 1.0), y.dims().to_vec())
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+                .to_device(device)
+                .unwrap();
+            let loss = ops::sum(&ops::mul(&y, &w).unwrap(), None, false).unwrap();
+            let gs = grad(&loss, &xs).unwrap_or_else(|e| panic!("{name} backward on {device}: {e}"));
+            let mut vals = vec![y.to_f64_vec().unwrap()];
+            vals.extend(gs.iter().map(|g| g.to_f64_vec().unwrap()));
+            results.push((y.dims().to_vec(), vals));
+        }
+        let (cpu, dev) = (&results[0], &results[1]);
+        assert_eq!(cpu.0, dev.0, "{name} {dtype}: shape");
+        for (k, (a, b)) in cpu.1.iter().zip(&dev.1).enumerate() {
+            assert_eq!(a.len(), b.len(), "{name} {dtype} #{k}: length");
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + x.abs());
+                assert!(ok, "{name} {dtype} {}[{i}]: cpu {x} cuda {y}", if k == 0 { "out" } else { "grad" });
+            }
+        }
+    }
+}
+
+fn input(seed: u64, shape: &[usize]) -> (Vec<f64>, Vec<usize>) {
+    (rand_vec(seed, shape.iter().product(), -2.0, 2.0), shape.to_vec())
+}
+
+fn positive(seed: u64, shape: &[usize]) -> (Vec<f64>, Vec<usize>) {
+    (rand_vec(seed, shape.iter().product(), 0.2, 3.0), shape.to_vec())
+}
+
+#[test]
+fn unary_ops_match_the_cpu() {
+    let x = input(1, &[3, 17]);
+    let away = (rand_vec_away_from_zero(2, 51, 0.1, 2.0), vec![3, 17]);
+    for op in [ops::UnaryOp::Neg, ops::UnaryOp::Exp, ops::UnaryOp::Tanh, ops::UnaryOp::Sigmoid, ops::UnaryOp::Gelu, ops::UnaryOp::Softplus] {
+        check(op.name(), &[x.clone()], |t| ops::unary(op, &t[0]));
+    }
+    for op in [ops::UnaryOp::Abs, ops::UnaryOp::Relu] {
+        check(op.name(), &[away.clone()], |t| ops::unary(op, &t[0]));
+    }
+    for op in [ops::UnaryOp::Log, ops::UnaryOp::Sqrt] {
+        check(op.name(), &[positive(3, &[5, 7])], |t| ops::unary(op, &t[0]));
+    }
+    check("pow", &[positive(4, &[4, 6])], |t| ops::pow(&t[0], 2.5));
+    check("clamp", &[x.clone()], |t| ops::clamp(&t[0], Some(-0.5), Some(1.0)));
+    check("clamp_lo", &[x], |t| ops::clamp(&t[0], Some(-0.5), None));
+}
+
+#[test]
+fn broadcast_binary_ops_match_the_cpu() {
+    let shapes: [(&[usize], &[usize]); 5] = [
+        (&[4, 5], &[4, 5]),
+        (&[4, 5], &[5]),
+        (&[2, 1, 5], &[3, 1]),
+        (&[3, 4], &[]),
+        (&[2, 3, 4, 5], &[1, 3, 1, 5]),
+    ];
+    for (i, (a, b)) in shapes.iter().enumerate() {
+        let (xa, xb) = (input(10 + i as u64, a), (rand_vec_away_from_zero(20 + i as u64, b.iter().product(), 0.3, 2.0), b.to_vec()));
+        for op in [ops::BinaryOp::Add, ops::BinaryOp::Sub, ops::BinaryOp::Mul, ops::BinaryOp::Div, ops::BinaryOp::Maximum, ops::BinaryOp::Minimum] {
+            check(op.name(), &[xa.clone(), xb.clone()], |t| ops::binary(op, &t[0], &t[1]));
+        }
+    }
+}
+
+#[test]
+fn a_cpu_scalar_joins_a_device_tensor_and_other_mixes_are_errors() {
+    let d = cuda();
+    let x = leaf(&[1.0, 2.0, 3.0], &[3], DType::F32, d);
+    let y = ops::mul(&x, &Tensor::scalar(2.0, DType::F32)).unwrap();
+    assert_eq!(y.device(), d);
+    assert_eq!(y.to_f64_vec().unwrap(), vec![2.0, 4.0, 6.0]);
+    let cpu = Tensor::from_vec_f64(vec![1.0, 2.0, 3.0], vec![3]).unwrap().to_dtype(DType::F32).unwrap();
+    let err = ops::add(&x, &cpu).unwrap_err().to_string();
+    assert!(err.contains("cuda:0") && err.contains("cpu"), "{err}");
+}
+
+#[test]
+fn reductions_match_the_cpu() {
+    let x = input(30, &[3, 4, 5]);
+    for axis in [None, Some(0), Some(1), Some(2)] {
+        check("sum", &[x.clone()], |t| ops::sum(&t[0], axis, false));
+        check("mean", &[x.clone()], |t| ops::mean(&t[0], axis, true));
+        check("max", &[x.clone()], |t| ops::max(&t[0], axis, false));
+    }
+    check("sum_to_shape", &[x.clone()], |t| ops::sum_to_shape(&t[0], &tlrs::Shape(vec![4, 1])));
+    check("broadcast_to", &[input(31, &[4, 1])], |t| ops::broadcast_to(&t[0], &tlrs::Shape(vec![2, 4, 3])));
+}
+
+#[test]
+fn layout_ops_match_the_cpu() {
+    let x = input(40, &[2, 3, 4]);
+    check("permute", &[x.clone()], |t| ops::permute(&t[0], &[2, 0, 1]));
+    check("transpose", &[x.clone()], |t| ops::transpose(&t[0], 0, 2));
+    check("reshape", &[x.clone()], |t| ops::reshape(&t[0], &[4, -1]));
+    check("slice", &[x.clone()], |t| ops::slice(&t[0], 1, 1, 3));
+    check("concat", &[x.clone(), input(41, &[2, 2, 4])], |t| ops::concat(&[t[0].clone(), t[1].clone()], 1));
+    check("index_select", &[x.clone()], |t| ops::index_select(&t[0], 1, &[2, 0, 2, 1]));
+    check("gather", &[x.clone()], |t| ops::gather(&t[0], 2, &[0, 3, 3, 1, 2, 2], &[1, 2, 3]));
+    check("scatter_add", &[x.clone(), input(42, &[2, 1, 4])], |t| ops::scatter_add(&t[0], 1, &[0, 2, 2, 1, 0, 0, 1, 2], &t[1]));
+    check("embedding", &[input(43, &[5, 3])], |t| ops::embedding(&[4, 0, 4, 2], &[2, 2], &t[0]));
+    let mask = [true, false, false, true];
+    check("masked_fill", &[x], |t| ops::masked_fill(&t[0], &mask, &[1, 1, 4], -1.5));
+}
+
+/// The only test in this binary that runs GEMMs, so it alone sets the global GPU matmul
+/// precision: fp32 (SGEMM, f64 operands rounded to f32) and fp64 (DGEMM, exact to f64 rounding).
+#[test]
+fn matmul_matches_the_cpu_at_both_gpu_precisions() {
+    use tlrs::backend::cuda::blas::GpuMatmulPrecision;
+    use tlrs::backend::cuda::ops::set_matmul_precision;
+    for (precision, tol64) in [(GpuMatmulPrecision::Fp32, 2e-5), (GpuMatmulPrecision::Fp64, 1e-12)] {
+        set_matmul_precision(precision);
+        check_tol("matmul 2d", &[input(50, &[5, 7]), input(51, &[7, 3])], tol64, |t| ops::matmul(&t[0], &t[1]));
+        check_tol("matmul batched", &[input(52, &[2, 4, 6]), input(53, &[2, 6, 3])], tol64, |t| ops::matmul(&t[0], &t[1]));
+        check_tol("matmul shared b", &[input(54, &[3, 4, 6]), input(55, &[6, 2])], tol64, |t| ops::matmul(&t[0], &t[1]));
+        check_tol("matmul vector", &[input(56, &[6]), input(57, &[6, 2])], tol64, |t| ops::matmul(&t[0], &t[1]));
+        check_tol("linear", &[input(58, &[4, 6]), input(59, &[3, 6]), input(60, &[3])], tol64, |t| ops::linear(&t[0], &t[1], Some(&t[2])));
+    }
+    // At fp32 an f64 product really is computed in f32: it differs from the f64 CPU result.
+    set_matmul_precision(GpuMatmulPrecision::Fp32);
+    let (a, b) = (input(61, &[8, 9]), input(62, &[9, 4]));
+    let run = |d: Device| {
+        ops::matmul(&leaf(&a.0, &a.1, DType::F64, d), &leaf(&b.0, &b.1, DType::F64, d)).unwrap().to_f64_vec().unwrap()
+    };
+    assert_ne!(run(Device::Cpu), run(cuda()));
+    set_matmul_precision(GpuMatmulPrecision::Fp64);
+}
+
+#[test]
+fn casts_and_transfers_round_trip() {
+    let d = cuda();
+    let v = rand_vec(70, 10, -3.0, 3.0);
+    let x = leaf(&v, &[2, 5], DType::F64, d);
+    let y = x.to_dtype(DType::F32).unwrap();
+    assert_eq!((y.device(), y.dtype()), (d, DType::F32));
+    let cpu32 = Tensor::from_vec_f64(v.clone(), vec![2, 5]).unwrap().to_dtype(DType::F32).unwrap();
+    assert_eq!(y.to_f64_vec().unwrap(), cpu32.to_f64_vec().unwrap());
+    let back = y.to_device(Device::Cpu).unwrap();
+    assert_eq!(back.device(), Device::Cpu);
+    // Gradients flow back through a device copy and a cast.
+    let g = grad(&ops::sum(&y, None, false).unwrap(), &[x.clone()]).unwrap();
+    assert_eq!((g[0].device(), g[0].dtype()), (d, DType::F64));
+    assert_eq!(g[0].to_f64_vec().unwrap(), vec![1.0; 10]);
+    let h = leaf(&v, &[10], DType::F32, Device::Cpu);
+    let gh = grad(&ops::sum(&h.to_device(d).unwrap(), None, false).unwrap(), &[h.clone()]).unwrap();
+    assert_eq!(gh[0].device(), Device::Cpu);
+}
+
+#[test]
+fn init_and_dropout_on_the_device_equal_the_cpu_values() {
+    let d = cuda();
+    let init = tlrs::init::FloatInit::XavierUniform { fan_in: 7, fan_out: 5, seed: 1234 };
+    for dtype in [DType::F32, DType::F64] {
+        let a = init.tensor_on(&[5, 7], dtype, Device::Cpu).unwrap();
+        let b = init.tensor_on(&[5, 7], dtype, d).unwrap();
+        assert_eq!(b.device(), d);
+        assert_eq!(a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap(), "{dtype}");
+        let x = Tensor::from_vec_f64(rand_vec(80, 64, -1.0, 1.0), vec![64]).unwrap().to_dtype(dtype).unwrap();
+        let cpu = tlrs::random::dropout(&x, 0.3, Some(77)).unwrap();
+        let dev = tlrs::random::dropout(&x.to_device(d).unwrap(), 0.3, Some(77)).unwrap();
+        assert_eq!(cpu.to_f64_vec().unwrap(), dev.to_f64_vec().unwrap(), "dropout {dtype}");
+    }
+}
+
+#[test]
+fn device_results_repeat_bit_for_bit() {
+    let d = cuda();
+    let x = leaf(&rand_vec(90, 4000, -1.0, 1.0), &[40, 100], DType::F32, d);
+    let run = || ops::sum(&ops::tanh(&x).unwrap(), Some(1), false).unwrap().to_f64_vec().unwrap();
+    assert_eq!(run(), run());
+}
