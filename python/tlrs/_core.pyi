@@ -162,9 +162,10 @@ def tensor_from_numpy(
 ) -> Tensor:
     """A Tensor copied from a float32/float64 array (other dtypes raise DTypeError)."""
 def full(
-    shape: Sequence[int], value: float, dtype: str = "float64", requires_grad: bool = False
+    shape: Sequence[int], value: float, dtype: str = "float64", requires_grad: bool = False,
+    device: str = "cpu",
 ) -> Tensor:
-    """A tensor of `shape` filled with `value`."""
+    """A tensor of `shape` filled with `value`, on `device` ('cpu', 'cuda', 'cuda:N')."""
 def neg(x: Tensor) -> Tensor:
     """Elementwise -x."""
 def exp(x: Tensor) -> Tensor:
@@ -291,7 +292,7 @@ class FloatInit:
     @staticmethod
     def flat(values: Sequence[float]) -> FloatInit:
         """Exactly these values, in row-major order."""
-    def values(self, shape: Sequence[int], dtype: str = "float64") -> Tensor:
+    def values(self, shape: Sequence[int], dtype: str = "float64", device: str = "cpu") -> Tensor:
         """The values for a tensor of `shape` in `dtype`, as a Tensor."""
 
 @final
@@ -307,7 +308,7 @@ class Plan:
     @property
     def inits(self) -> list[FloatInit]:
         """The initialisers, in order."""
-    def materialise(self, dtype: str = "float64") -> list[Tensor]:
+    def materialise(self, dtype: str = "float64", device: str = "cpu") -> list[Tensor]:
         """One tensor per parameter, in order, in `dtype`."""
 
 def fan_in_out(shape: Sequence[int]) -> tuple[int, int]:
@@ -479,5 +480,9 @@ def cuda_device_count() -> int:
     """The number of CUDA devices visible (0 when built without CUDA)."""
 def cuda_diagnostics() -> list[tuple[str, str]]:
     """(item, finding) pairs describing the CUDA setup."""
+def cuda_set_tf32(on: bool) -> None:
+    """Allow TF32 tensor-core math for later float32 GPU matmuls."""
+def cuda_set_matmul_precision(precision: str) -> None:
+    """Select SGEMM ('fp32') or DGEMM ('fp64') for later GPU matmuls of either dtype."""
 def build_features() -> list[str]:
     """The features this build was compiled with, e.g. ['cpu']."""

@@ -1,5 +1,7 @@
-"""CUDA availability and diagnostics. None of these raises: on a machine without a usable GPU
-(or until device tensors are built) `is_available()` is False and `diagnostics()` says why.
+"""CUDA availability, diagnostics and settings. None of these raises: on a machine without a
+usable GPU `is_available()` is False and `diagnostics()` says why. `TLRS_CUDA_EMULATOR=1` makes
+`cuda:0` a host emulator of the CUDA backend (its kernels compiled by the C++ compiler), for
+testing the CUDA path on machines without a GPU.
 
 Before the first probe, CUDA libraries installed from pip (`nvidia-cublas`, `nvidia-cuda-nvrtc`)
 are loaded by full path, since the system loader does not search site-packages.
@@ -70,6 +72,13 @@ def allow_tf32(on: bool) -> None:
     """Allow TF32 tensor-core math for float32 GPU matmuls (off unless asked)."""
     global _TF32
     _TF32 = bool(on)
+    _core.cuda_set_tf32(_TF32)
+
+
+def set_matmul_precision(precision: str) -> None:
+    """Compute later GPU matmuls with SGEMM ('fp32', the default) or DGEMM ('fp64'), whatever
+    the tensors' dtype (SPEC §2). Raises ValueError for another name."""
+    _core.cuda_set_matmul_precision(precision)
 
 
 def tf32_allowed() -> bool:

@@ -19,7 +19,7 @@ from .autograd import grad, no_grad
 from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
 from .dtype import DType
-from .errors import CheckpointError, CudaUnavailableError, DTypeError, ShapeError
+from .errors import CheckpointError, DTypeError, ShapeError
 from .kernels import fast_kernels
 from .tensor import tensor
 
@@ -138,13 +138,16 @@ def _check_plan(plan: Plan, shapes: Sequence[Sequence[int]]) -> None:
 
 
 def _check_options(opts: Options) -> None:
-    """Refuse what this build cannot run: the compiled backend and CUDA devices."""
+    """Refuse what cannot run: a CUDA device that is not usable here, and the compiled backend
+    on CUDA (its graphs execute on the CPU)."""
     if not isinstance(opts, Options):
         raise TypeError(f"expected tlrs Options, got {type(opts).__name__}")
     if opts.use_gpu:
-        _core.full([], 0.0, "float64").to(opts.device)  # raises CudaUnavailableError in CPU builds
-        raise CudaUnavailableError(
-            f"Module execution on {opts.device} is not implemented yet; use --cpu")
+        if opts.backend is Backend.COMPILED:
+            raise ValueError(f"the compiled backend runs on the CPU only; use --backend eager "
+                             f"with {opts.device}, or --backend compiled with --cpu")
+        # Raises CudaUnavailableError (naming the missing library or device) when unusable.
+        _core.full([], 0.0, "float64", device=opts.device)
 
 
 def _check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) -> None:
@@ -165,7 +168,8 @@ class Module:
     in the module's dtype (float32 or float64, one for all); opts: runtime options (default
     `Options()`). Prefer the `instantiate_*` functions.
     Raises: ValueError: the compiled backend, or parameters of the wrong count or shape;
-    DTypeError: mixed or unsupported dtypes; CudaUnavailableError: `opts.use_gpu`.
+    DTypeError: mixed or unsupported dtypes; CudaUnavailableError: `opts.use_gpu` where CUDA
+    cannot be used.
     """
 
     def __init__(
@@ -214,7 +218,7 @@ class Module:
                 raise DTypeError(
                     f"set_params: parameter {i} has dtype {p.dtype}, expected {self.dtype}")
         _check_shapes(ps, self.defn.param_shapes, "set_params: parameter")
-        self._params = [p.detach() for p in ps]
+        self._params = [p.detach().to(self.opts.device) for p in ps]
 
     def _inputs(self, xs: Inputs) -> list[Tensor]:
         shapes = self.defn.input_shapes
@@ -228,6 +232,7 @@ class Module:
             if x.dtype != self.dtype:
                 raise DTypeError(
                     f"input {i} has dtype {x.dtype}, expected {self.dtype} (the module's dtype)")
+            x = x.to(self.opts.device)
             got = tuple(x.shape)
             if got != s and (len(got) != len(s) + 1 or got[1:] != s):
                 raise ShapeError(f"input {i} has shape {list(got)}, expected {list(s)} "
@@ -251,6 +256,7 @@ class Module:
             xs_t = self._inputs(xs)
             graph = self._compiled.graph_for([x.shape for x in xs_t])
             return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
+        self._select_gpu_precision()
         with fast_kernels(self.opts.fast_kernels), no_grad():
             return self._loss(self._params, xs)
 
@@ -261,6 +267,7 @@ class Module:
             graph = self._compiled.graph_for([x.shape for x in xs_t])
             return graph.loss_and_grads(self._params, list(self.requires_grad), xs_t,
                                         self.opts.fast_kernels)
+        self._select_gpu_precision()
         leaves = []
         for p, flag in zip(self._params, self.requires_grad, strict=True):
             leaf = p.detach()
@@ -272,8 +279,14 @@ class Module:
             tracked = [q for q, flag in zip(leaves, self.requires_grad, strict=True) if flag]
             found = iter(grad(loss, tracked) if tracked and loss.requires_grad else [])
         grads = [next(found, None) if flag else None for flag in self.requires_grad]
-        zeros = [_core.full(list(p.shape), 0.0, self.dtype) for p in self._params]
+        zeros = [_core.full(list(p.shape), 0.0, self.dtype, device=self.opts.device)
+                 for p in self._params]
         return loss.detach(), [z if g is None else g for g, z in zip(grads, zeros, strict=True)]
+
+    def _select_gpu_precision(self) -> None:
+        """GPU matmuls follow this module's `fast_gpu_matmul_precision` (SGEMM or DGEMM)."""
+        if self.opts.use_gpu:
+            _core.cuda_set_matmul_precision(str(self.opts.fast_gpu_matmul_precision))
 
     def backward(self, xs: Inputs) -> list[Tensor]:
         """d(loss)/d(param) for each parameter, in order; zeros for `requires_grad=False` ones.
@@ -384,7 +397,7 @@ class Module:
         samples = list(samples)
         if not samples:
             raise ValueError("meanLoss: empty dataset")
-        total = _core.full([], 0.0, self.dtype)
+        total = _core.full([], 0.0, self.dtype, device=self.opts.device)
         for xs in samples:
             total = total + self.forward(xs)
         return total / _core.full([], float(len(samples)), self.dtype)
@@ -508,7 +521,8 @@ def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -
     Args: cast: `'float64'`/`'float32'` (or another spelling, or a `DType`) or a callable applied
     to each initial tensor; opts: runtime options (None: defaults).
     Raises: ValueError: the compiled backend, or a cast that changes shapes; DTypeError: an unknown
-    dtype name or mixed dtypes; CudaUnavailableError: `opts.use_gpu`.
+    dtype name or mixed dtypes; CudaUnavailableError: `opts.use_gpu` where CUDA cannot be
+    used.
     """
     opts = Options() if opts is None else opts
     _check_options(opts)
@@ -525,7 +539,8 @@ def instantiate_float_with_runtime_plan_options(
     opts = Options() if opts is None else opts
     _check_options(opts)
     _check_plan(plan, defn.param_shapes)
-    return Module(defn, list(plan.materialise("float64")), opts)
+    # On CUDA the plan fills the parameters on the device itself (no host copy).
+    return Module(defn, list(plan.materialise("float64", opts.device)), opts)
 
 
 def instantiate_float_with_runtime_init_options(defn: ModuleDef, opts: Options | None,

@@ -109,7 +109,7 @@ class Optimizer:
 
     def init(self, params: Sequence[Tensor]) -> OptimState:
         """Fresh state: step 0 and, for each slot, zeros shaped and typed like each parameter."""
-        slots = {name: [_core.full(list(p.shape), 0.0, p.dtype) for p in params]
+        slots = {name: [_core.full(list(p.shape), 0.0, p.dtype, device=p.device) for p in params]
                  for name in self.slot_names}
         return OptimState(self.kind, 0, slots)
 
@@ -154,7 +154,8 @@ class Optimizer:
                     raise ValueError(
                         f"{self.kind}: gradient {i} has shape {got}, expected {list(p.shape)}")
                 c = _Scalars(self, p.dtype, t)
-                slots = [new_slots[name][i] for name in self.slot_names]
+                # State loaded from a checkpoint lives on the CPU; it follows its parameter.
+                slots = [new_slots[name][i].to(p.device) for name in self.slot_names]
                 new_params[i], updated = self._update(p, g, slots, c)
                 for name, value in zip(self.slot_names, updated, strict=True):
                     new_slots[name][i] = value

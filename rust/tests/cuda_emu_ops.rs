@@ -10,6 +10,9 @@ use tlrs::autograd::grad;
 use tlrs::ops;
 use tlrs::{DType, Device, Result, Tensor};
 
+/// The GPU matmul precision is process-wide: tests that run GEMMs hold this while they do.
+static GEMM_PRECISION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn cuda() -> Device {
     std::env::set_var("TLRS_CUDA_EMULATOR", "1");
     Device::Cuda(0)
@@ -153,6 +156,7 @@ fn layout_ops_match_the_cpu() {
 fn matmul_matches_the_cpu_at_both_gpu_precisions() {
     use tlrs::backend::cuda::blas::GpuMatmulPrecision;
     use tlrs::backend::cuda::ops::set_matmul_precision;
+    let _held = GEMM_PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     for (precision, tol64) in [(GpuMatmulPrecision::Fp32, 2e-5), (GpuMatmulPrecision::Fp64, 1e-12)] {
         set_matmul_precision(precision);
         check_tol("matmul 2d", &[input(50, &[5, 7]), input(51, &[7, 3])], tol64, |t| ops::matmul(&t[0], &t[1]));
@@ -213,4 +217,37 @@ fn device_results_repeat_bit_for_bit() {
     let x = leaf(&rand_vec(90, 4000, -1.0, 1.0), &[40, 100], DType::F32, d);
     let run = || ops::sum(&ops::tanh(&x).unwrap(), Some(1), false).unwrap().to_f64_vec().unwrap();
     assert_eq!(run(), run());
+}
+
+#[test]
+fn softmax_losses_and_norms_match_the_cpu() {
+    let x = input(100, &[4, 6]);
+    check("softmax", &[x.clone()], |t| ops::softmax(&t[0], -1));
+    check("log_softmax axis 0", &[x.clone()], |t| ops::log_softmax(&t[0], 0));
+    check("cross_entropy", &[x.clone()], |t| ops::cross_entropy(&t[0], ops::Target::Indices(&[1, 5, 0, 1])));
+    check("cross_entropy probs", &[x.clone(), positive(101, &[4, 6])], |t| ops::cross_entropy(&t[0], ops::Target::Probs(&t[1])));
+    check("mse", &[x.clone(), input(102, &[4, 6])], |t| ops::mse_loss(&t[0], &t[1]));
+    check("layer_norm", &[x, input(103, &[6]), input(104, &[6])], |t| ops::layer_norm(&t[0], &[6], Some(&t[1]), Some(&t[2]), 1e-5));
+    check("batch_norm", &[input(105, &[3, 2, 4, 4]), input(106, &[2]), input(107, &[2])], |t| {
+        Ok(ops::batch_norm_batch_stats(&t[0], Some(&t[1]), Some(&t[2]), 1e-5)?.0)
+    });
+}
+
+#[test]
+fn convolution_pooling_and_attention_match_the_cpu() {
+    use tlrs::backend::cuda::blas::GpuMatmulPrecision;
+    use tlrs::backend::cuda::ops::set_matmul_precision;
+    // DGEMM so f64 agrees to rounding.
+    let _held = GEMM_PRECISION.lock().unwrap_or_else(|e| e.into_inner());
+    set_matmul_precision(GpuMatmulPrecision::Fp64);
+    let x = input(110, &[2, 3, 7, 6]);
+    check("conv2d", &[x.clone(), input(111, &[4, 3, 3, 2]), input(112, &[4])], |t| ops::conv2d(&t[0], &t[1], Some(&t[2]), 2, 1));
+    check("max_pool2d", &[x.clone()], |t| ops::max_pool2d(&t[0], 2, None, 0));
+    check("avg_pool2d", &[x.clone()], |t| ops::avg_pool2d(&t[0], 3, Some(2), 1));
+    check("global_avg_pool2d", &[x], |t| ops::global_avg_pool2d(&t[0]));
+    let ws: Vec<_> = (0..4).map(|i| input(120 + i, &[8, 8])).collect();
+    let mut inputs = vec![input(119, &[2, 5, 8])];
+    inputs.extend(ws);
+    let mask: Vec<bool> = (0..25).map(|i| i % 5 > i / 5).collect();
+    check("attention", &inputs, |t| ops::multi_head_attention(&t[0], &t[1], &t[2], &t[3], &t[4], 2, Some(&mask)));
 }

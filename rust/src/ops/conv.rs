@@ -6,7 +6,9 @@ use crate::backend::cpu::parallel::fast_kernels;
 use crate::backend::cpu::pool::{self as pk, PoolDims};
 use crate::ops::layout::reshape_to;
 use crate::ops::reduce::mean;
-use crate::storage::{CpuElem, CpuStorage};
+use crate::backend::cuda::ops as cu;
+use crate::ops::device::{dev, on_dev};
+use crate::storage::{CpuElem, CpuStorage, Storage};
 use crate::{DType, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -111,9 +113,15 @@ pub fn conv2d(
         oh: out_size("conv2d", h, kh, stride, padding)?,
         ow: out_size("conv2d", w, kw, stride, padding)?,
     };
-    let s = match x.dtype() {
-        DType::F32 => conv_typed::<f32>(&x, weight, bias, d)?,
-        DType::F64 => conv_typed::<f64>(&x, weight, bias, d)?,
+    let s: Storage = match (dev(&x), x.dtype()) {
+        (Some(xb), _) => {
+            crate::ops::elementwise::check_same_dtype("conv2d", &[&x, weight])?;
+            let wb = on_dev("conv2d", &x, weight)?;
+            let bb = bias.map(|b| on_dev("conv2d", &x, b)).transpose()?;
+            cu::conv2d(xb, wb, bb, d)?.into()
+        }
+        (None, DType::F32) => conv_typed::<f32>(&x, weight, bias, d)?.into(),
+        (None, DType::F64) => conv_typed::<f64>(&x, weight, bias, d)?.into(),
     };
     let op = Op::Conv2d {
         x,
@@ -146,6 +154,14 @@ fn conv_grads_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
 
 /// Gradients of conv2d for input, weight and bias.
 pub(crate) fn conv2d_grads(x: &Tensor, w: &Tensor, g: &Tensor, d: ConvDims) -> Result<[Tensor; 3]> {
+    if let Some(xb) = dev(x) {
+        let [gx, gw, gb] = cu::conv2d_grads(xb, on_dev("conv2d", x, w)?, on_dev("conv2d", x, g)?, d)?;
+        return Ok([
+            Tensor::from_storage(gx, x.shape().clone())?,
+            Tensor::from_storage(gw, w.shape().clone())?,
+            Tensor::from_storage(gb, Shape(vec![d.oc]))?,
+        ]);
+    }
     let [gx, gw, gb] = match x.dtype() {
         DType::F32 => conv_grads_typed::<f32>(x, w, g, d)?,
         DType::F64 => conv_grads_typed::<f64>(x, w, g, d)?,
@@ -197,14 +213,18 @@ pub fn max_pool2d(
 ) -> Result<Tensor> {
     let (x, squeeze) = as_batch("max_pool2d", input)?;
     let d = pool_dims("max_pool2d", &x, kernel_size, stride, padding)?;
-    let (s, arg) = match x.cpu()? {
-        CpuStorage::F32(v) => {
-            let (y, a) = pk::max_pool(v, d);
-            (CpuStorage::F32(y), a)
+    let (s, arg): (Storage, _) = match x.storage() {
+        Storage::Cuda(c) => {
+            let (y, a) = cu::max_pool2d(&c.0, d)?;
+            (y.into(), a)
         }
-        CpuStorage::F64(v) => {
+        Storage::Cpu(CpuStorage::F32(v)) => {
             let (y, a) = pk::max_pool(v, d);
-            (CpuStorage::F64(y), a)
+            (CpuStorage::F32(y).into(), a)
+        }
+        Storage::Cpu(CpuStorage::F64(v)) => {
+            let (y, a) = pk::max_pool(v, d);
+            (CpuStorage::F64(y).into(), a)
         }
     };
     let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
@@ -230,7 +250,10 @@ pub fn avg_pool2d(
 ) -> Result<Tensor> {
     let (x, squeeze) = as_batch("avg_pool2d", input)?;
     let d = pool_dims("avg_pool2d", &x, kernel_size, stride, padding)?;
-    let s = crate::map_cpu!(x.cpu()?, |v| pk::avg_pool(v, d));
+    let s: Storage = match dev(&x) {
+        Some(b) => cu::avg_pool2d(b, d)?.into(),
+        None => crate::map_cpu!(x.cpu()?, |v| pk::avg_pool(v, d)).into(),
+    };
     let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
     let y = Tensor::from_op(s, shape, Op::AvgPool2d { x, d });
     Ok(unbatch(y, squeeze))
@@ -242,11 +265,17 @@ pub(crate) fn max_pool2d_grad(
     arg: &[usize],
     g: &Tensor,
 ) -> Result<Tensor> {
+    if let Some(b) = dev(g) {
+        return Tensor::from_storage(cu::max_pool2d_grad(b, arg, d)?, x.shape().clone());
+    }
     let s = crate::map_cpu!(g.cpu()?, |v| pk::max_pool_grad(v, arg, d));
     Tensor::from_cpu(s, x.shape().clone())
 }
 
 pub(crate) fn avg_pool2d_grad(x: &Tensor, d: PoolDims, g: &Tensor) -> Result<Tensor> {
+    if let Some(b) = dev(g) {
+        return Tensor::from_storage(cu::avg_pool2d_grad(b, d)?, x.shape().clone());
+    }
     let s = crate::map_cpu!(g.cpu()?, |v| pk::avg_pool_grad(v, d));
     Tensor::from_cpu(s, x.shape().clone())
 }

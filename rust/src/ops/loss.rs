@@ -2,11 +2,13 @@
 //! error, both averaged over the batch as PyTorch's default `reduction="mean"`.
 
 use crate::autograd::Op;
+use crate::backend::cuda::ops as cu;
+use crate::ops::device::{dev, on_dev};
 use crate::ops::elementwise::{mul, neg, sub};
 use crate::ops::layout::check_indices;
 use crate::ops::reduce::{mean, sum};
 use crate::ops::softmax::log_softmax;
-use crate::storage::CpuElem;
+use crate::storage::{CpuElem, Storage};
 use crate::{DType, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -82,9 +84,13 @@ fn nll_typed<T: CpuElem>(logp: &Tensor, idx: &[usize]) -> Result<crate::storage:
 
 /// -mean over rows of logp[n, target[n]].
 pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Tensor> {
-    let s = match logp.dtype() {
-        DType::F32 => nll_typed::<f32>(logp, &idx)?,
-        DType::F64 => nll_typed::<f64>(logp, &idx)?,
+    let s: Storage = match (dev(logp), logp.dtype()) {
+        (Some(b), _) => {
+            let c = logp.dims()[logp.rank() - 1];
+            cu::nll(b, idx.len(), c, &idx)?.into()
+        }
+        (None, DType::F32) => nll_typed::<f32>(logp, &idx)?.into(),
+        (None, DType::F64) => nll_typed::<f64>(logp, &idx)?.into(),
     };
     Ok(Tensor::from_op(
         s,
@@ -113,6 +119,11 @@ fn nll_grad_typed<T: CpuElem>(
 }
 
 pub(crate) fn nll_grad(logp: &Tensor, idx: &[usize], g: &Tensor) -> Result<Tensor> {
+    if dev(logp).is_some() {
+        let c = logp.dims()[logp.rank() - 1];
+        let s = cu::nll_grad(idx.len(), c, idx, on_dev("cross_entropy", logp, g)?)?;
+        return Tensor::from_storage(s, logp.shape().clone());
+    }
     let s = match logp.dtype() {
         DType::F32 => nll_grad_typed::<f32>(logp, idx, g)?,
         DType::F64 => nll_grad_typed::<f64>(logp, idx, g)?,

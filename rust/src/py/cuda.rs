@@ -39,6 +39,23 @@ pub fn cuda_set_tf32(on: bool) {
     cuda::set_tf32(on);
 }
 
+/// Selects SGEMM ("fp32") or DGEMM ("fp64") for every later GPU matmul, whatever the dtype.
+#[pyfunction]
+pub fn cuda_set_matmul_precision(precision: &str) -> PyResult<()> {
+    use crate::backend::cuda::blas::GpuMatmulPrecision;
+    let p = match precision {
+        "fp32" => GpuMatmulPrecision::Fp32,
+        "fp64" => GpuMatmulPrecision::Fp64,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "expected a GPU matmul precision 'fp32' or 'fp64', got '{other}'"
+            )))
+        }
+    };
+    cuda::ops::set_matmul_precision(p);
+    Ok(())
+}
+
 #[pyfunction]
 pub fn build_features() -> Vec<&'static str> {
     vec!["cpu", "cuda"]

@@ -20,10 +20,11 @@ pub fn tensor_from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool) -> PyRes
 }
 
 #[pyfunction]
-#[pyo3(signature = (shape, value, dtype="float64", requires_grad=false))]
-pub fn full(shape: Vec<usize>, value: f64, dtype: &str, requires_grad: bool) -> PyResult<T> {
+#[pyo3(signature = (shape, value, dtype="float64", requires_grad=false, device="cpu"))]
+pub fn full(shape: Vec<usize>, value: f64, dtype: &str, requires_grad: bool, device: &str) -> PyResult<T> {
     let dt = parse_dtype(dtype)?;
-    let t = guard(|| Tensor::try_full(shape, value, dt))?;
+    let dev = super::tensor::parse_device(device)?;
+    let t = guard(|| Tensor::full_on(shape, value, dt, dev))?;
     Ok(PyTensor::new(if requires_grad {
         t.detach_with_grad(true)
     } else {

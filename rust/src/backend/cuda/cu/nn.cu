@@ -1,1 +1,315 @@
-// Neural-network kernels (softmax, losses, convolution lowering, pooling).
+// Softmax, NLL loss, convolution (im2col / col2im around cuBLAS) and pooling. Each kernel gives
+// one thread one output and folds left from 0 in the CPU reference's order (backend/cpu/
+// softmax.rs, pool.rs, conv.rs, ops/loss.rs), so the non-GEMM results repeat the CPU's bits
+// wherever the math functions agree. Gradients that the CPU scatters are gathered here.
+
+// -inf for an empty max-pool window (NVRTC has no INFINITY macro): -1/0 is exactly -inf, and
+// spelled through $T it keeps each dtype's source free of the other type.
+#define NN_NEG_INF (-($T)1 / ($T)0)
+
+// ---- softmax over the middle axis of [outer, len, inner] ----
+// Two passes so every thread owns one output: the lane statistics (one thread per lane), then
+// one thread per element. stats[lane] = max, stats[lanes + lane] = Σ exp (or its log).
+
+// The CPU starts its max at -inf; with len >= 1 its first step always yields x[0], so start
+// there. A NaN replaces the running max (the CPU rule `v > m || isnan(v)`).
+extern "C" __global__ void softmax_stats_$S(const $T* __restrict__ x, $T* __restrict__ stats,
+                                           u64 n, u64 len, u64 inner, u64 log_out) {
+    GRID_LOOP(lane, n) {
+        u64 o = lane / inner;
+        u64 base = o * len * inner + (lane - o * inner);
+        $T m = x[base];
+        for (u64 l = 1; l < len; ++l) {
+            $T v = x[base + l * inner];
+            if (v > m || isnan(v)) m = v;
+        }
+        $T s = ($T)0;
+        for (u64 l = 0; l < len; ++l) s = s + exp$F(x[base + l * inner] - m);
+        stats[lane] = m;
+        stats[n + lane] = log_out ? log$F(s) : s;
+    }
+}
+
+// y = exp(x - m) / s, or (x - m) - log(s); n = outer * len * inner, lanes = outer * inner.
+extern "C" __global__ void softmax_apply_$S(const $T* __restrict__ x, const $T* __restrict__ stats,
+                                           $T* __restrict__ y, u64 n, u64 len, u64 inner,
+                                           u64 lanes, u64 log_out) {
+    GRID_LOOP(k, n) {
+        u64 o = k / (len * inner);
+        u64 lane = o * inner + (k % inner);
+        $T m = stats[lane];
+        $T s = stats[lanes + lane];
+        y[k] = log_out ? (x[k] - m) - s : exp$F(x[k] - m) / s;
+    }
+}
+
+// Per lane Σ g (log-softmax) or Σ g·y (softmax), folded in l order.
+extern "C" __global__ void softmax_grad_stats_$S(const $T* __restrict__ y, const $T* __restrict__ g,
+                                                $T* __restrict__ stats, u64 n, u64 len, u64 inner,
+                                                u64 log_out) {
+    GRID_LOOP(lane, n) {
+        u64 o = lane / inner;
+        u64 base = o * len * inner + (lane - o * inner);
+        $T s = ($T)0;
+        for (u64 l = 0; l < len; ++l) {
+            u64 k = base + l * inner;
+            s = s + (log_out ? g[k] : g[k] * y[k]);
+        }
+        stats[lane] = s;
+    }
+}
+
+// g - exp(y)·s through log-softmax, y·(g - s) through softmax.
+extern "C" __global__ void softmax_grad_apply_$S(const $T* __restrict__ y, const $T* __restrict__ g,
+                                                const $T* __restrict__ stats, $T* __restrict__ out,
+                                                u64 n, u64 len, u64 inner, u64 log_out) {
+    GRID_LOOP(k, n) {
+        u64 o = k / (len * inner);
+        $T s = stats[o * inner + (k % inner)];
+        out[k] = log_out ? g[k] - exp$F(y[k]) * s : y[k] * (g[k] - s);
+    }
+}
+
+// ---- negative log-likelihood over [rows, classes] with one target class per row ----
+
+// One thread: -(Σ_r logp[r, t_r]) / div, the sum in row order (ops/loss.rs nll_typed);
+// div is rows rounded to $T on the host like the CPU's from_f64.
+extern "C" __global__ void nll_$S(const $T* __restrict__ logp, const u64* __restrict__ target,
+                                 $T* __restrict__ y, u64 n, u64 rows, u64 classes, $T div) {
+    GRID_LOOP(i, n) {
+        $T acc = ($T)0;
+        for (u64 r = 0; r < rows; ++r) acc = acc + logp[r * classes + target[r]];
+        y[i] = -acc / div;
+    }
+}
+
+// out[r, c] = 0 + w at the target (0 + w, not w: it turns -0 into +0 as the CPU's add does),
+// else 0; w = -(g / div).
+extern "C" __global__ void nll_grad_$S(const $T* __restrict__ g, const u64* __restrict__ target,
+                                      $T* __restrict__ out, u64 n, u64 classes, $T div) {
+    GRID_LOOP(i, n) {
+        u64 r = i / classes;
+        $T w = -(g[0] / div);
+        out[i] = (target[r] == i - r * classes) ? ($T)0 + w : ($T)0;
+    }
+}
+
+// ---- 2-D convolution on [N, C, H, W] ----
+// All images' columns side by side: cols[q, nb·P + p] with q = (c·KH + ky)·KW + kx and
+// p = oy·OW + ox (P = OH·OW); padding cells are 0. n = C·KH·KW · N·P.
+extern "C" __global__ void im2col_$S(const $T* __restrict__ x, $T* __restrict__ cols, u64 n,
+                                    u64 batch, u64 c, u64 h, u64 w, u64 kh, u64 kw, u64 stride,
+                                    u64 pad, u64 oh, u64 ow) {
+    GRID_LOOP(i, n) {
+        u64 plane = oh * ow;
+        u64 np = batch * plane;
+        u64 q = i / np;
+        u64 rest = i - q * np;
+        u64 nb = rest / plane;
+        u64 p = rest - nb * plane;
+        u64 oy = p / ow;
+        u64 ox = p - oy * ow;
+        u64 ch = q / (kh * kw);
+        u64 kk = q - ch * (kh * kw);
+        u64 ky = kk / kw;
+        u64 kx = kk - ky * kw;
+        u64 r = oy * stride + ky;
+        u64 s = ox * stride + kx;
+        $T v = ($T)0;
+        if (r >= pad && r - pad < h && s >= pad && s - pad < w)
+            v = x[((nb * c + ch) * h + (r - pad)) * w + (s - pad)];
+        cols[i] = v;
+    }
+}
+
+// The GEMM's [OC, N·P] result to y [N, OC, P], plus the bias when there is one (the CPU adds
+// it after the product: y = t + b).
+extern "C" __global__ void conv_out_$S(const $T* __restrict__ t, const $T* __restrict__ b,
+                                      $T* __restrict__ y, u64 n, u64 batch, u64 oc, u64 plane) {
+    GRID_LOOP(i, n) {
+        u64 nb = i / (oc * plane);
+        u64 rest = i - nb * (oc * plane);
+        u64 o = rest / plane;
+        u64 p = rest - o * plane;
+        $T v = t[o * (batch * plane) + nb * plane + p];
+        y[i] = b ? v + b[o] : v;
+    }
+}
+
+// gY [N, OC, P] to [OC, N·P], the layout the gradient GEMMs take.
+extern "C" __global__ void conv_gout_cnp_$S(const $T* __restrict__ g, $T* __restrict__ y, u64 n,
+                                           u64 batch, u64 oc, u64 plane) {
+    GRID_LOOP(i, n) {
+        u64 np = batch * plane;
+        u64 o = i / np;
+        u64 rest = i - o * np;
+        u64 nb = rest / plane;
+        u64 p = rest - nb * plane;
+        y[i] = g[(nb * oc + o) * plane + p];
+    }
+}
+
+// The adjoint of im2col as a gather: each input cell folds, from 0, the column entries that
+// read it. The CPU's col2im adds them in (c, ky, kx, oy, ox) order; for one cell (c, iy, ix)
+// ky fixes oy and kx fixes ox, so that order is (ky, kx). n = N·C·H·W.
+extern "C" __global__ void col2im_$S(const $T* __restrict__ gcols, $T* __restrict__ gx, u64 n,
+                                    u64 batch, u64 c, u64 h, u64 w, u64 kh, u64 kw, u64 stride,
+                                    u64 pad, u64 oh, u64 ow) {
+    GRID_LOOP(i, n) {
+        u64 ix = i % w;
+        u64 t = i / w;
+        u64 iy = t % h;
+        t = t / h;
+        u64 ch = t % c;
+        u64 nb = t / c;
+        u64 plane = oh * ow;
+        u64 np = batch * plane;
+        u64 r = iy + pad;
+        u64 s = ix + pad;
+        $T acc = ($T)0;
+        for (u64 ky = 0; ky < kh && ky <= r; ++ky) {
+            if ((r - ky) % stride != 0) continue;
+            u64 oy = (r - ky) / stride;
+            if (oy >= oh) continue;
+            for (u64 kx = 0; kx < kw && kx <= s; ++kx) {
+                if ((s - kx) % stride != 0) continue;
+                u64 ox = (s - kx) / stride;
+                if (ox >= ow) continue;
+                u64 q = (ch * kh + ky) * kw + kx;
+                acc = acc + gcols[q * np + nb * plane + oy * ow + ox];
+            }
+        }
+        gx[i] = acc;
+    }
+}
+
+// gb[o] = Σ over (n, oy, ox) of gY[n, o, oy, ox], in that order (conv2d_grad_bias). n = OC.
+extern "C" __global__ void conv_bias_grad_$S(const $T* __restrict__ g, $T* __restrict__ gb, u64 n,
+                                            u64 batch, u64 plane) {
+    GRID_LOOP(o, n) {
+        $T s = ($T)0;
+        for (u64 nb = 0; nb < batch; ++nb) {
+            const $T* row = g + (nb * n + o) * plane;
+            for (u64 p = 0; p < plane; ++p) s = s + row[p];
+        }
+        gb[o] = s;
+    }
+}
+
+// ---- pooling over [planes, H, W] ----
+// A window starts at o·stride - pad and is clipped to the image, as PoolDims::window.
+__device__ __forceinline__ void nn_window(u64 o, u64 k, u64 stride, u64 pad, u64 size, u64* lo,
+                                          u64* hi) {
+    u64 start = o * stride;
+    u64 end = start + k;
+    *lo = start > pad ? start - pad : 0;
+    u64 e = end > pad ? end - pad : 0;
+    if (e > size) e = size;
+    *hi = e > *lo ? e : *lo;
+}
+
+// The outputs along one axis whose windows hold input position r: those with
+// r + pad - k < o·stride <= r + pad, clipped to [0, on). Returns the first; *last is one past.
+__device__ __forceinline__ u64 nn_covering(u64 r, u64 k, u64 stride, u64 pad, u64 on, u64* last) {
+    u64 rp = r + pad;
+    u64 first = rp >= k ? (rp - k) / stride + 1 : 0;
+    u64 end = rp / stride + 1;
+    if (end > on) end = on;
+    *last = end > first ? end : first;
+    return first;
+}
+
+// Max and the first winner in row-major window order (index within the plane; u64 max for an
+// empty window). A NaN wins over any number and then keeps the place (CPU max_pool).
+extern "C" __global__ void max_pool_$S(const $T* __restrict__ x, $T* __restrict__ y,
+                                      u64* __restrict__ arg, u64 n, u64 h, u64 w, u64 kh, u64 kw,
+                                      u64 stride, u64 pad, u64 oh, u64 ow) {
+    GRID_LOOP(i, n) {
+        u64 ox = i % ow;
+        u64 t = i / ow;
+        u64 oy = t % oh;
+        u64 p = t / oh;
+        const $T* xp = x + p * h * w;
+        u64 r0, r1, c0, c1;
+        nn_window(oy, kh, stride, pad, h, &r0, &r1);
+        nn_window(ox, kw, stride, pad, w, &c0, &c1);
+        $T best = NN_NEG_INF;
+        u64 bi = ~0ULL;
+        for (u64 r = r0; r < r1; ++r) {
+            for (u64 c = c0; c < c1; ++c) {
+                $T v = xp[r * w + c];
+                if (bi == ~0ULL || ((v > best || isnan(v)) && !isnan(best))) {
+                    best = v;
+                    bi = r * w + c;
+                }
+            }
+        }
+        y[i] = best;
+        arg[i] = bi;
+    }
+}
+
+// Each input cell folds, from 0 and in increasing output order, the gradients of the outputs
+// that chose it (only outputs whose window covers the cell can). n = planes·H·W.
+extern "C" __global__ void max_pool_grad_$S(const $T* __restrict__ g, const u64* __restrict__ arg,
+                                           $T* __restrict__ gx, u64 n, u64 h, u64 w, u64 kh,
+                                           u64 kw, u64 stride, u64 pad, u64 oh, u64 ow) {
+    GRID_LOOP(i, n) {
+        u64 c = i % w;
+        u64 t = i / w;
+        u64 r = t % h;
+        u64 p = t / h;
+        u64 cell = r * w + c;
+        u64 y1, x1;
+        u64 y0 = nn_covering(r, kh, stride, pad, oh, &y1);
+        u64 x0 = nn_covering(c, kw, stride, pad, ow, &x1);
+        $T acc = ($T)0;
+        for (u64 oy = y0; oy < y1; ++oy) {
+            for (u64 ox = x0; ox < x1; ++ox) {
+                u64 o = (p * oh + oy) * ow + ox;
+                if (arg[o] == cell) acc = acc + g[o];
+            }
+        }
+        gx[i] = acc;
+    }
+}
+
+// Window sum folded in row-major order, over div = KH·KW (padding counts; CPU avg_pool).
+extern "C" __global__ void avg_pool_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n, u64 h,
+                                      u64 w, u64 kh, u64 kw, u64 stride, u64 pad, u64 oh, u64 ow,
+                                      $T div) {
+    GRID_LOOP(i, n) {
+        u64 ox = i % ow;
+        u64 t = i / ow;
+        u64 oy = t % oh;
+        u64 p = t / oh;
+        const $T* xp = x + p * h * w;
+        u64 r0, r1, c0, c1;
+        nn_window(oy, kh, stride, pad, h, &r0, &r1);
+        nn_window(ox, kw, stride, pad, w, &c0, &c1);
+        $T s = ($T)0;
+        for (u64 r = r0; r < r1; ++r)
+            for (u64 c = c0; c < c1; ++c) s = s + xp[r * w + c];
+        y[i] = s / div;
+    }
+}
+
+// Each input cell folds g/div of the outputs covering it, in increasing output order: the order
+// in which the CPU's scatter loop reaches the cell.
+extern "C" __global__ void avg_pool_grad_$S(const $T* __restrict__ g, $T* __restrict__ gx, u64 n,
+                                           u64 h, u64 w, u64 kh, u64 kw, u64 stride, u64 pad,
+                                           u64 oh, u64 ow, $T div) {
+    GRID_LOOP(i, n) {
+        u64 c = i % w;
+        u64 t = i / w;
+        u64 r = t % h;
+        u64 p = t / h;
+        u64 y1, x1;
+        u64 y0 = nn_covering(r, kh, stride, pad, oh, &y1);
+        u64 x0 = nn_covering(c, kw, stride, pad, ow, &x1);
+        $T acc = ($T)0;
+        for (u64 oy = y0; oy < y1; ++oy)
+            for (u64 ox = x0; ox < x1; ++ox) acc = acc + g[(p * oh + oy) * ow + ox] / div;
+        gx[i] = acc;
+    }
+}

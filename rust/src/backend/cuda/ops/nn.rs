@@ -1,1 +1,580 @@
-//! Device softmax, losses, convolution and pooling.
+//! Device softmax, losses, convolution and pooling. Every kernel (cu/nn.cu) follows the CPU
+//! reference's fold order, gathering where the CPU scatters, so only the convolution GEMMs
+//! (cuBLAS) may round differently from the CPU. Sizes come from the op layer; they are checked
+//! against the buffers here anyway so that a wrong size is an error, never a stray access.
+
+use std::sync::Arc;
+
+use crate::backend::cpu::conv::ConvDims;
+use crate::backend::cpu::pool::PoolDims;
+use crate::backend::cuda::blas::RowMajorMatmul;
+use crate::backend::cuda::gpu::{dtype_suffix, Gpu};
+use crate::backend::cuda::{Arg, DeviceBuffer};
+use crate::{DType, Error, Result};
+
+use super::matmul::gemm;
+
+const FAMILY: &str = "nn";
+
+fn launch(gpu: &Gpu, kernel: &str, dtype: DType, n: usize, args: &[Arg<'_>]) -> Result<()> {
+    gpu.launch(
+        FAMILY,
+        &format!("{kernel}_{}", dtype_suffix(dtype)),
+        dtype,
+        n,
+        args,
+    )
+}
+
+/// The product of `dims`, or an error when it overflows (a kernel would index past it).
+fn numel(op: &'static str, dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::shape(op, format!("sizes {dims:?} overflow the address space")))
+}
+
+fn check_len(op: &'static str, what: &str, buf: &DeviceBuffer, want: usize) -> Result<()> {
+    if buf.len() != want {
+        return Err(Error::shape(
+            op,
+            format!(
+                "expected {what} of {want} elements, got a buffer of {}",
+                buf.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `b` has `a`'s dtype and lives on `a`'s GPU.
+fn check_same(op: &'static str, a: &DeviceBuffer, b: &DeviceBuffer) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        return Err(Error::DType {
+            op,
+            expected: a.dtype().to_string(),
+            got: b.dtype().to_string(),
+        });
+    }
+    if !Arc::ptr_eq(a.gpu(), b.gpu()) {
+        return Err(Error::Device {
+            op,
+            expected: format!("cuda:{}", a.gpu().ordinal()),
+            got: format!("cuda:{}", b.gpu().ordinal()),
+        });
+    }
+    Ok(())
+}
+
+fn check_stride(op: &'static str, stride: usize) -> Result<()> {
+    if stride == 0 {
+        return Err(Error::arg(op, "expected a stride >= 1, got 0"));
+    }
+    Ok(())
+}
+
+fn flag(b: bool) -> Arg<'static> {
+    Arg::U64(b as u64)
+}
+
+/// Softmax (or log-softmax) over the middle axis of x viewed as [outer, len, inner]
+/// (backend/cpu/softmax.rs `softmax`).
+pub fn softmax(
+    x: &DeviceBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+    log: bool,
+) -> Result<DeviceBuffer> {
+    let op = if log { "log_softmax" } else { "softmax" };
+    let n = numel(op, &[outer, len, inner])?;
+    check_len(op, "an input", x, n)?;
+    let (gpu, dtype) = (x.gpu(), x.dtype());
+    let y = gpu.alloc(dtype, n)?;
+    // Nothing to compute (and with len == 0 the lanes would have no first element to read).
+    if n == 0 {
+        return Ok(y);
+    }
+    let lanes = outer * inner;
+    let stats = gpu.alloc(dtype, 2 * lanes)?;
+    launch(
+        gpu,
+        "softmax_stats",
+        dtype,
+        lanes,
+        &[
+            x.into(),
+            (&stats).into(),
+            lanes.into(),
+            len.into(),
+            inner.into(),
+            flag(log),
+        ],
+    )?;
+    launch(
+        gpu,
+        "softmax_apply",
+        dtype,
+        n,
+        &[
+            x.into(),
+            (&stats).into(),
+            (&y).into(),
+            n.into(),
+            len.into(),
+            inner.into(),
+            lanes.into(),
+            flag(log),
+        ],
+    )?;
+    Ok(y)
+}
+
+/// The gradient through softmax from its output `y` and the upstream `g`
+/// (backend/cpu/softmax.rs `softmax_grad`).
+pub fn softmax_grad(
+    y: &DeviceBuffer,
+    g: &DeviceBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+    log: bool,
+) -> Result<DeviceBuffer> {
+    let op = if log { "log_softmax" } else { "softmax" };
+    let n = numel(op, &[outer, len, inner])?;
+    check_len(op, "an output", y, n)?;
+    check_len(op, "a gradient", g, n)?;
+    check_same(op, y, g)?;
+    let (gpu, dtype) = (y.gpu(), y.dtype());
+    let out = gpu.alloc(dtype, n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let lanes = outer * inner;
+    let stats = gpu.alloc(dtype, lanes)?;
+    launch(
+        gpu,
+        "softmax_grad_stats",
+        dtype,
+        lanes,
+        &[
+            y.into(),
+            g.into(),
+            (&stats).into(),
+            lanes.into(),
+            len.into(),
+            inner.into(),
+            flag(log),
+        ],
+    )?;
+    launch(
+        gpu,
+        "softmax_grad_apply",
+        dtype,
+        n,
+        &[
+            y.into(),
+            g.into(),
+            (&stats).into(),
+            (&out).into(),
+            n.into(),
+            len.into(),
+            inner.into(),
+            flag(log),
+        ],
+    )?;
+    Ok(out)
+}
+
+/// Targets checked and uploaded as u64 indices.
+fn upload_targets(
+    gpu: &Arc<Gpu>,
+    rows: usize,
+    classes: usize,
+    target: &[usize],
+) -> Result<DeviceBuffer> {
+    if target.len() != rows {
+        return Err(Error::shape(
+            "cross_entropy",
+            format!("expected {rows} class indices, got {}", target.len()),
+        ));
+    }
+    if let Some(&t) = target.iter().find(|&&t| t >= classes) {
+        return Err(Error::Index {
+            op: "cross_entropy",
+            index: i64::try_from(t).unwrap_or(i64::MAX),
+            bound: classes,
+        });
+    }
+    gpu.upload_indices(target)
+}
+
+/// -mean over rows of logp[r, target[r]], a 1-element buffer (ops/loss.rs `nll_typed`).
+pub fn nll(
+    logp: &DeviceBuffer,
+    rows: usize,
+    classes: usize,
+    target: &[usize],
+) -> Result<DeviceBuffer> {
+    check_len(
+        "cross_entropy",
+        "log-probabilities",
+        logp,
+        numel("cross_entropy", &[rows, classes])?,
+    )?;
+    let (gpu, dtype) = (logp.gpu(), logp.dtype());
+    let t = upload_targets(gpu, rows, classes, target)?;
+    let y = gpu.alloc(dtype, 1)?;
+    let div = Arg::Scalar(rows as f64);
+    launch(
+        gpu,
+        "nll",
+        dtype,
+        1,
+        &[
+            logp.into(),
+            (&t).into(),
+            (&y).into(),
+            1usize.into(),
+            rows.into(),
+            classes.into(),
+            div,
+        ],
+    )?;
+    Ok(y)
+}
+
+/// The gradient of `nll` for the 1-element upstream `g`: -(g / rows) at each row's target,
+/// 0 elsewhere (ops/loss.rs `nll_grad_typed`).
+pub fn nll_grad(
+    rows: usize,
+    classes: usize,
+    target: &[usize],
+    g: &DeviceBuffer,
+) -> Result<DeviceBuffer> {
+    check_len("cross_entropy", "an upstream gradient", g, 1)?;
+    let n = numel("cross_entropy", &[rows, classes])?;
+    let (gpu, dtype) = (g.gpu(), g.dtype());
+    let t = upload_targets(gpu, rows, classes, target)?;
+    let out = gpu.alloc(dtype, n)?;
+    let div = Arg::Scalar(rows as f64);
+    launch(
+        gpu,
+        "nll_grad",
+        dtype,
+        n,
+        &[
+            g.into(),
+            (&t).into(),
+            (&out).into(),
+            n.into(),
+            classes.into(),
+            div,
+        ],
+    )?;
+    Ok(out)
+}
+
+/// Sizes used by the convolution kernels, checked once.
+struct ConvSizes {
+    /// C·KH·KW, the GEMMs' inner size for the forward.
+    kk: usize,
+    /// OH·OW.
+    plane: usize,
+    /// N·OH·OW.
+    np: usize,
+}
+
+fn conv_sizes(x: &DeviceBuffer, w: &DeviceBuffer, d: &ConvDims) -> Result<ConvSizes> {
+    let op = "conv2d";
+    check_stride(op, d.stride)?;
+    check_same(op, x, w)?;
+    check_len(
+        op,
+        "an input [N, C, H, W]",
+        x,
+        numel(op, &[d.n, d.c, d.h, d.w])?,
+    )?;
+    check_len(
+        op,
+        "a weight [OC, C, KH, KW]",
+        w,
+        numel(op, &[d.oc, d.c, d.kh, d.kw])?,
+    )?;
+    let kk = numel(op, &[d.c, d.kh, d.kw])?;
+    let plane = numel(op, &[d.oh, d.ow])?;
+    let np = numel(op, &[d.n, plane])?;
+    // The column buffer and the [OC, N·P] buffers must be addressable too.
+    numel(op, &[kk, np])?;
+    numel(op, &[d.oc, np])?;
+    Ok(ConvSizes { kk, plane, np })
+}
+
+/// Every image's columns side by side, [C·KH·KW, N·OH·OW] (padding cells 0).
+fn im2col(x: &DeviceBuffer, d: &ConvDims, s: &ConvSizes) -> Result<DeviceBuffer> {
+    let (gpu, dtype) = (x.gpu(), x.dtype());
+    let n = s.kk * s.np;
+    let cols = gpu.alloc(dtype, n)?;
+    launch(
+        gpu,
+        "im2col",
+        dtype,
+        n,
+        &[
+            x.into(),
+            (&cols).into(),
+            n.into(),
+            d.n.into(),
+            d.c.into(),
+            d.h.into(),
+            d.w.into(),
+            d.kh.into(),
+            d.kw.into(),
+            d.stride.into(),
+            d.pad.into(),
+            d.oh.into(),
+            d.ow.into(),
+        ],
+    )?;
+    Ok(cols)
+}
+
+/// Cross-correlation of x [N, C, H, W] with w [OC, C, KH, KW] plus the bias [OC]; the output
+/// is [N, OC, OH, OW]. One GEMM W·cols over all images, then a pass that lays the result out
+/// per image and adds the bias after the product, as the CPU does.
+pub fn conv2d(
+    x: &DeviceBuffer,
+    w: &DeviceBuffer,
+    b: Option<&DeviceBuffer>,
+    d: ConvDims,
+) -> Result<DeviceBuffer> {
+    let s = conv_sizes(x, w, &d)?;
+    if let Some(b) = b {
+        check_same("conv2d", x, b)?;
+        check_len("conv2d", "a bias [OC]", b, d.oc)?;
+    }
+    let (gpu, dtype) = (x.gpu(), x.dtype());
+    let cols = im2col(x, &d, &s)?;
+    let t = gemm(
+        w,
+        &cols,
+        RowMajorMatmul::new(d.oc, s.np, s.kk, false, false),
+    )?;
+    let n = d.oc * s.np;
+    let y = gpu.alloc(dtype, n)?;
+    launch(
+        gpu,
+        "conv_out",
+        dtype,
+        n,
+        &[
+            (&t).into(),
+            Arg::OptBuf(b),
+            (&y).into(),
+            n.into(),
+            d.n.into(),
+            d.oc.into(),
+            s.plane.into(),
+        ],
+    )?;
+    Ok(y)
+}
+
+/// Gradients of conv2d for input, weight and bias from the upstream g [N, OC, OH, OW]:
+/// gW = gY·colsᵀ and gcols = Wᵀ·gY with gY laid out [OC, N·P] (one GEMM each over all images,
+/// as the CPU's batched path), gx by a gathering col2im, gb a fold over (n, oy, ox).
+pub fn conv2d_grads(
+    x: &DeviceBuffer,
+    w: &DeviceBuffer,
+    g: &DeviceBuffer,
+    d: ConvDims,
+) -> Result<[DeviceBuffer; 3]> {
+    let s = conv_sizes(x, w, &d)?;
+    check_same("conv2d", x, g)?;
+    check_len("conv2d", "a gradient [N, OC, OH, OW]", g, d.oc * s.np)?;
+    let (gpu, dtype) = (x.gpu(), x.dtype());
+
+    let n = d.oc * s.np;
+    let gy = gpu.alloc(dtype, n)?;
+    launch(
+        gpu,
+        "conv_gout_cnp",
+        dtype,
+        n,
+        &[
+            g.into(),
+            (&gy).into(),
+            n.into(),
+            d.n.into(),
+            d.oc.into(),
+            s.plane.into(),
+        ],
+    )?;
+
+    let cols = im2col(x, &d, &s)?;
+    let gw = gemm(
+        &gy,
+        &cols,
+        RowMajorMatmul::new(d.oc, s.kk, s.np, false, true),
+    )?;
+    drop(cols);
+
+    let gcols = gemm(w, &gy, RowMajorMatmul::new(s.kk, s.np, d.oc, true, false))?;
+    let n = x.len();
+    let gx = gpu.alloc(dtype, n)?;
+    launch(
+        gpu,
+        "col2im",
+        dtype,
+        n,
+        &[
+            (&gcols).into(),
+            (&gx).into(),
+            n.into(),
+            d.n.into(),
+            d.c.into(),
+            d.h.into(),
+            d.w.into(),
+            d.kh.into(),
+            d.kw.into(),
+            d.stride.into(),
+            d.pad.into(),
+            d.oh.into(),
+            d.ow.into(),
+        ],
+    )?;
+
+    let gb = gpu.alloc(dtype, d.oc)?;
+    launch(
+        gpu,
+        "conv_bias_grad",
+        dtype,
+        d.oc,
+        &[
+            g.into(),
+            (&gb).into(),
+            d.oc.into(),
+            d.n.into(),
+            s.plane.into(),
+        ],
+    )?;
+    Ok([gx, gw, gb])
+}
+
+/// The pooling geometry as kernel arguments: h, w, kh, kw, stride, pad, oh, ow.
+fn pool_args(d: &PoolDims) -> [Arg<'static>; 8] {
+    [
+        d.h.into(),
+        d.w.into(),
+        d.kh.into(),
+        d.kw.into(),
+        d.stride.into(),
+        d.pad.into(),
+        d.oh.into(),
+        d.ow.into(),
+    ]
+}
+
+/// Input and output element counts, checked (the window size too: it is avg's divisor).
+fn pool_sizes(op: &'static str, d: &PoolDims) -> Result<(usize, usize)> {
+    check_stride(op, d.stride)?;
+    numel(op, &[d.kh, d.kw])?;
+    Ok((
+        numel(op, &[d.planes, d.h, d.w])?,
+        numel(op, &[d.planes, d.oh, d.ow])?,
+    ))
+}
+
+/// Window rows (or columns) of output position `o`, clipped to the image (PoolDims::window).
+fn window(o: usize, k: usize, stride: usize, pad: usize, size: usize) -> std::ops::Range<usize> {
+    let start = o.saturating_mul(stride);
+    let lo = start.saturating_sub(pad);
+    let hi = start.saturating_add(k).saturating_sub(pad).min(size);
+    lo..hi.max(lo)
+}
+
+/// Max over each window and, on the host, the winner's index within its plane (usize::MAX for
+/// an empty window), as backend/cpu/pool.rs `max_pool`.
+pub fn max_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, Vec<usize>)> {
+    let (xn, yn) = pool_sizes("max_pool2d", &d)?;
+    check_len("max_pool2d", "an input [N, C, H, W]", x, xn)?;
+    let (gpu, dtype) = (x.gpu(), x.dtype());
+    let y = gpu.alloc(dtype, yn)?;
+    // Index buffers hold u64s; F64 is the 8-byte tag.
+    let arg = gpu.alloc(DType::F64, yn)?;
+    let mut args = vec![x.into(), (&y).into(), (&arg).into(), yn.into()];
+    args.extend(pool_args(&d));
+    launch(gpu, "max_pool", dtype, yn, &args)?;
+    let host: Vec<u64> = gpu.download(&arg)?;
+    let arg = host
+        .into_iter()
+        .map(|a| usize::try_from(a).unwrap_or(usize::MAX))
+        .collect();
+    Ok((y, arg))
+}
+
+/// Gradient of max pooling: each input cell folds, in increasing output order, the gradients of
+/// the outputs that chose it (backend/cpu/pool.rs `max_pool_grad`, gathered).
+pub fn max_pool2d_grad(g: &DeviceBuffer, arg: &[usize], d: PoolDims) -> Result<DeviceBuffer> {
+    let op = "max_pool2d";
+    let (xn, yn) = pool_sizes(op, &d)?;
+    check_len(op, "a gradient [N, C, OH, OW]", g, yn)?;
+    if arg.len() != yn {
+        return Err(Error::shape(
+            op,
+            format!("expected {yn} argmax entries, got {}", arg.len()),
+        ));
+    }
+    // The gather only visits outputs whose window covers a cell, so every winner must lie in its
+    // own window (max_pool2d's always do); anything else would be silently dropped.
+    let per = d.oh * d.ow;
+    for (i, &a) in arg.iter().enumerate() {
+        if a == usize::MAX {
+            continue;
+        }
+        let (oy, ox) = ((i % per.max(1)) / d.ow.max(1), i % d.ow.max(1));
+        let rows = window(oy, d.kh, d.stride, d.pad, d.h);
+        let cols = window(ox, d.kw, d.stride, d.pad, d.w);
+        let (r, c) = (a / d.w.max(1), a % d.w.max(1));
+        if !(rows.contains(&r) && cols.contains(&c)) {
+            return Err(Error::arg(
+                op,
+                format!("argmax {a} of output {i} is not inside its pooling window"),
+            ));
+        }
+    }
+    let (gpu, dtype) = (g.gpu(), g.dtype());
+    let idx = gpu.upload_indices(arg)?;
+    let gx = gpu.alloc(dtype, xn)?;
+    let mut args = vec![g.into(), (&idx).into(), (&gx).into(), xn.into()];
+    args.extend(pool_args(&d));
+    launch(gpu, "max_pool_grad", dtype, xn, &args)?;
+    Ok(gx)
+}
+
+/// Mean over each window with padding cells counted: the divisor is always KH·KW
+/// (backend/cpu/pool.rs `avg_pool`).
+pub fn avg_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<DeviceBuffer> {
+    let (xn, yn) = pool_sizes("avg_pool2d", &d)?;
+    check_len("avg_pool2d", "an input [N, C, H, W]", x, xn)?;
+    let (gpu, dtype) = (x.gpu(), x.dtype());
+    let y = gpu.alloc(dtype, yn)?;
+    let mut args = vec![x.into(), (&y).into(), yn.into()];
+    args.extend(pool_args(&d));
+    args.push(Arg::Scalar((d.kh * d.kw) as f64));
+    launch(gpu, "avg_pool", dtype, yn, &args)?;
+    Ok(y)
+}
+
+/// Gradient of average pooling, gathered in the CPU scatter's order (backend/cpu/pool.rs
+/// `avg_pool_grad`).
+pub fn avg_pool2d_grad(g: &DeviceBuffer, d: PoolDims) -> Result<DeviceBuffer> {
+    let (xn, yn) = pool_sizes("avg_pool2d", &d)?;
+    check_len("avg_pool2d", "a gradient [N, C, OH, OW]", g, yn)?;
+    let (gpu, dtype) = (g.gpu(), g.dtype());
+    let gx = gpu.alloc(dtype, xn)?;
+    let mut args = vec![g.into(), (&gx).into(), xn.into()];
+    args.extend(pool_args(&d));
+    args.push(Arg::Scalar((d.kh * d.kw) as f64));
+    launch(gpu, "avg_pool_grad", dtype, xn, &args)?;
+    Ok(gx)
+}
