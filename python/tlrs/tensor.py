@@ -53,11 +53,12 @@ def _shape(shape: tuple[Shape, ...]) -> list[int]:
     return out
 
 
-def _check_device(device: str | None) -> None:
-    if device is None or device == "cpu":
-        return
-    # Raises CudaUnavailableError for CUDA devices, ValueError for unknown names.
-    _core.full([], 0.0, "float64").to(device)
+def _device(device: str | None) -> str:
+    """The device name to build on; CudaUnavailableError or ValueError come from the core when
+    the tensor is placed."""
+    if device is not None and not isinstance(device, str):
+        raise TypeError(f"expected a device name such as 'cpu' or 'cuda:0', got {device!r}")
+    return "cpu" if device is None else device
 
 
 def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
@@ -75,9 +76,13 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_gra
             arr = arr.astype(np.float64)
     else:
         arr = arr.astype(_dtype_name(dtype))
-    _check_device(device)
+    dev = _device(device)
     # asarray(order='C') keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
-    return _core.tensor_from_numpy(np.asarray(arr, order="C"), requires_grad)
+    t = _core.tensor_from_numpy(np.asarray(arr, order="C"), requires_grad and dev == "cpu")
+    if dev != "cpu":
+        t = t.to(dev).detach()
+        t.requires_grad = requires_grad
+    return t
 
 
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
@@ -93,20 +98,18 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
 def full(shape: Shape, fill_value: float, dtype: Any = None, device: str | None = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `shape` filled with `fill_value`."""
-    _check_device(device)
-    return _core.full(_shape((shape,)), float(fill_value), _dtype_name(dtype), requires_grad)
+    return _core.full(_shape((shape,)), float(fill_value), _dtype_name(dtype), requires_grad,
+                      _device(device))
 
 
 def zeros(*shape: Shape, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    _check_device(device)
-    return _core.full(_shape(shape), 0.0, _dtype_name(dtype), requires_grad)
+    return _core.full(_shape(shape), 0.0, _dtype_name(dtype), requires_grad, _device(device))
 
 
 def ones(*shape: Shape, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    _check_device(device)
-    return _core.full(_shape(shape), 1.0, _dtype_name(dtype), requires_grad)
+    return _core.full(_shape(shape), 1.0, _dtype_name(dtype), requires_grad, _device(device))
 
 
 def arange(start: float, end: float | None = None, step: float = 1.0, dtype: Any = None,

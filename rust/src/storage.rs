@@ -235,8 +235,10 @@ impl Storage {
         match self {
             Storage::Cpu(c) => Ok(c),
             Storage::Cuda(c) => Err(Error::Device {
-                op: "cpu kernel",
-                expected: "a CPU tensor for this operation (move it with .to('cpu'))".into(),
+                op: "cpu",
+                expected: "the CPU for this operation (it has no CUDA kernel; move the tensor \
+                           with .to('cpu'))"
+                    .into(),
                 got: format!("a tensor on cuda:{}", c.ordinal()),
             }),
         }

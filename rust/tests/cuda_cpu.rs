@@ -144,6 +144,12 @@ fn every_kernel_compiles_through_nvrtc_for_sm_90() {
             }
         }
     }
+    // The image the backend loads is a CUBIN (an ELF file) for the exact architecture.
+    for family in kernels::FAMILIES {
+        let src = kernels::source(family, DType::F32).unwrap();
+        let cubin = kernels::compile_cubin(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&cubin[..4], b"\x7fELF", "{family}: not a CUBIN");
+    }
     // A kernel with a type error must come back as an error carrying NVRTC's log.
     let src = "extern \"C\" __global__ void bad(float* y) { y[0] = undeclared_name; }";
     let bad = kernels::compile_source("bad.cu", src, "sm_90").unwrap_err();

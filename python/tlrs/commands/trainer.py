@@ -369,7 +369,8 @@ def accuracy(predict: Callable[[Any, Any], Any], module: Module, test_set: Datas
     params = module.params()
     hits = 0
     for start in range(0, len(test_set), chunk):
-        logits = np.asarray(predict(params, tensor(test_set.x[start:start + chunk], dtype=params[0].dtype)).numpy())
+        x = tensor(test_set.x[start:start + chunk], dtype=params[0].dtype, device=params[0].device)
+        logits = np.asarray(predict(params, x).numpy())
         hits += int((logits.argmax(axis=-1) == test_set.labels[start:start + chunk]).sum())
     return hits / max(1, len(test_set))
 

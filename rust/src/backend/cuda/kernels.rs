@@ -298,7 +298,8 @@ pub fn compile_image(name: &str, src: &str, arch: &str) -> Result<Ptx, String> {
     compile_source(name, src, arch).map(Ptx::from_src)
 }
 
-fn compile_cubin(src: &str, arch: &str) -> Result<Vec<u8>, String> {
+/// Compiles `src` to a CUBIN for `arch` (a real architecture such as "sm_90"); needs libnvrtc.
+pub fn compile_cubin(src: &str, arch: &str) -> Result<Vec<u8>, String> {
     use cudarc::nvrtc::{result, sys};
     let csrc = std::ffi::CString::new(src).map_err(|e| e.to_string())?;
     let prog = result::create_program(&csrc, None).map_err(|e| e.to_string())?;
