@@ -209,6 +209,14 @@ def test_fast_kernels_repeats_and_unrecognised_forms_stay():
     assert rest == ["--fast-kernels=0", "--cuda=true", "--cpu=1", "--device-x", "cuda"]
 
 
+def test_tf32_is_off_unless_given():
+    cfg, rest = parse("a", "--tf32", "b")
+    assert cfg.tf32 and rest == ["a", "b"]
+    cfg, rest = parse("--tf32=1")
+    assert not cfg.tf32 and rest == ["--tf32=1"]
+    assert not parse()[0].tf32
+
+
 def test_device_errors():
     assert parse_error("--device") == MISSING_DEVICE
     assert parse_error("--cuda", "--device") == MISSING_DEVICE

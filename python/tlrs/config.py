@@ -143,7 +143,8 @@ class ExecConfig:
     `float`, while the parsers default as the reference's policy says).
 
     Args: dtype: a `DType` or a `--dtype` spelling; backend, fast_gpu_matmul_precision: enum members
-    or names; use_gpu, device_index: the device; fast_kernels: use the fast CPU kernels.
+    or names; use_gpu, device_index: the device; fast_kernels: use the fast CPU kernels; tf32:
+    allow TF32 tensor-core math in float32 GPU matmuls (`--tf32`, a tlrs addition).
     Raises: ArgError: an unknown dtype, backend or precision name; TypeError/ValueError: a dtype
     of another type, or a device_index that is not a natural.
     """
@@ -154,6 +155,7 @@ class ExecConfig:
     fast_kernels: bool = False
     fast_gpu_matmul_precision: GpuMatmulPrecision = GpuMatmulPrecision.FP32
     device_index: int = 0
+    tf32: bool = False
 
     parse_backend = staticmethod(parse_backend)
     parse_fast_gpu_matmul_precision = staticmethod(parse_fast_gpu_matmul_precision)
@@ -178,7 +180,7 @@ class ExecConfig:
         Order: `--dtype`, `--float32-mode` and their exclusion check (absent: `default`); then
         `--backend` (once; default eager); then `--fast-gpu-matmul-precision` (once; default fp32);
         then one left-to-right pass taking `--cpu`, `--cuda`, `--device D`/`--device=D` (the last
-        wins) and `--fast-kernels` (repeats allowed). Anything else stays in `rest`, in order.
+        wins), `--fast-kernels` and `--tf32` (repeats allowed). Anything else stays in `rest`.
         Raises: ArgError: the first error in that order (e.g. `--backend --cuda` makes `--cuda` the
         backend value), `missing value after --device (supported: cpu | cuda | cuda:N)` or an
         unknown `--device`.
@@ -188,7 +190,7 @@ class ExecConfig:
         precision, rest = take_parsed_flag_default(
             rest, "fast-gpu-matmul-precision", "fp32", parse_fast_gpu_matmul_precision
         )
-        use_gpu, index, fast_kernels = False, 0, False
+        use_gpu, index, fast_kernels, tf32 = False, 0, False, False
         kept: list[str] = []
         i = 0
         while i < len(rest):
@@ -197,6 +199,8 @@ class ExecConfig:
                 use_gpu, index = tok == "--cuda", 0
             elif tok == "--fast-kernels":
                 fast_kernels = True
+            elif tok == "--tf32":
+                tf32 = True
             elif tok == "--device":
                 if i + 1 == len(rest):
                     raise ArgError(f"missing value after --device (supported: {_DEVICE_CHOICES})")
@@ -207,7 +211,7 @@ class ExecConfig:
             else:
                 kept.append(tok)
             i += 1
-        config = cls(dtype, backend, use_gpu, fast_kernels, precision, index)
+        config = cls(dtype, backend, use_gpu, fast_kernels, precision, index, tf32)
         return config, kept
 
     @classmethod

@@ -37,6 +37,7 @@ _RUNTIME_FLAGS = (
     ("--backend eager|compiled", "execution backend (default eager; compiled traces the loss once, replays natively)"),
     ("--seed N", "seed of the global random stream, a natural number (default 0)"),
     ("--fast-kernels", "fast CPU kernels (FMA, blocked GEMM) instead of the reference ones"),
+    ("--tf32", "allow TF32 tensor-core math in float32 GPU matmuls (off unless given)"),
     ("--fast-gpu-matmul-precision fp32|fp64", "CUDA matmul precision (default fp32)"),
     ("-h, --help", "show this help and exit"),
 )
@@ -91,6 +92,9 @@ def check_executable(cfg: ExecConfig) -> None:
     """
     if cfg.use_gpu:
         require_cuda(cfg.device)
+        from . import cuda
+
+        cuda.allow_tf32(cfg.tf32)
 
 
 def _as_args(args: Sequence[str]) -> list[str]:

@@ -326,6 +326,10 @@ impl Real {
         let (lda, ldb, ldc) = (int("lda", call.lda.max(1))?, int("ldb", call.ldb.max(1))?, int("ldc", call.ldc.max(1))?);
         let batch = int("batch", call.batch)?;
         let (sa, sb, sc) = (call.stride_a as i64, call.stride_b as i64, call.stride_c as i64);
+        // cuBLAS runs in the calling thread's current context, which cudarc binds lazily.
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_err("binding the CUDA context", e))?;
         let handle = *self.blas.handle();
         let mode = if tf32 && dtype == DType::F32 {
             blas_sys::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH

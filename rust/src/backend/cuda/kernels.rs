@@ -388,6 +388,21 @@ mod tests {
     }
 
     #[test]
+    fn kernel_names_are_unique_across_families() {
+        // The device caches loaded functions by name, whatever family they come from.
+        for dtype in [DType::F32, DType::F64] {
+            let mut seen = std::collections::HashSet::new();
+            for family in FAMILIES {
+                let names = kernel_names(family, dtype);
+                assert!(!names.is_empty(), "{family}");
+                for name in names {
+                    assert!(seen.insert(name.clone()), "{name} is defined twice");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn signatures_are_read_from_declarations() {
         let src = "extern \"C\" __global__ void k_f32(const float* __restrict__ x, float* y, u64 n, Gather g) {}\n\
                    extern \"C\" __global__ void j_f32(u64 n) {}";
