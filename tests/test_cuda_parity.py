@@ -227,3 +227,14 @@ def test_cli_run_with_cuda_matches_the_cpu_run():
     assert cpu and len(cpu) == len(dev)
     # GPU exp/log may differ from the CPU's in the last bit; printed values agree to 1e-3.
     np.testing.assert_allclose(numbers(dev), numbers(cpu), rtol=1e-3, atol=1e-4)
+
+
+def test_compiled_backend_with_cuda_is_refused_before_the_run():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "tlrs", "run", "mlp", "--cuda", "--backend", "compiled"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == ("tlrs: error: the compiled backend runs on the CPU only; use --backend "
+                                "eager with --device cuda, or --backend compiled with --cpu")

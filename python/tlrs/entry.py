@@ -87,11 +87,15 @@ def require_cuda(device: str = "cuda") -> None:
 def check_executable(cfg: ExecConfig) -> None:
     """Refuse a configuration tlrs cannot execute, before any program code runs.
 
-    Raises: CudaUnavailableError: a CUDA device was asked for and is not usable (the compiled
-    backend runs where the eager one does, so it never runs silently on the CPU instead).
+    Raises: CudaUnavailableError: a CUDA device was asked for and is not usable; ArgError: the
+    compiled backend with a CUDA device (its graphs execute on the CPU, and a run never moves
+    to the CPU silently).
     """
     if cfg.use_gpu:
         require_cuda(cfg.device)
+        if cfg.backend is Backend.COMPILED:
+            raise ArgError(f"the compiled backend runs on the CPU only; use --backend eager with "
+                           f"--device {cfg.device}, or --backend compiled with --cpu")
         from . import cuda
 
         cuda.allow_tf32(cfg.tf32)
