@@ -1,6 +1,6 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
-from . import init, models, ops, optim, random
+from . import cuda, init, models, ops, optim, random
 from .config import ExecConfig, Options
 from .entry import RunAction, RunOptions, run, run_usage, with_module, with_module_runtime, with_runtime
 from .module import (
