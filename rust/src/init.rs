@@ -254,7 +254,12 @@ impl FloatInit {
 impl FloatInit {
     /// The values as a tensor on `device`. On a CUDA device sampled and constant fills are made
     /// by a kernel there (no host copy), equal to `values_f32`/`values_f64`; `Flat` is uploaded.
-    pub fn tensor_on(&self, shape: &[usize], dtype: crate::DType, device: crate::Device) -> crate::Result<crate::Tensor> {
+    pub fn tensor_on(
+        &self,
+        shape: &[usize],
+        dtype: crate::DType,
+        device: crate::Device,
+    ) -> crate::Result<crate::Tensor> {
         use crate::backend::cuda::{gpu, ops};
         let bad = |e: InitError| crate::Error::arg("init", e.to_string());
         let n = numel(shape).map_err(bad)?;
@@ -275,7 +280,9 @@ impl FloatInit {
             }
             Fill::Payload(v) => match dtype {
                 crate::DType::F64 => g.upload(dtype, v)?,
-                crate::DType::F32 => g.upload(dtype, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())?,
+                crate::DType::F32 => {
+                    g.upload(dtype, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())?
+                }
             },
             Fill::Sampled { lo, hi, seed } => {
                 ops::init_uniform(&g, dtype, n, crate::rng::key_of(seed, 0), lo, hi - lo)?

@@ -75,7 +75,8 @@ pub fn dropout(x: &Tensor, p: f64, key: Option<u64>) -> Result<Tensor> {
     let keep = 1.0 - p;
     let key = key.unwrap_or_else(fresh_seed);
     if let Some(c) = x.cuda() {
-        let m = crate::backend::cuda::ops::dropout_mask(c.0.gpu(), x.dtype(), x.numel(), key, keep)?;
+        let m =
+            crate::backend::cuda::ops::dropout_mask(c.0.gpu(), x.dtype(), x.numel(), key, keep)?;
         return crate::ops::mul(x, &Tensor::from_storage(m, x.shape().clone())?);
     }
     let scale: Vec<f64> = (0..x.numel() as u64)

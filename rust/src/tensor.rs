@@ -120,7 +120,12 @@ impl Tensor {
         Tensor::from_cpu(s, shape)
     }
     /// `full` on `device` (filled there by a kernel for a CUDA device).
-    pub fn full_on(shape: impl Into<Shape>, value: f64, dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn full_on(
+        shape: impl Into<Shape>,
+        value: f64,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
         let shape = shape.into();
         match device {
             Device::Cpu => Tensor::try_full(shape, value, dtype),
@@ -278,6 +283,10 @@ impl Tensor {
             Device::Cpu => host.into_owned().into(),
             Device::Cuda(n) => CudaStorage::upload(n, &host)?.into(),
         };
-        Ok(Tensor::from_op(s, self.shape().clone(), Op::ToDevice(self.clone())))
+        Ok(Tensor::from_op(
+            s,
+            self.shape().clone(),
+            Op::ToDevice(self.clone()),
+        ))
     }
 }

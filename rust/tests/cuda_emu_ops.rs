@@ -3,6 +3,9 @@
 //! executed on the host). Inputs are uploaded, the op runs on `cuda:0`, and outputs and input
 //! gradients come back to be compared with the CPU reference.
 
+// Cases build their input lists inline; a clone per case keeps them readable.
+#![allow(clippy::cloned_ref_to_slice_refs)]
+
 mod common;
 
 use common::{rand_vec, rand_vec_away_from_zero};
@@ -35,12 +38,20 @@ fn check(name: &str, inputs: &[(Vec<f64>, Vec<usize>)], f: impl Fn(&[Tensor]) ->
 }
 
 /// `check` with the f64 tolerance given (f32 always gets 2e-5).
-fn check_tol(name: &str, inputs: &[(Vec<f64>, Vec<usize>)], tol64: f64, f: impl Fn(&[Tensor]) -> Result<Tensor>) {
+fn check_tol(
+    name: &str,
+    inputs: &[(Vec<f64>, Vec<usize>)],
+    tol64: f64,
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) {
     for dtype in [DType::F32, DType::F64] {
         let tol = if dtype == DType::F32 { 2e-5 } else { tol64 };
         let mut results = Vec::new();
         for device in [Device::Cpu, cuda()] {
-            let xs: Vec<Tensor> = inputs.iter().map(|(v, s)| leaf(v, s, dtype, device)).collect();
+            let xs: Vec<Tensor> = inputs
+                .iter()
+                .map(|(v, s)| leaf(v, s, dtype, device))
+                .collect();
             let y = f(&xs).unwrap_or_else(|e| panic!("{name} on {device}: {e}"));
             assert_eq!(y.device(), device, "{name}: output device");
             let w = Tensor::from_vec_f64(rand_vec(99, y.numel(), -1.0, 1.0), y.dims().to_vec())
@@ -50,7 +61,8 @@ fn check_tol(name: &str, inputs: &[(Vec<f64>, Vec<usize>)], tol64: f64, f: impl 
                 .to_device(device)
                 .unwrap();
             let loss = ops::sum(&ops::mul(&y, &w).unwrap(), None, false).unwrap();
-            let gs = grad(&loss, &xs).unwrap_or_else(|e| panic!("{name} backward on {device}: {e}"));
+            let gs =
+                grad(&loss, &xs).unwrap_or_else(|e| panic!("{name} backward on {device}: {e}"));
             let mut vals = vec![y.to_f64_vec().unwrap()];
             vals.extend(gs.iter().map(|g| g.to_f64_vec().unwrap()));
             results.push((y.dims().to_vec(), vals));
@@ -61,35 +73,58 @@ fn check_tol(name: &str, inputs: &[(Vec<f64>, Vec<usize>)], tol64: f64, f: impl 
             assert_eq!(a.len(), b.len(), "{name} {dtype} #{k}: length");
             for (i, (x, y)) in a.iter().zip(b).enumerate() {
                 let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + x.abs());
-                assert!(ok, "{name} {dtype} {}[{i}]: cpu {x} cuda {y}", if k == 0 { "out" } else { "grad" });
+                assert!(
+                    ok,
+                    "{name} {dtype} {}[{i}]: cpu {x} cuda {y}",
+                    if k == 0 { "out" } else { "grad" }
+                );
             }
         }
     }
 }
 
 fn input(seed: u64, shape: &[usize]) -> (Vec<f64>, Vec<usize>) {
-    (rand_vec(seed, shape.iter().product(), -2.0, 2.0), shape.to_vec())
+    (
+        rand_vec(seed, shape.iter().product(), -2.0, 2.0),
+        shape.to_vec(),
+    )
 }
 
 fn positive(seed: u64, shape: &[usize]) -> (Vec<f64>, Vec<usize>) {
-    (rand_vec(seed, shape.iter().product(), 0.2, 3.0), shape.to_vec())
+    (
+        rand_vec(seed, shape.iter().product(), 0.2, 3.0),
+        shape.to_vec(),
+    )
 }
 
 #[test]
 fn unary_ops_match_the_cpu() {
     let x = input(1, &[3, 17]);
     let away = (rand_vec_away_from_zero(2, 51, 0.1, 2.0), vec![3, 17]);
-    for op in [ops::UnaryOp::Neg, ops::UnaryOp::Exp, ops::UnaryOp::Tanh, ops::UnaryOp::Sigmoid, ops::UnaryOp::Gelu, ops::UnaryOp::Softplus] {
-        check(op.name(), &[x.clone()], |t| ops::unary(op, &t[0]));
+    for op in [
+        ops::UnaryOp::Neg,
+        ops::UnaryOp::Exp,
+        ops::UnaryOp::Tanh,
+        ops::UnaryOp::Sigmoid,
+        ops::UnaryOp::Gelu,
+        ops::UnaryOp::Softplus,
+    ] {
+        check(op.name(), std::slice::from_ref(&x), |t| {
+            ops::unary(op, &t[0])
+        });
     }
     for op in [ops::UnaryOp::Abs, ops::UnaryOp::Relu] {
         check(op.name(), &[away.clone()], |t| ops::unary(op, &t[0]));
     }
     for op in [ops::UnaryOp::Log, ops::UnaryOp::Sqrt] {
-        check(op.name(), &[positive(3, &[5, 7])], |t| ops::unary(op, &t[0]));
+        check(op.name(), &[positive(3, &[5, 7])], |t| {
+            ops::unary(op, &t[0])
+        });
     }
     check("pow", &[positive(4, &[4, 6])], |t| ops::pow(&t[0], 2.5));
-    check("clamp", &[x.clone()], |t| ops::clamp(&t[0], Some(-0.5), Some(1.0)));
+    check("clamp", &[x.clone()], |t| {
+        ops::clamp(&t[0], Some(-0.5), Some(1.0))
+    });
     check("clamp_lo", &[x], |t| ops::clamp(&t[0], Some(-0.5), None));
 }
 
@@ -103,9 +138,24 @@ fn broadcast_binary_ops_match_the_cpu() {
         (&[2, 3, 4, 5], &[1, 3, 1, 5]),
     ];
     for (i, (a, b)) in shapes.iter().enumerate() {
-        let (xa, xb) = (input(10 + i as u64, a), (rand_vec_away_from_zero(20 + i as u64, b.iter().product(), 0.3, 2.0), b.to_vec()));
-        for op in [ops::BinaryOp::Add, ops::BinaryOp::Sub, ops::BinaryOp::Mul, ops::BinaryOp::Div, ops::BinaryOp::Maximum, ops::BinaryOp::Minimum] {
-            check(op.name(), &[xa.clone(), xb.clone()], |t| ops::binary(op, &t[0], &t[1]));
+        let (xa, xb) = (
+            input(10 + i as u64, a),
+            (
+                rand_vec_away_from_zero(20 + i as u64, b.iter().product(), 0.3, 2.0),
+                b.to_vec(),
+            ),
+        );
+        for op in [
+            ops::BinaryOp::Add,
+            ops::BinaryOp::Sub,
+            ops::BinaryOp::Mul,
+            ops::BinaryOp::Div,
+            ops::BinaryOp::Maximum,
+            ops::BinaryOp::Minimum,
+        ] {
+            check(op.name(), &[xa.clone(), xb.clone()], |t| {
+                ops::binary(op, &t[0], &t[1])
+            });
         }
     }
 }
@@ -117,7 +167,10 @@ fn a_cpu_scalar_joins_a_device_tensor_and_other_mixes_are_errors() {
     let y = ops::mul(&x, &Tensor::scalar(2.0, DType::F32)).unwrap();
     assert_eq!(y.device(), d);
     assert_eq!(y.to_f64_vec().unwrap(), vec![2.0, 4.0, 6.0]);
-    let cpu = Tensor::from_vec_f64(vec![1.0, 2.0, 3.0], vec![3]).unwrap().to_dtype(DType::F32).unwrap();
+    let cpu = Tensor::from_vec_f64(vec![1.0, 2.0, 3.0], vec![3])
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
     let err = ops::add(&x, &cpu).unwrap_err().to_string();
     assert!(err.contains("cuda:0") && err.contains("cpu"), "{err}");
 }
@@ -130,8 +183,12 @@ fn reductions_match_the_cpu() {
         check("mean", &[x.clone()], |t| ops::mean(&t[0], axis, true));
         check("max", &[x.clone()], |t| ops::max(&t[0], axis, false));
     }
-    check("sum_to_shape", &[x.clone()], |t| ops::sum_to_shape(&t[0], &tlrs::Shape(vec![4, 1])));
-    check("broadcast_to", &[input(31, &[4, 1])], |t| ops::broadcast_to(&t[0], &tlrs::Shape(vec![2, 4, 3])));
+    check("sum_to_shape", &[x.clone()], |t| {
+        ops::sum_to_shape(&t[0], &tlrs::Shape(vec![4, 1]))
+    });
+    check("broadcast_to", &[input(31, &[4, 1])], |t| {
+        ops::broadcast_to(&t[0], &tlrs::Shape(vec![2, 4, 3]))
+    });
 }
 
 #[test]
@@ -141,13 +198,25 @@ fn layout_ops_match_the_cpu() {
     check("transpose", &[x.clone()], |t| ops::transpose(&t[0], 0, 2));
     check("reshape", &[x.clone()], |t| ops::reshape(&t[0], &[4, -1]));
     check("slice", &[x.clone()], |t| ops::slice(&t[0], 1, 1, 3));
-    check("concat", &[x.clone(), input(41, &[2, 2, 4])], |t| ops::concat(&[t[0].clone(), t[1].clone()], 1));
-    check("index_select", &[x.clone()], |t| ops::index_select(&t[0], 1, &[2, 0, 2, 1]));
-    check("gather", &[x.clone()], |t| ops::gather(&t[0], 2, &[0, 3, 3, 1, 2, 2], &[1, 2, 3]));
-    check("scatter_add", &[x.clone(), input(42, &[2, 1, 4])], |t| ops::scatter_add(&t[0], 1, &[0, 2, 2, 1, 0, 0, 1, 2], &t[1]));
-    check("embedding", &[input(43, &[5, 3])], |t| ops::embedding(&[4, 0, 4, 2], &[2, 2], &t[0]));
+    check("concat", &[x.clone(), input(41, &[2, 2, 4])], |t| {
+        ops::concat(&[t[0].clone(), t[1].clone()], 1)
+    });
+    check("index_select", &[x.clone()], |t| {
+        ops::index_select(&t[0], 1, &[2, 0, 2, 1])
+    });
+    check("gather", &[x.clone()], |t| {
+        ops::gather(&t[0], 2, &[0, 3, 3, 1, 2, 2], &[1, 2, 3])
+    });
+    check("scatter_add", &[x.clone(), input(42, &[2, 1, 4])], |t| {
+        ops::scatter_add(&t[0], 1, &[0, 2, 2, 1, 0, 0, 1, 2], &t[1])
+    });
+    check("embedding", &[input(43, &[5, 3])], |t| {
+        ops::embedding(&[4, 0, 4, 2], &[2, 2], &t[0])
+    });
     let mask = [true, false, false, true];
-    check("masked_fill", &[x], |t| ops::masked_fill(&t[0], &mask, &[1, 1, 4], -1.5));
+    check("masked_fill", &[x], |t| {
+        ops::masked_fill(&t[0], &mask, &[1, 1, 4], -1.5)
+    });
 }
 
 /// The only test in this binary that runs GEMMs, so it alone sets the global GPU matmul
@@ -157,19 +226,53 @@ fn matmul_matches_the_cpu_at_both_gpu_precisions() {
     use tlrs::backend::cuda::blas::GpuMatmulPrecision;
     use tlrs::backend::cuda::ops::set_matmul_precision;
     let _held = GEMM_PRECISION.lock().unwrap_or_else(|e| e.into_inner());
-    for (precision, tol64) in [(GpuMatmulPrecision::Fp32, 2e-5), (GpuMatmulPrecision::Fp64, 1e-12)] {
+    for (precision, tol64) in [
+        (GpuMatmulPrecision::Fp32, 2e-5),
+        (GpuMatmulPrecision::Fp64, 1e-12),
+    ] {
         set_matmul_precision(precision);
-        check_tol("matmul 2d", &[input(50, &[5, 7]), input(51, &[7, 3])], tol64, |t| ops::matmul(&t[0], &t[1]));
-        check_tol("matmul batched", &[input(52, &[2, 4, 6]), input(53, &[2, 6, 3])], tol64, |t| ops::matmul(&t[0], &t[1]));
-        check_tol("matmul shared b", &[input(54, &[3, 4, 6]), input(55, &[6, 2])], tol64, |t| ops::matmul(&t[0], &t[1]));
-        check_tol("matmul vector", &[input(56, &[6]), input(57, &[6, 2])], tol64, |t| ops::matmul(&t[0], &t[1]));
-        check_tol("linear", &[input(58, &[4, 6]), input(59, &[3, 6]), input(60, &[3])], tol64, |t| ops::linear(&t[0], &t[1], Some(&t[2])));
+        check_tol(
+            "matmul 2d",
+            &[input(50, &[5, 7]), input(51, &[7, 3])],
+            tol64,
+            |t| ops::matmul(&t[0], &t[1]),
+        );
+        check_tol(
+            "matmul batched",
+            &[input(52, &[2, 4, 6]), input(53, &[2, 6, 3])],
+            tol64,
+            |t| ops::matmul(&t[0], &t[1]),
+        );
+        check_tol(
+            "matmul shared b",
+            &[input(54, &[3, 4, 6]), input(55, &[6, 2])],
+            tol64,
+            |t| ops::matmul(&t[0], &t[1]),
+        );
+        check_tol(
+            "matmul vector",
+            &[input(56, &[6]), input(57, &[6, 2])],
+            tol64,
+            |t| ops::matmul(&t[0], &t[1]),
+        );
+        check_tol(
+            "linear",
+            &[input(58, &[4, 6]), input(59, &[3, 6]), input(60, &[3])],
+            tol64,
+            |t| ops::linear(&t[0], &t[1], Some(&t[2])),
+        );
     }
     // At fp32 an f64 product really is computed in f32: it differs from the f64 CPU result.
     set_matmul_precision(GpuMatmulPrecision::Fp32);
     let (a, b) = (input(61, &[8, 9]), input(62, &[9, 4]));
     let run = |d: Device| {
-        ops::matmul(&leaf(&a.0, &a.1, DType::F64, d), &leaf(&b.0, &b.1, DType::F64, d)).unwrap().to_f64_vec().unwrap()
+        ops::matmul(
+            &leaf(&a.0, &a.1, DType::F64, d),
+            &leaf(&b.0, &b.1, DType::F64, d),
+        )
+        .unwrap()
+        .to_f64_vec()
+        .unwrap()
     };
     assert_ne!(run(Device::Cpu), run(cuda()));
     set_matmul_precision(GpuMatmulPrecision::Fp64);
@@ -182,7 +285,10 @@ fn casts_and_transfers_round_trip() {
     let x = leaf(&v, &[2, 5], DType::F64, d);
     let y = x.to_dtype(DType::F32).unwrap();
     assert_eq!((y.device(), y.dtype()), (d, DType::F32));
-    let cpu32 = Tensor::from_vec_f64(v.clone(), vec![2, 5]).unwrap().to_dtype(DType::F32).unwrap();
+    let cpu32 = Tensor::from_vec_f64(v.clone(), vec![2, 5])
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
     assert_eq!(y.to_f64_vec().unwrap(), cpu32.to_f64_vec().unwrap());
     let back = y.to_device(Device::Cpu).unwrap();
     assert_eq!(back.device(), Device::Cpu);
@@ -191,23 +297,38 @@ fn casts_and_transfers_round_trip() {
     assert_eq!((g[0].device(), g[0].dtype()), (d, DType::F64));
     assert_eq!(g[0].to_f64_vec().unwrap(), vec![1.0; 10]);
     let h = leaf(&v, &[10], DType::F32, Device::Cpu);
-    let gh = grad(&ops::sum(&h.to_device(d).unwrap(), None, false).unwrap(), &[h.clone()]).unwrap();
+    let gh = grad(
+        &ops::sum(&h.to_device(d).unwrap(), None, false).unwrap(),
+        &[h.clone()],
+    )
+    .unwrap();
     assert_eq!(gh[0].device(), Device::Cpu);
 }
 
 #[test]
 fn init_and_dropout_on_the_device_equal_the_cpu_values() {
     let d = cuda();
-    let init = tlrs::init::FloatInit::XavierUniform { fan_in: 7, fan_out: 5, seed: 1234 };
+    let init = tlrs::init::FloatInit::XavierUniform {
+        fan_in: 7,
+        fan_out: 5,
+        seed: 1234,
+    };
     for dtype in [DType::F32, DType::F64] {
         let a = init.tensor_on(&[5, 7], dtype, Device::Cpu).unwrap();
         let b = init.tensor_on(&[5, 7], dtype, d).unwrap();
         assert_eq!(b.device(), d);
         assert_eq!(a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap(), "{dtype}");
-        let x = Tensor::from_vec_f64(rand_vec(80, 64, -1.0, 1.0), vec![64]).unwrap().to_dtype(dtype).unwrap();
+        let x = Tensor::from_vec_f64(rand_vec(80, 64, -1.0, 1.0), vec![64])
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
         let cpu = tlrs::random::dropout(&x, 0.3, Some(77)).unwrap();
         let dev = tlrs::random::dropout(&x.to_device(d).unwrap(), 0.3, Some(77)).unwrap();
-        assert_eq!(cpu.to_f64_vec().unwrap(), dev.to_f64_vec().unwrap(), "dropout {dtype}");
+        assert_eq!(
+            cpu.to_f64_vec().unwrap(),
+            dev.to_f64_vec().unwrap(),
+            "dropout {dtype}"
+        );
     }
 }
 
@@ -215,7 +336,12 @@ fn init_and_dropout_on_the_device_equal_the_cpu_values() {
 fn device_results_repeat_bit_for_bit() {
     let d = cuda();
     let x = leaf(&rand_vec(90, 4000, -1.0, 1.0), &[40, 100], DType::F32, d);
-    let run = || ops::sum(&ops::tanh(&x).unwrap(), Some(1), false).unwrap().to_f64_vec().unwrap();
+    let run = || {
+        ops::sum(&ops::tanh(&x).unwrap(), Some(1), false)
+            .unwrap()
+            .to_f64_vec()
+            .unwrap()
+    };
     assert_eq!(run(), run());
 }
 
@@ -223,14 +349,34 @@ fn device_results_repeat_bit_for_bit() {
 fn softmax_losses_and_norms_match_the_cpu() {
     let x = input(100, &[4, 6]);
     check("softmax", &[x.clone()], |t| ops::softmax(&t[0], -1));
-    check("log_softmax axis 0", &[x.clone()], |t| ops::log_softmax(&t[0], 0));
-    check("cross_entropy", &[x.clone()], |t| ops::cross_entropy(&t[0], ops::Target::Indices(&[1, 5, 0, 1])));
-    check("cross_entropy probs", &[x.clone(), positive(101, &[4, 6])], |t| ops::cross_entropy(&t[0], ops::Target::Probs(&t[1])));
-    check("mse", &[x.clone(), input(102, &[4, 6])], |t| ops::mse_loss(&t[0], &t[1]));
-    check("layer_norm", &[x, input(103, &[6]), input(104, &[6])], |t| ops::layer_norm(&t[0], &[6], Some(&t[1]), Some(&t[2]), 1e-5));
-    check("batch_norm", &[input(105, &[3, 2, 4, 4]), input(106, &[2]), input(107, &[2])], |t| {
-        Ok(ops::batch_norm_batch_stats(&t[0], Some(&t[1]), Some(&t[2]), 1e-5)?.0)
+    check("log_softmax axis 0", &[x.clone()], |t| {
+        ops::log_softmax(&t[0], 0)
     });
+    check("cross_entropy", &[x.clone()], |t| {
+        ops::cross_entropy(&t[0], ops::Target::Indices(&[1, 5, 0, 1]))
+    });
+    check(
+        "cross_entropy probs",
+        &[x.clone(), positive(101, &[4, 6])],
+        |t| ops::cross_entropy(&t[0], ops::Target::Probs(&t[1])),
+    );
+    check("mse", &[x.clone(), input(102, &[4, 6])], |t| {
+        ops::mse_loss(&t[0], &t[1])
+    });
+    check(
+        "layer_norm",
+        &[x, input(103, &[6]), input(104, &[6])],
+        |t| ops::layer_norm(&t[0], &[6], Some(&t[1]), Some(&t[2]), 1e-5),
+    );
+    check(
+        "batch_norm",
+        &[
+            input(105, &[3, 2, 4, 4]),
+            input(106, &[2]),
+            input(107, &[2]),
+        ],
+        |t| Ok(ops::batch_norm_batch_stats(&t[0], Some(&t[1]), Some(&t[2]), 1e-5)?.0),
+    );
 }
 
 #[test]
@@ -241,13 +387,23 @@ fn convolution_pooling_and_attention_match_the_cpu() {
     let _held = GEMM_PRECISION.lock().unwrap_or_else(|e| e.into_inner());
     set_matmul_precision(GpuMatmulPrecision::Fp64);
     let x = input(110, &[2, 3, 7, 6]);
-    check("conv2d", &[x.clone(), input(111, &[4, 3, 3, 2]), input(112, &[4])], |t| ops::conv2d(&t[0], &t[1], Some(&t[2]), 2, 1));
-    check("max_pool2d", &[x.clone()], |t| ops::max_pool2d(&t[0], 2, None, 0));
-    check("avg_pool2d", &[x.clone()], |t| ops::avg_pool2d(&t[0], 3, Some(2), 1));
+    check(
+        "conv2d",
+        &[x.clone(), input(111, &[4, 3, 3, 2]), input(112, &[4])],
+        |t| ops::conv2d(&t[0], &t[1], Some(&t[2]), 2, 1),
+    );
+    check("max_pool2d", &[x.clone()], |t| {
+        ops::max_pool2d(&t[0], 2, None, 0)
+    });
+    check("avg_pool2d", &[x.clone()], |t| {
+        ops::avg_pool2d(&t[0], 3, Some(2), 1)
+    });
     check("global_avg_pool2d", &[x], |t| ops::global_avg_pool2d(&t[0]));
     let ws: Vec<_> = (0..4).map(|i| input(120 + i, &[8, 8])).collect();
     let mut inputs = vec![input(119, &[2, 5, 8])];
     inputs.extend(ws);
     let mask: Vec<bool> = (0..25).map(|i| i % 5 > i / 5).collect();
-    check("attention", &inputs, |t| ops::multi_head_attention(&t[0], &t[1], &t[2], &t[3], &t[4], 2, Some(&mask)));
+    check("attention", &inputs, |t| {
+        ops::multi_head_attention(&t[0], &t[1], &t[2], &t[3], &t[4], 2, Some(&mask))
+    });
 }

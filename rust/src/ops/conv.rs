@@ -4,10 +4,10 @@ use crate::autograd::Op;
 use crate::backend::cpu::conv::{self as k, ConvDims};
 use crate::backend::cpu::parallel::fast_kernels;
 use crate::backend::cpu::pool::{self as pk, PoolDims};
-use crate::ops::layout::reshape_to;
-use crate::ops::reduce::mean;
 use crate::backend::cuda::ops as cu;
 use crate::ops::device::{dev, on_dev};
+use crate::ops::layout::reshape_to;
+use crate::ops::reduce::mean;
 use crate::storage::{CpuElem, CpuStorage, Storage};
 use crate::{DType, Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -155,7 +155,8 @@ fn conv_grads_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
 /// Gradients of conv2d for input, weight and bias.
 pub(crate) fn conv2d_grads(x: &Tensor, w: &Tensor, g: &Tensor, d: ConvDims) -> Result<[Tensor; 3]> {
     if let Some(xb) = dev(x) {
-        let [gx, gw, gb] = cu::conv2d_grads(xb, on_dev("conv2d", x, w)?, on_dev("conv2d", x, g)?, d)?;
+        let [gx, gw, gb] =
+            cu::conv2d_grads(xb, on_dev("conv2d", x, w)?, on_dev("conv2d", x, g)?, d)?;
         return Ok([
             Tensor::from_storage(gx, x.shape().clone())?,
             Tensor::from_storage(gw, w.shape().clone())?,

@@ -10,7 +10,11 @@ pub(crate) fn dev(t: &Tensor) -> Option<&DeviceBuffer> {
 }
 
 /// The device buffer of `other`, which must live on `first`'s device.
-pub(crate) fn on_dev<'a>(op: &'static str, first: &Tensor, other: &'a Tensor) -> Result<&'a DeviceBuffer> {
+pub(crate) fn on_dev<'a>(
+    op: &'static str,
+    first: &Tensor,
+    other: &'a Tensor,
+) -> Result<&'a DeviceBuffer> {
     match dev(other) {
         Some(b) if other.device() == first.device() => Ok(b),
         _ => Err(Error::Device {

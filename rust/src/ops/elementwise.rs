@@ -3,9 +3,9 @@
 
 use crate::autograd::Op;
 use crate::backend::cpu::elementwise as k;
+use crate::backend::cuda::ops as cu;
 use crate::dtype::Float;
 use crate::shape::{broadcast_shapes, broadcast_strides};
-use crate::backend::cuda::ops as cu;
 use crate::storage::{CpuStorage, Storage};
 use crate::{map_cpu, map_cpu2, Device, Result, Tensor};
 
@@ -124,7 +124,12 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 pub(crate) fn unary_grad(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Tensor> {
     if let Some(xb) = dev(x) {
         check_same_dtype(op.name(), &[x, y, g])?;
-        let s = cu::unary_grad(op.name(), xb, on_dev(op.name(), x, y)?, on_dev(op.name(), x, g)?)?;
+        let s = cu::unary_grad(
+            op.name(),
+            xb,
+            on_dev(op.name(), x, y)?,
+            on_dev(op.name(), x, g)?,
+        )?;
         return Tensor::from_storage(s, x.shape().clone());
     }
     let s = match (x.cpu()?, y.cpu()?, g.cpu()?) {
@@ -219,7 +224,11 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     }
     if let Some(xb) = dev(x) {
         let s = cu::clamp(xb, min, max)?;
-        return Ok(Tensor::from_op(s, x.shape().clone(), Op::Clamp(x.clone(), min, max)));
+        return Ok(Tensor::from_op(
+            s,
+            x.shape().clone(),
+            Op::Clamp(x.clone(), min, max),
+        ));
     }
     let s = map_cpu!(x.cpu()?, |v| {
         let lo = min.map(|m| crate::dtype::lit(v, m));
@@ -370,7 +379,11 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         check_same_dtype(op.name(), &[a, b])?;
         let out = broadcast_shapes(op.name(), a.shape(), b.shape())?;
         let s = cu::binary(op.name(), x, a.shape(), y, b.shape(), &out)?;
-        return Ok(Tensor::from_op(s, out, Op::Binary(op, a.clone(), b.clone())));
+        return Ok(Tensor::from_op(
+            s,
+            out,
+            Op::Binary(op, a.clone(), b.clone()),
+        ));
     }
     check_same_device(op.name(), a, b)?;
     let out = broadcast_shapes(op.name(), a.shape(), b.shape())?;

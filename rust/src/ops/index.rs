@@ -2,10 +2,10 @@
 //! and masked_fill (used for attention masks).
 
 use crate::autograd::Op;
-use crate::ops::layout::{check_indices, index_select, reshape_to};
-use crate::shape::broadcast_strides;
 use crate::backend::cuda::ops as cu;
 use crate::ops::device::{dev, on_dev};
+use crate::ops::layout::{check_indices, index_select, reshape_to};
+use crate::shape::broadcast_strides;
 use crate::storage::{CpuElem, CpuStorage, Storage};
 use crate::{map_cpu, DType, Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -219,7 +219,11 @@ pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) 
         return Ok(Tensor::from_op(
             s,
             x.shape().clone(),
-            Op::MaskedFill { x: x.clone(), mask: Arc::new(full), value },
+            Op::MaskedFill {
+                x: x.clone(),
+                mask: Arc::new(full),
+                value,
+            },
         ));
     }
     let s = map_cpu!(x.cpu()?, |v| {

@@ -6,8 +6,8 @@ use crate::backend::cpu::parallel::fast_kernels;
 use crate::backend::cuda::{blas::RowMajorMatmul, ops as cu};
 use crate::ops::device::{dev, on_dev};
 use crate::ops::elementwise::{add, check_same_device, check_same_dtype};
-use crate::storage::Storage;
 use crate::ops::layout::reshape_to;
+use crate::storage::Storage;
 use crate::{map_cpu2, Error, Result, Shape, Tensor};
 
 /// Matrix product with NumPy `matmul` rules for 1-D operands; batch axes must be equal, or one

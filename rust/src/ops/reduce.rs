@@ -3,9 +3,9 @@
 
 use crate::autograd::Op;
 use crate::backend::cpu::{elementwise as ek, reduce as k};
-use crate::shape::{broadcast_shapes, broadcast_strides};
 use crate::backend::cuda::{ops as cu, DeviceBuffer};
 use crate::ops::device::dev;
+use crate::shape::{broadcast_shapes, broadcast_strides};
 use crate::storage::{CpuStorage, Storage};
 use crate::{map_cpu, Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -208,7 +208,11 @@ pub fn broadcast_to(x: &Tensor, shape: &Shape) -> Result<Tensor> {
     }
     if let Some(b) = dev(x) {
         let s = cu::broadcast_to(b, x.shape(), shape)?;
-        return Ok(Tensor::from_op(s, shape.clone(), Op::BroadcastTo(x.clone())));
+        return Ok(Tensor::from_op(
+            s,
+            shape.clone(),
+            Op::BroadcastTo(x.clone()),
+        ));
     }
     let sx = broadcast_strides(x.shape(), shape);
     let s = map_cpu!(x.cpu()?, |v| ek::broadcast_map(

@@ -27,10 +27,16 @@ pub fn cuda_diagnostics() -> Vec<(String, String)> {
     if cuda::emulated() {
         d.push((
             "emulator".into(),
-            format!("on ({}=1): cuda:0 runs the CUDA kernels on the host CPU, for testing", cuda::EMULATOR_ENV),
+            format!(
+                "on ({}=1): cuda:0 runs the CUDA kernels on the host CPU, for testing",
+                cuda::EMULATOR_ENV
+            ),
         ));
     }
-    d.push(("device tensors".into(), "f32 and f64 (NVRTC kernels, cuBLAS GEMM)".into()));
+    d.push((
+        "device tensors".into(),
+        "f32 and f64 (NVRTC kernels, cuBLAS GEMM)".into(),
+    ));
     d
 }
 

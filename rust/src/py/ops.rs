@@ -21,7 +21,13 @@ pub fn tensor_from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool) -> PyRes
 
 #[pyfunction]
 #[pyo3(signature = (shape, value, dtype="float64", requires_grad=false, device="cpu"))]
-pub fn full(shape: Vec<usize>, value: f64, dtype: &str, requires_grad: bool, device: &str) -> PyResult<T> {
+pub fn full(
+    shape: Vec<usize>,
+    value: f64,
+    dtype: &str,
+    requires_grad: bool,
+    device: &str,
+) -> PyResult<T> {
     let dt = parse_dtype(dtype)?;
     let dev = super::tensor::parse_device(device)?;
     let t = guard(|| Tensor::full_on(shape, value, dt, dev))?;

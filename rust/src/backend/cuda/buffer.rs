@@ -90,7 +90,13 @@ pub struct DeviceBuffer {
 
 impl std::fmt::Debug for DeviceBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer({} x {} on cuda:{})", self.len, self.dtype, self.gpu.ordinal())
+        write!(
+            f,
+            "DeviceBuffer({} x {} on cuda:{})",
+            self.len,
+            self.dtype,
+            self.gpu.ordinal()
+        )
     }
 }
 
@@ -104,7 +110,12 @@ pub fn elem_bytes(dtype: DType) -> usize {
 
 impl DeviceBuffer {
     pub(crate) fn from_parts(gpu: Arc<Gpu>, mem: Mem, dtype: DType, len: usize) -> Self {
-        DeviceBuffer { gpu, mem, dtype, len }
+        DeviceBuffer {
+            gpu,
+            mem,
+            dtype,
+            len,
+        }
     }
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
@@ -215,7 +226,10 @@ mod tests {
         let offs: Vec<u64> = (0..6).map(|i| g.offset_of(i)).collect();
         assert_eq!(offs, vec![0, 2, 4, 1, 3, 5]);
         let c = Gather::contiguous("t", &[2, 3]).unwrap();
-        assert_eq!((0..6).map(|i| c.offset_of(i)).collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
+        assert_eq!(
+            (0..6).map(|i| c.offset_of(i)).collect::<Vec<_>>(),
+            (0..6).collect::<Vec<_>>()
+        );
         let s = Gather::new("t", &[], &[], 7).unwrap();
         assert_eq!(s.offset_of(0), 7);
         assert!(Gather::contiguous("t", &[1; 9]).is_err());

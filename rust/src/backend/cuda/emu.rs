@@ -62,8 +62,12 @@ impl Emulator {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("tlrs-cuda-emu-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Cuda(format!("CUDA emulator: cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Error::Cuda(format!(
+                "CUDA emulator: cannot create {}: {e}",
+                dir.display()
+            ))
+        })?;
         Ok(Emulator {
             dir,
             libs: Mutex::new(HashMap::new()),
@@ -83,16 +87,31 @@ impl Emulator {
         let stem = format!("{family}_{}", dtype_suffix(dtype));
         let cpp = self.dir.join(format!("{stem}.cpp"));
         let so = self.dir.join(format!("lib{stem}.so"));
-        std::fs::write(&cpp, src)
-            .map_err(|e| Error::Cuda(format!("CUDA emulator: cannot write {}: {e}", cpp.display())))?;
+        std::fs::write(&cpp, src).map_err(|e| {
+            Error::Cuda(format!(
+                "CUDA emulator: cannot write {}: {e}",
+                cpp.display()
+            ))
+        })?;
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
         // No contraction into FMA, like NVRTC's --fmad=false.
         let out = Command::new(&cxx)
-            .args(["-std=c++14", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o"])
+            .args([
+                "-std=c++14",
+                "-O2",
+                "-ffp-contract=off",
+                "-shared",
+                "-fPIC",
+                "-o",
+            ])
             .arg(&so)
             .arg(&cpp)
             .output()
-            .map_err(|e| Error::Cuda(format!("CUDA emulator: cannot run the C++ compiler '{cxx}': {e}")))?;
+            .map_err(|e| {
+                Error::Cuda(format!(
+                    "CUDA emulator: cannot run the C++ compiler '{cxx}': {e}"
+                ))
+            })?;
         if !out.status.success() {
             return Err(Error::Cuda(format!(
                 "CUDA emulator: {stem} failed to compile:\n{}",
@@ -100,19 +119,32 @@ impl Emulator {
             )));
         }
         // SAFETY: the library is our own kernels with no load-time side effects.
-        let lib = unsafe { libloading::Library::new(&so) }
-            .map_err(|e| Error::Cuda(format!("CUDA emulator: cannot load {}: {e}", so.display())))?;
+        let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| {
+            Error::Cuda(format!("CUDA emulator: cannot load {}: {e}", so.display()))
+        })?;
         let lib = Arc::new(lib);
         libs.insert((family.to_string(), dtype), lib.clone());
         Ok(lib)
     }
 
-    pub(crate) fn launch(&self, family: &str, kernel: &str, dtype: DType, grid: u32, block: u32, values: &[Value]) -> Result<()> {
+    pub(crate) fn launch(
+        &self,
+        family: &str,
+        kernel: &str,
+        dtype: DType,
+        grid: u32,
+        block: u32,
+        values: &[Value],
+    ) -> Result<()> {
         let lib = self.library(family, dtype)?;
         let symbol = format!("tlrs_emu_{kernel}");
         // SAFETY: the wrapper has the `Entry` signature (generated in `host_source`).
-        let entry: libloading::Symbol<'_, Entry> = unsafe { lib.get(symbol.as_bytes()) }
-            .map_err(|_| Error::Cuda(format!("CUDA emulator: no kernel {kernel} in family {family}")))?;
+        let entry: libloading::Symbol<'_, Entry> =
+            unsafe { lib.get(symbol.as_bytes()) }.map_err(|_| {
+                Error::Cuda(format!(
+                    "CUDA emulator: no kernel {kernel} in family {family}"
+                ))
+            })?;
         let mut params: Vec<*mut c_void> = values.iter().map(Value::as_param).collect();
         // SAFETY: `params` points at live values laid out as the kernel's parameters.
         unsafe { entry(params.as_mut_ptr(), grid, block) };

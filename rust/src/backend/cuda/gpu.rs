@@ -143,7 +143,10 @@ impl Gpu {
             Backend::Real(r) => {
                 // SAFETY: the buffer is only read after a kernel or a copy has filled it.
                 let s = unsafe { r.stream.alloc::<u8>(bytes.max(8)) }.map_err(|e| {
-                    Error::OutOfMemory(format!("cuda:{}: cannot allocate {bytes} bytes: {e}", self.ordinal))
+                    Error::OutOfMemory(format!(
+                        "cuda:{}: cannot allocate {bytes} bytes: {e}",
+                        self.ordinal
+                    ))
                 })?;
                 Mem::Real(s)
             }
@@ -174,7 +177,11 @@ impl Gpu {
             (Backend::Emu(_), Mem::Emu(words)) => {
                 // SAFETY: `words` holds at least src.len() bytes.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(src.as_ptr(), words.as_mut_ptr() as *mut u8, src.len())
+                    std::ptr::copy_nonoverlapping(
+                        src.as_ptr(),
+                        words.as_mut_ptr() as *mut u8,
+                        src.len(),
+                    )
                 };
             }
             _ => unreachable!("a buffer belongs to the backend that allocated it"),
@@ -203,11 +210,19 @@ impl Gpu {
                         .memcpy_dtoh(&src.slice(0..bytes), dst)
                         .map_err(|e| cuda_err("device-to-host copy", e))?;
                 }
-                r.stream.synchronize().map_err(|e| cuda_err("synchronize", e))?;
+                r.stream
+                    .synchronize()
+                    .map_err(|e| cuda_err("synchronize", e))?;
             }
             (Backend::Emu(_), Mem::Emu(words)) => {
                 // SAFETY: the buffer holds at least `bytes` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, dst.as_mut_ptr(), bytes) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        words.as_ptr() as *const u8,
+                        dst.as_mut_ptr(),
+                        bytes,
+                    )
+                };
             }
             _ => unreachable!("a buffer belongs to the backend that allocated it"),
         }
@@ -217,27 +232,50 @@ impl Gpu {
     /// Waits for every launched kernel (real GPU); reports asynchronous launch failures.
     pub fn synchronize(&self) -> Result<()> {
         match &self.backend {
-            Backend::Real(r) => r.stream.synchronize().map_err(|e| cuda_err("synchronize", e)),
+            Backend::Real(r) => r
+                .stream
+                .synchronize()
+                .map_err(|e| cuda_err("synchronize", e)),
             Backend::Emu(_) => Ok(()),
         }
     }
 
     /// Runs `kernel` (its full name, e.g. "exp_f32") of `family` compiled for `dtype`, with one
     /// thread per item of `n` (grid-stride loops cover the rest). Nothing runs when n == 0.
-    pub fn launch(&self, family: &str, kernel: &str, dtype: DType, n: usize, args: &[Arg<'_>]) -> Result<()> {
+    pub fn launch(
+        &self,
+        family: &str,
+        kernel: &str,
+        dtype: DType,
+        n: usize,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
         let Some(cfg) = kernels::launch_config(n) else {
             return Ok(());
         };
         let values = resolve(args, dtype);
         match &self.backend {
-            Backend::Emu(e) => e.launch(family, kernel, dtype, cfg.grid_dim.0, cfg.block_dim.0, &values),
+            Backend::Emu(e) => e.launch(
+                family,
+                kernel,
+                dtype,
+                cfg.grid_dim.0,
+                cfg.block_dim.0,
+                &values,
+            ),
             Backend::Real(r) => r.launch(family, kernel, dtype, cfg, &values),
         }
     }
 
     /// C = op(A)·op(B) as cuBLAS's column-major `call` (from `RowMajorMatmul::to_gemm`), in
     /// `dtype` arithmetic (SGEMM for f32, DGEMM for f64); all three buffers have that dtype.
-    pub fn gemm(&self, call: &GemmCall, a: &DeviceBuffer, b: &DeviceBuffer, c: &DeviceBuffer) -> Result<()> {
+    pub fn gemm(
+        &self,
+        call: &GemmCall,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        c: &DeviceBuffer,
+    ) -> Result<()> {
         if call.m == 0 || call.n == 0 || call.batch == 0 {
             return Ok(());
         }
@@ -253,7 +291,14 @@ impl Gpu {
             }
             Backend::Real(r) => {
                 let tf32 = tf32_allowed();
-                r.gemm(call, dtype, first.address(), second.address(), c.address(), tf32)
+                r.gemm(
+                    call,
+                    dtype,
+                    first.address(),
+                    second.address(),
+                    c.address(),
+                    tf32,
+                )
             }
         }
     }
@@ -271,7 +316,8 @@ impl Gpu {
 }
 
 fn int(what: &'static str, v: usize) -> Result<i32> {
-    i32::try_from(v).map_err(|_| Error::arg("matmul", format!("{what} = {v} is too large for cuBLAS")))
+    i32::try_from(v)
+        .map_err(|_| Error::arg("matmul", format!("{what} = {v} is too large for cuBLAS")))
 }
 
 impl Real {
@@ -286,7 +332,7 @@ impl Real {
         let src = kernels::source(family, dtype)
             .ok_or_else(|| cuda_err("kernel lookup", format!("unknown family {family}")))?;
         let name = format!("{family}_{}.cu", dtype_suffix(dtype));
-        let image = kernels::compile_image(&name, &src, &self.arch).map_err(|e| Error::Cuda(e))?;
+        let image = kernels::compile_image(&name, &src, &self.arch).map_err(Error::Cuda)?;
         let module = self
             .ctx
             .load_module(image)
@@ -302,7 +348,14 @@ impl Real {
             .ok_or_else(|| cuda_err("kernel lookup", format!("{kernel} is not in {name}")))
     }
 
-    fn launch(&self, family: &str, kernel: &str, dtype: DType, cfg: LaunchConfig, values: &[Value]) -> Result<()> {
+    fn launch(
+        &self,
+        family: &str,
+        kernel: &str,
+        dtype: DType,
+        cfg: LaunchConfig,
+        values: &[Value],
+    ) -> Result<()> {
         let f = self.function(family, kernel, dtype)?;
         let mut b = self.stream.launch_builder(&f);
         for v in values {
@@ -321,11 +374,27 @@ impl Real {
             .map_err(|e| cuda_err(&format!("launching {kernel}"), e))
     }
 
-    fn gemm(&self, call: &GemmCall, dtype: DType, x: u64, y: u64, c: u64, tf32: bool) -> Result<()> {
+    fn gemm(
+        &self,
+        call: &GemmCall,
+        dtype: DType,
+        x: u64,
+        y: u64,
+        c: u64,
+        tf32: bool,
+    ) -> Result<()> {
         let (m, n, k) = (int("m", call.m)?, int("n", call.n)?, int("k", call.k)?);
-        let (lda, ldb, ldc) = (int("lda", call.lda.max(1))?, int("ldb", call.ldb.max(1))?, int("ldc", call.ldc.max(1))?);
+        let (lda, ldb, ldc) = (
+            int("lda", call.lda.max(1))?,
+            int("ldb", call.ldb.max(1))?,
+            int("ldc", call.ldc.max(1))?,
+        );
         let batch = int("batch", call.batch)?;
-        let (sa, sb, sc) = (call.stride_a as i64, call.stride_b as i64, call.stride_c as i64);
+        let (sa, sb, sc) = (
+            call.stride_a as i64,
+            call.stride_b as i64,
+            call.stride_c as i64,
+        );
         // cuBLAS runs in the calling thread's current context, which cudarc binds lazily.
         self.ctx
             .bind_to_thread()
@@ -347,15 +416,47 @@ impl Real {
                 DType::F32 => {
                     let (alpha, beta) = (1.0f32, 0.0f32);
                     blas_result::sgemm_strided_batched(
-                        handle, call.transa.to_cublas(), call.transb.to_cublas(), m, n, k, &alpha,
-                        x as *const f32, lda, sa, y as *const f32, ldb, sb, &beta, c as *mut f32, ldc, sc, batch,
+                        handle,
+                        call.transa.to_cublas(),
+                        call.transb.to_cublas(),
+                        m,
+                        n,
+                        k,
+                        &alpha,
+                        x as *const f32,
+                        lda,
+                        sa,
+                        y as *const f32,
+                        ldb,
+                        sb,
+                        &beta,
+                        c as *mut f32,
+                        ldc,
+                        sc,
+                        batch,
                     )
                 }
                 DType::F64 => {
                     let (alpha, beta) = (1.0f64, 0.0f64);
                     blas_result::dgemm_strided_batched(
-                        handle, call.transa.to_cublas(), call.transb.to_cublas(), m, n, k, &alpha,
-                        x as *const f64, lda, sa, y as *const f64, ldb, sb, &beta, c as *mut f64, ldc, sc, batch,
+                        handle,
+                        call.transa.to_cublas(),
+                        call.transb.to_cublas(),
+                        m,
+                        n,
+                        k,
+                        &alpha,
+                        x as *const f64,
+                        lda,
+                        sa,
+                        y as *const f64,
+                        ldb,
+                        sb,
+                        &beta,
+                        c as *mut f64,
+                        ldc,
+                        sc,
+                        batch,
                     )
                 }
             }

@@ -308,7 +308,7 @@ pub fn compile_cubin(src: &str, arch: &str) -> Result<Vec<u8>, String> {
         "--fmad=false".to_string(),
     ];
     // SAFETY: `prog` is a live program until destroyed below; the buffer is sized by NVRTC.
-    let out = unsafe {
+    unsafe {
         let compiled = result::compile_program(prog, &opts).map_err(|e| e.to_string());
         let cubin = compiled.and_then(|_| {
             let mut size = 0usize;
@@ -326,8 +326,7 @@ pub fn compile_cubin(src: &str, arch: &str) -> Result<Vec<u8>, String> {
         });
         let _ = result::destroy_program(prog);
         cubin
-    };
-    out
+    }
 }
 
 /// Compiles every family for both dtypes for `arch` (e.g. "sm_90") and returns each program's

@@ -13,7 +13,12 @@ fn name(op: &str, dtype: DType) -> String {
 }
 
 /// A new buffer like `x` filled by `kernel(args..., y, n, extra...)`; `inputs` come first.
-fn run(kernel: &str, inputs: &[&DeviceBuffer], n: usize, extra: Vec<Arg<'_>>) -> Result<DeviceBuffer> {
+fn run(
+    kernel: &str,
+    inputs: &[&DeviceBuffer],
+    n: usize,
+    extra: Vec<Arg<'_>>,
+) -> Result<DeviceBuffer> {
     let first = inputs[0];
     let gpu = first.gpu();
     let y = gpu.alloc(first.dtype(), n)?;
@@ -21,7 +26,13 @@ fn run(kernel: &str, inputs: &[&DeviceBuffer], n: usize, extra: Vec<Arg<'_>>) ->
     args.push(Arg::Buf(&y));
     args.push(Arg::U64(n as u64));
     args.extend(extra);
-    gpu.launch(FAMILY, &name(kernel, first.dtype()), first.dtype(), n, &args)?;
+    gpu.launch(
+        FAMILY,
+        &name(kernel, first.dtype()),
+        first.dtype(),
+        n,
+        &args,
+    )?;
     Ok(y)
 }
 
@@ -31,7 +42,12 @@ pub fn unary(op: &str, x: &DeviceBuffer) -> Result<DeviceBuffer> {
 }
 
 /// The gradient of a unary op times `g`, from its input `x` and output `y`.
-pub fn unary_grad(op: &str, x: &DeviceBuffer, y: &DeviceBuffer, g: &DeviceBuffer) -> Result<DeviceBuffer> {
+pub fn unary_grad(
+    op: &str,
+    x: &DeviceBuffer,
+    y: &DeviceBuffer,
+    g: &DeviceBuffer,
+) -> Result<DeviceBuffer> {
     run(&format!("{op}_grad"), &[x, y, g], x.len(), vec![])
 }
 
@@ -70,20 +86,51 @@ pub fn collapse(dims: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<us
 fn views(op: &'static str, a: &Shape, b: &Shape, out: &Shape) -> Result<(Gather, Gather)> {
     let (sa, sb) = (broadcast_strides(a, out), broadcast_strides(b, out));
     let (dims, s) = collapse(out.dims(), &[&sa, &sb]);
-    Ok((Gather::new(op, &dims, &s[0], 0)?, Gather::new(op, &dims, &s[1], 0)?))
+    Ok((
+        Gather::new(op, &dims, &s[0], 0)?,
+        Gather::new(op, &dims, &s[1], 0)?,
+    ))
 }
 
 /// A binary op by name ("add", "maximum", ...) over NumPy broadcasting to `out`.
-pub fn binary(op: &'static str, a: &DeviceBuffer, a_shape: &Shape, b: &DeviceBuffer, b_shape: &Shape, out: &Shape) -> Result<DeviceBuffer> {
+pub fn binary(
+    op: &'static str,
+    a: &DeviceBuffer,
+    a_shape: &Shape,
+    b: &DeviceBuffer,
+    b_shape: &Shape,
+    out: &Shape,
+) -> Result<DeviceBuffer> {
     let (ga, gb) = views(op, a_shape, b_shape, out)?;
-    run(op, &[a, b], out.numel(), vec![Arg::Gather(ga), Arg::Gather(gb)])
+    run(
+        op,
+        &[a, b],
+        out.numel(),
+        vec![Arg::Gather(ga), Arg::Gather(gb)],
+    )
 }
 
 /// maximum/minimum gradient weights of `a` (1 wins, 0.5 ties, 0 loses), over the broadcast shape.
-pub fn select_weight(max: bool, a: &DeviceBuffer, a_shape: &Shape, b: &DeviceBuffer, b_shape: &Shape, out: &Shape) -> Result<DeviceBuffer> {
+pub fn select_weight(
+    max: bool,
+    a: &DeviceBuffer,
+    a_shape: &Shape,
+    b: &DeviceBuffer,
+    b_shape: &Shape,
+    out: &Shape,
+) -> Result<DeviceBuffer> {
     let (ga, gb) = views("select_weight", a_shape, b_shape, out)?;
-    let k = if max { "select_weight_max" } else { "select_weight_min" };
-    run(k, &[a, b], out.numel(), vec![Arg::Gather(ga), Arg::Gather(gb)])
+    let k = if max {
+        "select_weight_max"
+    } else {
+        "select_weight_min"
+    };
+    run(
+        k,
+        &[a, b],
+        out.numel(),
+        vec![Arg::Gather(ga), Arg::Gather(gb)],
+    )
 }
 
 pub fn pow(x: &DeviceBuffer, e: f64) -> Result<DeviceBuffer> {
@@ -91,7 +138,12 @@ pub fn pow(x: &DeviceBuffer, e: f64) -> Result<DeviceBuffer> {
 }
 
 pub fn pow_grad(x: &DeviceBuffer, g: &DeviceBuffer, e: f64) -> Result<DeviceBuffer> {
-    run("pow_grad", &[x, g], x.len(), vec![Arg::Scalar(e), Arg::Scalar(e - 1.0)])
+    run(
+        "pow_grad",
+        &[x, g],
+        x.len(),
+        vec![Arg::Scalar(e), Arg::Scalar(e - 1.0)],
+    )
 }
 
 fn bounds<'a>(lo: Option<f64>, hi: Option<f64>) -> Vec<Arg<'a>> {
@@ -107,7 +159,12 @@ pub fn clamp(x: &DeviceBuffer, lo: Option<f64>, hi: Option<f64>) -> Result<Devic
     run("clamp", &[x], x.len(), bounds(lo, hi))
 }
 
-pub fn clamp_grad(x: &DeviceBuffer, g: &DeviceBuffer, lo: Option<f64>, hi: Option<f64>) -> Result<DeviceBuffer> {
+pub fn clamp_grad(
+    x: &DeviceBuffer,
+    g: &DeviceBuffer,
+    lo: Option<f64>,
+    hi: Option<f64>,
+) -> Result<DeviceBuffer> {
     run("clamp_grad", &[x, g], x.len(), bounds(lo, hi))
 }
 
@@ -115,7 +172,13 @@ pub fn clamp_grad(x: &DeviceBuffer, g: &DeviceBuffer, lo: Option<f64>, hi: Optio
 /// once a tensor holds it).
 pub fn fill_into(y: &DeviceBuffer, v: f64) -> Result<()> {
     let n = y.len();
-    y.gpu().launch(FAMILY, &name("fill", y.dtype()), y.dtype(), n, &[Arg::Buf(y), Arg::U64(n as u64), Arg::Scalar(v)])
+    y.gpu().launch(
+        FAMILY,
+        &name("fill", y.dtype()),
+        y.dtype(),
+        n,
+        &[Arg::Buf(y), Arg::U64(n as u64), Arg::Scalar(v)],
+    )
 }
 
 /// A new buffer of `len` elements of `dtype` on `like`'s device, all equal to `v`.
@@ -140,24 +203,55 @@ pub fn cast_buffer(x: &DeviceBuffer, dtype: DType) -> Result<DeviceBuffer> {
     let gpu = x.gpu();
     let y = gpu.alloc(dtype, x.len())?;
     let n = x.len();
-    gpu.launch(FAMILY, &name("cast", x.dtype()), x.dtype(), n, &[Arg::Buf(x), Arg::Buf(&y), Arg::U64(n as u64)])?;
+    gpu.launch(
+        FAMILY,
+        &name("cast", x.dtype()),
+        x.dtype(),
+        n,
+        &[Arg::Buf(x), Arg::Buf(&y), Arg::U64(n as u64)],
+    )?;
     Ok(y)
 }
 
 /// Inverted-dropout scales for `n` elements: `1/keep` (in binary64, then rounded to `dtype`)
 /// where `keep > uniform_at(key, i)`, else 0; the same values as random.rs makes on the CPU.
-pub fn dropout_mask(gpu: &std::sync::Arc<crate::backend::cuda::Gpu>, dtype: DType, n: usize, key: u64, keep: f64) -> Result<DeviceBuffer> {
+pub fn dropout_mask(
+    gpu: &std::sync::Arc<crate::backend::cuda::Gpu>,
+    dtype: DType,
+    n: usize,
+    key: u64,
+    keep: f64,
+) -> Result<DeviceBuffer> {
     let y = gpu.alloc(dtype, n)?;
-    let args = [Arg::Buf(&y), Arg::U64(n as u64), Arg::U64(key), Arg::F64(keep), Arg::F64(1.0 / keep)];
+    let args = [
+        Arg::Buf(&y),
+        Arg::U64(n as u64),
+        Arg::U64(key),
+        Arg::F64(keep),
+        Arg::F64(1.0 / keep),
+    ];
     gpu.launch(FAMILY, &name("dropout_mask", dtype), dtype, n, &args)?;
     Ok(y)
 }
 
 /// `lo + u(i) * width` with the RuntimeInit sampler of `key` (= key_of(seed, 0)); `lo` and
 /// `width` are rounded to `dtype` first, as init.rs does for binary32.
-pub fn init_uniform(gpu: &std::sync::Arc<crate::backend::cuda::Gpu>, dtype: DType, n: usize, key: u64, lo: f64, width: f64) -> Result<DeviceBuffer> {
+pub fn init_uniform(
+    gpu: &std::sync::Arc<crate::backend::cuda::Gpu>,
+    dtype: DType,
+    n: usize,
+    key: u64,
+    lo: f64,
+    width: f64,
+) -> Result<DeviceBuffer> {
     let y = gpu.alloc(dtype, n)?;
-    let args = [Arg::Buf(&y), Arg::U64(n as u64), Arg::U64(key), Arg::Scalar(lo), Arg::Scalar(width)];
+    let args = [
+        Arg::Buf(&y),
+        Arg::U64(n as u64),
+        Arg::U64(key),
+        Arg::Scalar(lo),
+        Arg::Scalar(width),
+    ];
     gpu.launch(FAMILY, &name("init_uniform", dtype), dtype, n, &args)?;
     Ok(y)
 }

@@ -19,11 +19,28 @@ pub fn gather_buffer(x: &DeviceBuffer, g: Gather) -> Result<DeviceBuffer> {
     let n = n as usize;
     let gpu = x.gpu();
     let y = gpu.alloc(x.dtype(), n)?;
-    gpu.launch(FAMILY, &name("gather", x), x.dtype(), n, &[Arg::Buf(x), Arg::Buf(&y), Arg::U64(n as u64), Arg::Gather(g)])?;
+    gpu.launch(
+        FAMILY,
+        &name("gather", x),
+        x.dtype(),
+        n,
+        &[
+            Arg::Buf(x),
+            Arg::Buf(&y),
+            Arg::U64(n as u64),
+            Arg::Gather(g),
+        ],
+    )?;
     Ok(y)
 }
 
-fn strided(op: &'static str, x: &DeviceBuffer, dims: &[usize], strides: &[usize], offset: usize) -> Result<DeviceBuffer> {
+fn strided(
+    op: &'static str,
+    x: &DeviceBuffer,
+    dims: &[usize],
+    strides: &[usize],
+    offset: usize,
+) -> Result<DeviceBuffer> {
     let (d, s) = collapse(dims, &[strides]);
     gather_buffer(x, Gather::new(op, &d, &s[0], offset)?)
 }
@@ -53,16 +70,42 @@ pub fn permute(x: &DeviceBuffer, dims: &[usize], perm: &[usize]) -> Result<Devic
 
 /// `x` of shape `from` repeated along broadcast axes to `to`.
 pub fn broadcast_to(x: &DeviceBuffer, from: &Shape, to: &Shape) -> Result<DeviceBuffer> {
-    strided("broadcast_to", x, to.dims(), &broadcast_strides(from, to), 0)
+    strided(
+        "broadcast_to",
+        x,
+        to.dims(),
+        &broadcast_strides(from, to),
+        0,
+    )
 }
 
 /// Rows [start, end) of the middle axis of x viewed as [outer, len, inner].
-pub fn slice(x: &DeviceBuffer, outer: usize, len: usize, inner: usize, start: usize, end: usize) -> Result<DeviceBuffer> {
-    strided("slice", x, &[outer, end - start, inner], &[len * inner, inner, 1], start * inner)
+pub fn slice(
+    x: &DeviceBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+    start: usize,
+    end: usize,
+) -> Result<DeviceBuffer> {
+    strided(
+        "slice",
+        x,
+        &[outer, end - start, inner],
+        &[len * inner, inner, 1],
+        start * inner,
+    )
 }
 
 /// Copies x ([outer, len, inner]) into y ([outer, ylen, inner]) at row `yoff` of the middle axis.
-fn copy_block(x: &DeviceBuffer, y: &DeviceBuffer, len: usize, inner: usize, ylen: usize, yoff: usize) -> Result<()> {
+fn copy_block(
+    x: &DeviceBuffer,
+    y: &DeviceBuffer,
+    len: usize,
+    inner: usize,
+    ylen: usize,
+    yoff: usize,
+) -> Result<()> {
     let n = x.len();
     let args = [
         Arg::Buf(x),
@@ -73,18 +116,30 @@ fn copy_block(x: &DeviceBuffer, y: &DeviceBuffer, len: usize, inner: usize, ylen
         Arg::U64(ylen as u64),
         Arg::U64(yoff as u64),
     ];
-    x.gpu().launch(FAMILY, &name("copy_block", x), x.dtype(), n, &args)
+    x.gpu()
+        .launch(FAMILY, &name("copy_block", x), x.dtype(), n, &args)
 }
 
 /// The gradient of a slice: `g` placed at rows [start, end) of zeros shaped [outer, len, inner].
-pub fn unslice(g: &DeviceBuffer, outer: usize, len: usize, inner: usize, start: usize, end: usize) -> Result<DeviceBuffer> {
+pub fn unslice(
+    g: &DeviceBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+    start: usize,
+    end: usize,
+) -> Result<DeviceBuffer> {
     let y = full_like(g, g.dtype(), outer * len * inner, 0.0)?;
     copy_block(g, &y, end - start, inner, len, start)?;
     Ok(y)
 }
 
 /// Pieces ([outer, len_i, inner] each) joined along the middle axis.
-pub fn concat(pieces: &[(&DeviceBuffer, usize)], outer: usize, inner: usize) -> Result<DeviceBuffer> {
+pub fn concat(
+    pieces: &[(&DeviceBuffer, usize)],
+    outer: usize,
+    inner: usize,
+) -> Result<DeviceBuffer> {
     let total: usize = pieces.iter().map(|p| p.1).sum();
     let first = pieces[0].0;
     let y = first.gpu().alloc(first.dtype(), outer * total * inner)?;
@@ -102,7 +157,18 @@ pub fn take(x: &DeviceBuffer, offsets: &[usize]) -> Result<DeviceBuffer> {
     let idx = gpu.upload_indices(offsets)?;
     let n = offsets.len();
     let y = gpu.alloc(x.dtype(), n)?;
-    gpu.launch(FAMILY, &name("take", x), x.dtype(), n, &[Arg::Buf(x), Arg::Buf(&idx), Arg::Buf(&y), Arg::U64(n as u64)])?;
+    gpu.launch(
+        FAMILY,
+        &name("take", x),
+        x.dtype(),
+        n,
+        &[
+            Arg::Buf(x),
+            Arg::Buf(&idx),
+            Arg::Buf(&y),
+            Arg::U64(n as u64),
+        ],
+    )?;
     Ok(y)
 }
 
@@ -126,7 +192,12 @@ pub fn invert(targets: &[usize], out_len: usize) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// out[p] = base[p] (or 0) + Σ src[k] over k with targets[k] == p, in increasing k.
-pub fn scatter_add(base: Option<&DeviceBuffer>, src: &DeviceBuffer, targets: &[usize], out_len: usize) -> Result<DeviceBuffer> {
+pub fn scatter_add(
+    base: Option<&DeviceBuffer>,
+    src: &DeviceBuffer,
+    targets: &[usize],
+    out_len: usize,
+) -> Result<DeviceBuffer> {
     let gpu = src.gpu();
     let (rowptr, cols) = invert(targets, out_len);
     let (rp, cs) = (gpu.upload_indices(&rowptr)?, gpu.upload_indices(&cols)?);
@@ -139,7 +210,13 @@ pub fn scatter_add(base: Option<&DeviceBuffer>, src: &DeviceBuffer, targets: &[u
         Arg::Buf(&y),
         Arg::U64(out_len as u64),
     ];
-    gpu.launch(FAMILY, &name("scatter_csr", src), src.dtype(), out_len, &args)?;
+    gpu.launch(
+        FAMILY,
+        &name("scatter_csr", src),
+        src.dtype(),
+        out_len,
+        &args,
+    )?;
     Ok(y)
 }
 
@@ -149,7 +226,13 @@ pub fn put_into_zeros(x: &DeviceBuffer, pos: &[usize], out_len: usize) -> Result
     let y = full_like(x, x.dtype(), out_len, 0.0)?;
     let p = gpu.upload_indices(pos)?;
     let n = pos.len();
-    gpu.launch(FAMILY, &name("put", x), x.dtype(), n, &[Arg::Buf(x), Arg::Buf(&p), Arg::Buf(&y), Arg::U64(n as u64)])?;
+    gpu.launch(
+        FAMILY,
+        &name("put", x),
+        x.dtype(),
+        n,
+        &[Arg::Buf(x), Arg::Buf(&p), Arg::Buf(&y), Arg::U64(n as u64)],
+    )?;
     Ok(y)
 }
 

@@ -29,7 +29,9 @@ pub fn gemm(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<De
     let dtype = a.dtype();
     let gpu = a.gpu();
     let rule = precision_rule(dtype, matmul_precision());
-    let call = mm.to_gemm().map_err(|e| Error::arg("matmul", e.to_string()))?;
+    let call = mm
+        .to_gemm()
+        .map_err(|e| Error::arg("matmul", e.to_string()))?;
     let out_len = mm.batch * mm.m * mm.n;
     if rule.convert {
         let (ac, bc) = (cast_buffer(a, rule.compute)?, cast_buffer(b, rule.compute)?);

@@ -555,26 +555,31 @@ pub fn max_pool2d_grad(g: &DeviceBuffer, arg: &[usize], d: PoolDims) -> Result<D
 /// (backend/cpu/pool.rs `avg_pool`).
 pub fn avg_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<DeviceBuffer> {
     let (xn, yn) = pool_sizes("avg_pool2d", &d)?;
-    check_len("avg_pool2d", "an input [N, C, H, W]", x, xn)?;
-    let (gpu, dtype) = (x.gpu(), x.dtype());
-    let y = gpu.alloc(dtype, yn)?;
-    let mut args = vec![x.into(), (&y).into(), yn.into()];
-    args.extend(pool_args(&d));
-    args.push(Arg::Scalar((d.kh * d.kw) as f64));
-    launch(gpu, "avg_pool", dtype, yn, &args)?;
-    Ok(y)
+    avg_pool_kernel("avg_pool", x, "an input [N, C, H, W]", xn, yn, &d)
 }
 
 /// Gradient of average pooling, gathered in the CPU scatter's order (backend/cpu/pool.rs
 /// `avg_pool_grad`).
 pub fn avg_pool2d_grad(g: &DeviceBuffer, d: PoolDims) -> Result<DeviceBuffer> {
     let (xn, yn) = pool_sizes("avg_pool2d", &d)?;
-    check_len("avg_pool2d", "a gradient [N, C, OH, OW]", g, yn)?;
-    let (gpu, dtype) = (g.gpu(), g.dtype());
-    let gx = gpu.alloc(dtype, xn)?;
-    let mut args = vec![g.into(), (&gx).into(), xn.into()];
-    args.extend(pool_args(&d));
+    avg_pool_kernel("avg_pool_grad", g, "a gradient [N, C, OH, OW]", yn, xn, &d)
+}
+
+/// One thread per element of the `out_len` result of `kernel(src, out, out_len, pool dims, KH·KW)`.
+fn avg_pool_kernel(
+    kernel: &str,
+    src: &DeviceBuffer,
+    what: &str,
+    src_len: usize,
+    out_len: usize,
+    d: &PoolDims,
+) -> Result<DeviceBuffer> {
+    check_len("avg_pool2d", what, src, src_len)?;
+    let (gpu, dtype) = (src.gpu(), src.dtype());
+    let out = gpu.alloc(dtype, out_len)?;
+    let mut args = vec![src.into(), (&out).into(), out_len.into()];
+    args.extend(pool_args(d));
     args.push(Arg::Scalar((d.kh * d.kw) as f64));
-    launch(gpu, "avg_pool_grad", dtype, xn, &args)?;
-    Ok(gx)
+    launch(gpu, kernel, dtype, out_len, &args)?;
+    Ok(out)
 }

@@ -9,7 +9,13 @@ use crate::{DType, Result, Shape};
 const FAMILY: &str = "reduce";
 
 /// y[o] = Σ_r x[out(o) + red(r)], r row-major over `red_dims` (increasing source index).
-fn sum_views(x: &DeviceBuffer, out_dims: &[usize], out_strides: &[usize], red_dims: &[usize], red_strides: &[usize]) -> Result<DeviceBuffer> {
+fn sum_views(
+    x: &DeviceBuffer,
+    out_dims: &[usize],
+    out_strides: &[usize],
+    red_dims: &[usize],
+    red_strides: &[usize],
+) -> Result<DeviceBuffer> {
     let (od, os) = collapse(out_dims, &[out_strides]);
     let (rd, rs) = collapse(red_dims, &[red_strides]);
     let n: usize = od.iter().product();
@@ -24,7 +30,13 @@ fn sum_views(x: &DeviceBuffer, out_dims: &[usize], out_strides: &[usize], red_di
         Arg::Gather(Gather::new("sum", &rd, &rs[0], 0)?),
         Arg::U64(rn as u64),
     ];
-    gpu.launch(FAMILY, &format!("sum_{}", dtype_suffix(x.dtype())), x.dtype(), n, &args)?;
+    gpu.launch(
+        FAMILY,
+        &format!("sum_{}", dtype_suffix(x.dtype())),
+        x.dtype(),
+        n,
+        &args,
+    )?;
     Ok(y)
 }
 
@@ -64,7 +76,12 @@ pub fn sum_to_shape(x: &DeviceBuffer, from: &Shape, to: &Shape) -> Result<Device
 
 /// Max over the middle axis of [outer, len, inner] (len >= 1) and the index of the first
 /// maximum along it, copied to the host for the gradient.
-pub fn max_axis(x: &DeviceBuffer, outer: usize, len: usize, inner: usize) -> Result<(DeviceBuffer, Vec<usize>)> {
+pub fn max_axis(
+    x: &DeviceBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Result<(DeviceBuffer, Vec<usize>)> {
     let gpu = x.gpu();
     let n = outer * inner;
     let y = gpu.alloc(x.dtype(), n)?;
@@ -77,13 +94,25 @@ pub fn max_axis(x: &DeviceBuffer, outer: usize, len: usize, inner: usize) -> Res
         Arg::U64(len as u64),
         Arg::U64(inner as u64),
     ];
-    gpu.launch(FAMILY, &format!("max_axis_{}", dtype_suffix(x.dtype())), x.dtype(), n, &args)?;
+    gpu.launch(
+        FAMILY,
+        &format!("max_axis_{}", dtype_suffix(x.dtype())),
+        x.dtype(),
+        n,
+        &args,
+    )?;
     let idx = gpu.download::<u64>(&arg)?;
     Ok((y, idx.into_iter().map(|i| i as usize).collect()))
 }
 
 /// The gradient of max: `g` placed at the argmax positions of zeros shaped [outer, len, inner].
-pub fn max_grad(g: &DeviceBuffer, argmax: &[usize], outer: usize, len: usize, inner: usize) -> Result<DeviceBuffer> {
+pub fn max_grad(
+    g: &DeviceBuffer,
+    argmax: &[usize],
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Result<DeviceBuffer> {
     let mut pos = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for i in 0..inner {
