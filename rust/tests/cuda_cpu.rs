@@ -150,6 +150,20 @@ fn every_kernel_compiles_through_nvrtc_for_sm_90() {
         let cubin = kernels::compile_cubin(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&cubin[..4], b"\x7fELF", "{family}: not a CUBIN");
     }
+    // compile_image keeps the CUBIN in the on-disk cache, under a name keyed by the source.
+    let dir = std::env::temp_dir().join(format!("tlrs-kernel-cache-{}", std::process::id()));
+    std::env::set_var("TLRS_CACHE_DIR", &dir);
+    let src = kernels::source("reduce", DType::F64).unwrap();
+    kernels::compile_image("reduce_f64.cu", &src, "sm_90").unwrap();
+    let cached: Vec<_> = std::fs::read_dir(dir.join("kernels"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(cached.len(), 1, "one cached image");
+    kernels::compile_image("reduce_f64.cu", &src, "sm_90").unwrap();
+    assert_eq!(std::fs::read_dir(dir.join("kernels")).unwrap().count(), 1);
+    std::env::remove_var("TLRS_CACHE_DIR");
+    let _ = std::fs::remove_dir_all(&dir);
     // A kernel with a type error must come back as an error carrying NVRTC's log.
     let src = "extern \"C\" __global__ void bad(float* y) { y[0] = undeclared_name; }";
     let bad = kernels::compile_source("bad.cu", src, "sm_90").unwrap_err();

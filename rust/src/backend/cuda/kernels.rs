@@ -291,11 +291,31 @@ pub fn compile_source(name: &str, src: &str, arch: &str) -> Result<String, Strin
 /// NVRTC would ask the driver to JIT an ISA it may not know), else PTX text.
 pub fn compile_image(name: &str, src: &str, arch: &str) -> Result<Ptx, String> {
     if super::probe::library_present("nvrtc") {
+        let key = super::cache::key(src, arch, &nvrtc_version());
+        if let Some(cubin) = super::cache::load(&key) {
+            return Ok(Ptx::from_binary(cubin));
+        }
         if let Ok(Ok(cubin)) = catch_unwind(AssertUnwindSafe(|| compile_cubin(src, arch))) {
+            super::cache::store(&key, &cubin);
             return Ok(Ptx::from_binary(cubin));
         }
     }
     compile_source(name, src, arch).map(Ptx::from_src)
+}
+
+/// "nvrtc MAJOR.MINOR" of the loaded library (part of the kernel cache key).
+fn nvrtc_version() -> String {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two out-parameters; the caller checked that libnvrtc is loadable.
+    let ok = catch_unwind(AssertUnwindSafe(|| unsafe {
+        cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor)
+            .result()
+            .is_ok()
+    }));
+    match ok {
+        Ok(true) => format!("nvrtc {major}.{minor}"),
+        _ => "nvrtc unknown".to_string(),
+    }
 }
 
 /// Compiles `src` to a CUBIN for `arch` (a real architecture such as "sm_90"); needs libnvrtc.

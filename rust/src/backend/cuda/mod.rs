@@ -5,6 +5,7 @@
 
 pub mod blas;
 pub mod buffer;
+pub mod cache;
 pub mod emu;
 pub mod gpu;
 pub mod kernels;
