@@ -20,6 +20,10 @@ def test_queries_never_raise():
     assert d["binding"] == "cuda-13000"
     assert d["device tensors"] == "f32 and f64 (NVRTC kernels, cuBLAS GEMM)"
     assert d["tf32"] == "off"
+    # A library preloaded from a pip wheel is reported with the path it was loaded from.
+    for path in d["preloaded from pip"].split(", "):
+        if "libnvrtc" in path:
+            assert d["nvrtc library"] == f"found: {path}"
 
 
 def test_allow_tf32_flag_round_trips():

@@ -238,3 +238,29 @@ def test_compiled_backend_with_cuda_is_refused_before_the_run():
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip() == ("tlrs: error: the compiled backend runs on the CPU only; use --backend "
                                 "eager with --device cuda, or --backend compiled with --cpu")
+
+
+def test_a_cuda_module_saves_and_loads_with_its_optimizer_state(tmp_path):
+    defn, _ = SMALL_MODELS["mlp_classifier"]("float32")
+    opts = Options().to_device(DEV)
+    m = tlrs.instantiate_with_options(defn, "float32", opts)
+    opt = tlrs.optim.adam_default(1e-2)
+    data = _samples(defn, "float32")
+    state = m.train_with(opt, m.init_optim(opt), 3, data, log_every=0)
+    path = tmp_path / "m.safetensors"
+    m.save(str(path), state)
+    back, back_state = tlrs.Module.load_checkpoint(str(path), defn, opts)
+    assert all(p.device == "cuda:0" for p in back.params())
+    for a, b in zip(m.params(), back.params(), strict=True):
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+    # Training resumes on the device from the loaded state exactly as from the live one.
+    m.train_with(opt, state, 2, data, log_every=0)
+    back.train_with(tlrs.optim.adam_default(1e-2), back_state, 2, data, log_every=0)
+    for a, b in zip(m.params(), back.params(), strict=True):
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+
+
+def test_synchronize_waits_and_never_fails():
+    y = ops.tanh(tlrs.tensor(np.ones([64, 64]), device=DEV))
+    tlrs.cuda.synchronize()
+    assert float(y.numpy()[0, 0]) == pytest.approx(np.tanh(1.0))

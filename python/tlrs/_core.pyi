@@ -480,6 +480,8 @@ def cuda_device_count() -> int:
     """The number of CUDA devices visible (0 when built without CUDA)."""
 def cuda_diagnostics() -> list[tuple[str, str]]:
     """(item, finding) pairs describing the CUDA setup."""
+def cuda_synchronize() -> None:
+    """Wait until all queued work on the opened CUDA devices has finished."""
 def cuda_set_tf32(on: bool) -> None:
     """Allow TF32 tensor-core math for later float32 GPU matmuls."""
 def cuda_set_matmul_precision(precision: str) -> None:

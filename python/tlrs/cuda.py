@@ -75,6 +75,12 @@ def allow_tf32(on: bool) -> None:
     _core.cuda_set_tf32(_TF32)
 
 
+def synchronize() -> None:
+    """Wait until every kernel and copy queued on the CUDA devices in use has finished (kernels
+    run asynchronously; time GPU work with this, as with `torch.cuda.synchronize()`)."""
+    _core.cuda_synchronize()
+
+
 def set_matmul_precision(precision: str) -> None:
     """Compute later GPU matmuls with SGEMM ('fp32', the default) or DGEMM ('fp64'), whatever
     the tensors' dtype (SPEC §2). Raises ValueError for another name."""

@@ -40,6 +40,12 @@ pub fn cuda_diagnostics() -> Vec<(String, String)> {
     d
 }
 
+/// Waits until every queued kernel and copy on the opened devices has finished.
+#[pyfunction]
+pub fn cuda_synchronize(py: Python<'_>) -> PyResult<()> {
+    py.detach(|| super::errors::guard(cuda::synchronize_all))
+}
+
 #[pyfunction]
 pub fn cuda_set_tf32(on: bool) {
     cuda::set_tf32(on);

@@ -117,6 +117,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         cuda::cuda_device_count,
         cuda::cuda_diagnostics,
         cuda::cuda_set_tf32,
+        cuda::cuda_synchronize,
         cuda::cuda_set_matmul_precision,
         cuda::build_features,
         nn_ops::assign_,

@@ -44,6 +44,20 @@ pub struct Gpu {
 
 static TF32: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Waits for all work queued on every device opened so far (a no-op on the emulator).
+pub fn synchronize_all() -> Result<()> {
+    let gpus: Vec<Arc<Gpu>> = match registry().lock() {
+        Ok(g) => g.values().cloned().collect(),
+        Err(_) => return Err(cuda_err("device registry", "poisoned lock")),
+    };
+    gpus.iter().try_for_each(|g| g.synchronize())
+}
+
+fn registry() -> &'static Mutex<HashMap<usize, Arc<Gpu>>> {
+    static GPUS: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
+    GPUS.get_or_init(Default::default)
+}
+
 /// Allows TF32 tensor-core math for f32 GEMMs from now on (off unless asked; SPEC §2).
 pub fn set_tf32(on: bool) {
     TF32.store(on, std::sync::atomic::Ordering::Relaxed);
@@ -63,9 +77,7 @@ fn caught<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 
 /// The device `cuda:ordinal`, opened once per process.
 pub fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
-    static GPUS: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
-    let mut gpus = GPUS
-        .get_or_init(Default::default)
+    let mut gpus = registry()
         .lock()
         .map_err(|_| cuda_err("device registry", "poisoned lock"))?;
     if let Some(g) = gpus.get(&ordinal) {

@@ -13,5 +13,5 @@ pub mod ops;
 pub mod probe;
 
 pub use buffer::{Arg, DeviceBuffer, Gather, MAX_RANK};
-pub use gpu::{emulated, gpu, set_tf32, tf32_allowed, Gpu, EMULATOR_ENV};
+pub use gpu::{emulated, gpu, set_tf32, synchronize_all, tf32_allowed, Gpu, EMULATOR_ENV};
 pub use probe::{device_count, diagnostics, probe, CudaInfo, CudaUnavailable, MissingLibrary};

@@ -256,9 +256,27 @@ pub fn device_count() -> usize {
     probe().map(|i| i.device_count).unwrap_or(0)
 }
 
+/// Where library `lib` is mapped into this process (Linux), e.g. a pip wheel's copy.
+pub fn loaded_path(lib: &str) -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let prefix = format!("lib{lib}.so");
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|path| {
+            std::path::Path::new(path)
+                .file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with(&prefix))
+        })
+        .map(str::to_string)
+}
+
 fn found(lib: &str) -> String {
     if library_present(lib) {
-        "found".to_string()
+        match loaded_path(lib) {
+            Some(path) => format!("found: {path}"),
+            None => "found by the system loader".to_string(),
+        }
     } else {
         format!("not found (searched {})", candidates(lib).join(", "))
     }
