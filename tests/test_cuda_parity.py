@@ -264,3 +264,17 @@ def test_synchronize_waits_and_never_fails():
     y = ops.tanh(tlrs.tensor(np.ones([64, 64]), device=DEV))
     tlrs.cuda.synchronize()
     assert float(y.numpy()[0, 0]) == pytest.approx(np.tanh(1.0))
+
+
+def test_constructors_place_tensors_on_the_device():
+    tlrs.manual_seed(5)
+    cpu = [tlrs.rand(3, 4), tlrs.randn(3, 4)]
+    tlrs.manual_seed(5)
+    dev = [tlrs.rand(3, 4, device=DEV), tlrs.randn(3, 4, device=DEV, requires_grad=True)]
+    for a, b in zip(cpu, dev, strict=True):
+        assert b.device == "cuda:0" and a.numpy().tobytes() == b.numpy().tobytes()
+    assert dev[1].requires_grad and dev[1].is_leaf
+    for t in (tlrs.arange(5, device=DEV), tlrs.zeros(2, 3, device=DEV), tlrs.ones(2, device=DEV),
+              tlrs.full([2], 7.0, device=DEV), tlrs.tensor([1.0, 2.0], device=DEV)):
+        assert t.device == "cuda:0"
+    assert tlrs.arange(4, device=DEV).numpy().tolist() == [0.0, 1.0, 2.0, 3.0]

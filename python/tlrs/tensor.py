@@ -76,12 +76,16 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_gra
             arr = arr.astype(np.float64)
     else:
         arr = arr.astype(_dtype_name(dtype))
-    dev = _device(device)
     # asarray(order='C') keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
-    t = _core.tensor_from_numpy(np.asarray(arr, order="C"), requires_grad and dev == "cpu")
+    return _place(_core.tensor_from_numpy(np.asarray(arr, order="C")), device, requires_grad)
+
+
+def _place(t: Tensor, device: str | None, requires_grad: bool) -> Tensor:
+    """`t` (a fresh CPU leaf) copied to `device`, as a leaf with `requires_grad`."""
+    dev = _device(device)
     if dev != "cpu":
         t = t.to(dev).detach()
-        t.requires_grad = requires_grad
+    t.requires_grad = requires_grad
     return t
 
 
@@ -113,22 +117,26 @@ def ones(*shape: Shape, dtype: Any = None, device: str | None = None, requires_g
 
 
 def arange(start: float, end: float | None = None, step: float = 1.0, dtype: Any = None,
-           requires_grad: bool = False) -> Tensor:
+           device: str | None = None, requires_grad: bool = False) -> Tensor:
     """Values from `start` (inclusive) to `end` (exclusive) by `step`, as `torch.arange`."""
     if end is None:
         start, end = 0.0, start
     if step == 0:
         raise ValueError("arange: expected a non-zero step, got 0")
     arr = np.arange(start, end, step, dtype=_dtype_name(dtype))
-    return _core.tensor_from_numpy(arr, requires_grad)
+    return _place(_core.tensor_from_numpy(arr), device, requires_grad)
 
 
-def rand(*shape: Shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform values in [0, 1) from the global seed stream (see `manual_seed`)."""
-    return _core.rand(_shape(shape), _dtype_name(dtype), requires_grad)
+def rand(*shape: Shape, dtype: Any = None, device: str | None = None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform values in [0, 1) from the global seed stream (see `manual_seed`); on a CUDA
+    device the same values as on the CPU (drawn on the host, then copied)."""
+    return _place(_core.rand(_shape(shape), _dtype_name(dtype)), device, requires_grad)
 
 
-def randn(*shape: Shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal values from the global seed stream (see `manual_seed`)."""
-    return _core.randn(_shape(shape), _dtype_name(dtype), requires_grad)
+def randn(*shape: Shape, dtype: Any = None, device: str | None = None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal values from the global seed stream (see `manual_seed`); on a CUDA device
+    the same values as on the CPU (drawn on the host, then copied)."""
+    return _place(_core.randn(_shape(shape), _dtype_name(dtype)), device, requires_grad)
 
