@@ -60,3 +60,9 @@ def test_cli_cuda_is_one_error_line_exit_2():
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("tlrs: error: ") and "CUDA" in err[0]
     assert proc.stdout == ""
+
+
+def test_cuda_method_raises_cleanly():
+    with pytest.raises(tlrs.CudaUnavailableError):
+        tlrs.ones(2).cuda()
+    assert tlrs.ones(2).cpu().device == "cpu"

@@ -278,3 +278,11 @@ def test_constructors_place_tensors_on_the_device():
               tlrs.full([2], 7.0, device=DEV), tlrs.tensor([1.0, 2.0], device=DEV)):
         assert t.device == "cuda:0"
     assert tlrs.arange(4, device=DEV).numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_cpu_and_cuda_methods_move_tensors_and_carry_gradients():
+    x = tlrs.tensor([1.0, -2.0], requires_grad=True)
+    y = x.cuda()
+    assert y.device == "cuda:0" and y.cpu().device == "cpu"
+    (g,) = tlrs.grad(ops.sum(ops.mul(y, y)).cpu(), [x])
+    assert g.device == "cpu" and g.numpy().tolist() == [2.0, -4.0]

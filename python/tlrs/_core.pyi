@@ -86,6 +86,10 @@ class Tensor:
         """The same data, cut off from the autograd graph."""
     def to(self, target: str) -> Tensor:
         """Converts to a dtype ('float32'/'float64') or moves to a device ('cpu', 'cuda:N')."""
+    def cpu(self) -> Tensor:
+        """A copy on the CPU (this tensor when it is already there)."""
+    def cuda(self, device: int = 0) -> Tensor:
+        """A copy on CUDA device `device`."""
     def backward(self) -> None:
         """Accumulates gradients of this (scalar) tensor into the leaves' .grad."""
     def __len__(self) -> int:

@@ -193,6 +193,15 @@ impl PyTensor {
         })?;
         guard(|| self.inner.to_device(dev)).map(PyTensor::new)
     }
+    /// A copy on the CPU (this tensor when it is already there).
+    fn cpu(&self) -> PyResult<PyTensor> {
+        guard(|| self.inner.to_device(Device::Cpu)).map(PyTensor::new)
+    }
+    /// A copy on CUDA device `device` (default 0).
+    #[pyo3(signature = (device=0))]
+    fn cuda(&self, device: usize) -> PyResult<PyTensor> {
+        guard(|| self.inner.to_device(Device::Cuda(device))).map(PyTensor::new)
+    }
     fn backward(&self, py: Python<'_>) -> PyResult<()> {
         let t = self.inner.clone();
         py.detach(|| guard(|| crate::autograd::backward(&t)))
