@@ -100,6 +100,8 @@ CASES = [
     ("avg_pool2d", lambda x: L.avg_pool2d(x, 3, stride=2, padding=1), [[2, 3, 7, 7]], False),
     ("global_avg_pool2d", L.global_avg_pool2d, [[2, 3, 4, 4]], False),
     ("batch_norm", lambda x, w, b: L.batch_norm(x, weight=w, bias=b, training=True), [[3, 2, 4, 4], [2], [2]], False),
+    ("batch_norm eval", lambda x, m, v: L.batch_norm(x, m, ops.add(ops.mul(v, v), 0.5)),
+     [[3, 2, 4, 4], [2], [2]], False),
     ("layer_norm", lambda x, w, b: L.layer_norm(x, 6, w, b), [[4, 6], [6], [6]], False),
     ("attention", lambda x, q, k, v, o: L.multi_head_attention(x, q, k, v, o, 2), [[2, 5, 8]] + [[8, 8]] * 4, False),
     ("embedding", lambda w: L.embedding(np.array([[3, 0], [3, 1]]), w), [[4, 3]], False),
@@ -286,3 +288,15 @@ def test_cpu_and_cuda_methods_move_tensors_and_carry_gradients():
     assert y.device == "cuda:0" and y.cpu().device == "cpu"
     (g,) = tlrs.grad(ops.sum(ops.mul(y, y)).cpu(), [x])
     assert g.device == "cpu" and g.numpy().tolist() == [2.0, -4.0]
+
+
+def test_batch_norm_updates_running_statistics_on_the_device():
+    x = np.random.default_rng(9).normal(size=[4, 3, 5, 5])
+    out = []
+    for device in ("cpu", DEV):
+        rm, rv = tlrs.zeros(3, device=device), tlrs.ones(3, device=device)
+        L.batch_norm(tlrs.tensor(x, device=device), rm, rv, training=True)
+        assert rm.device == rv.device == ("cpu" if device == "cpu" else "cuda:0")
+        out.append((rm.numpy(), rv.numpy()))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-12, atol=1e-12)
