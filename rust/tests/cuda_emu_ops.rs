@@ -407,3 +407,41 @@ fn convolution_pooling_and_attention_match_the_cpu() {
         ops::multi_head_attention(&t[0], &t[1], &t[2], &t[3], &t[4], 2, Some(&mask))
     });
 }
+
+#[test]
+fn cpu_scalars_go_to_kernels_by_value_on_either_side() {
+    let d = cuda();
+    let v = rand_vec_away_from_zero(130, 12, 0.2, 2.0);
+    for dtype in [DType::F32, DType::F64] {
+        let s = Tensor::scalar(0.75, dtype);
+        for op in [
+            ops::BinaryOp::Add,
+            ops::BinaryOp::Sub,
+            ops::BinaryOp::Mul,
+            ops::BinaryOp::Div,
+            ops::BinaryOp::Maximum,
+            ops::BinaryOp::Minimum,
+        ] {
+            for left in [false, true] {
+                let run = |device: Device| {
+                    let x = leaf(&v, &[3, 4], dtype, device);
+                    let y = if left {
+                        ops::binary(op, &s, &x)
+                    } else {
+                        ops::binary(op, &x, &s)
+                    }
+                    .unwrap();
+                    assert_eq!(y.device(), device);
+                    let g = grad(&ops::sum(&y, None, false).unwrap(), &[x]).unwrap();
+                    (y.to_f64_vec().unwrap(), g[0].to_f64_vec().unwrap())
+                };
+                assert_eq!(
+                    run(Device::Cpu),
+                    run(d),
+                    "{} left={left} {dtype}",
+                    op.name()
+                );
+            }
+        }
+    }
+}

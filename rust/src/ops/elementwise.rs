@@ -373,7 +373,30 @@ fn align_scalar(op: &'static str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Ten
     }
 }
 
+/// A device tensor with a CPU scalar of its dtype: the scalar goes to the kernel by value.
+fn device_scalar(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Option<Storage>> {
+    if a.dtype() != b.dtype() {
+        return Ok(None);
+    }
+    let (x, s, left) = match (dev(a), dev(b)) {
+        (Some(x), None) if b.rank() == 0 => (x, b, false),
+        (None, Some(x)) if a.rank() == 0 => (x, a, true),
+        _ => return Ok(None),
+    };
+    Ok(Some(
+        cu::binary_scalar(op.name(), x, s.item()?, left)?.into(),
+    ))
+}
+
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if let Some(s) = device_scalar(op, a, b)? {
+        let shape = if a.rank() == 0 { b.shape() } else { a.shape() };
+        return Ok(Tensor::from_op(
+            s,
+            shape.clone(),
+            Op::Binary(op, a.clone(), b.clone()),
+        ));
+    }
     let (da, db) = align_scalar(op.name(), a, b)?;
     if let (Some(x), Some(y)) = (dev(&da), dev(&db)) {
         check_same_dtype(op.name(), &[a, b])?;

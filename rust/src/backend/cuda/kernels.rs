@@ -127,6 +127,19 @@ extern "C" __global__ void $NAME_$S(const $T* __restrict__ x, const $T* __restri
 }
 "#;
 
+/// A binary op between a tensor and a scalar passed by value (a Python number or a CPU scalar
+/// meeting a device tensor), so no scalar is copied to the device.
+const BINARY_SCALAR_TEMPLATE: &str = r#"
+extern "C" __global__ void $NAME_scalar_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n,
+                                          $T s, u64 scalar_left) {
+    GRID_LOOP(i, n) {
+        $T a = scalar_left ? s : x[i];
+        $T b = scalar_left ? x[i] : s;
+        y[i] = $EXPR;
+    }
+}
+"#;
+
 /// The hand-written kernels of each family (templates over $T, $S, $F and $O, the other dtype).
 fn family_file(family: &str) -> Option<&'static str> {
     match family {
@@ -175,6 +188,7 @@ pub fn source(family: &str, dtype: DType) -> Option<String> {
         }
         for (name, expr) in BINARY_OPS {
             src.push_str(&instantiate(BINARY_TEMPLATE, name, expr, dtype));
+            src.push_str(&instantiate(BINARY_SCALAR_TEMPLATE, name, expr, dtype));
         }
     }
     src.push_str(&instantiate(family_file(family)?, "", "", dtype));

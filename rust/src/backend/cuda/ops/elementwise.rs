@@ -110,6 +110,21 @@ pub fn binary(
     )
 }
 
+/// `x op s` (or `s op x` when `scalar_left`) for a scalar `s` passed by value.
+pub fn binary_scalar(
+    op: &'static str,
+    x: &DeviceBuffer,
+    s: f64,
+    scalar_left: bool,
+) -> Result<DeviceBuffer> {
+    run(
+        &format!("{op}_scalar"),
+        &[x],
+        x.len(),
+        vec![Arg::Scalar(s), Arg::U64(scalar_left as u64)],
+    )
+}
+
 /// maximum/minimum gradient weights of `a` (1 wins, 0.5 ties, 0 loses), over the broadcast shape.
 pub fn select_weight(
     max: bool,
