@@ -300,3 +300,8 @@ def test_batch_norm_updates_running_statistics_on_the_device():
         out.append((rm.numpy(), rv.numpy()))
     np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-12, atol=1e-12)
+
+
+def test_repr_names_the_device():
+    x = tlrs.tensor([1.0, 2.0], dtype="float32", device=DEV, requires_grad=True)
+    assert repr(x) == "tensor([1., 2.], device='cuda:0', dtype=float32, requires_grad=True)"

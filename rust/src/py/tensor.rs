@@ -299,6 +299,9 @@ impl PyTensor {
             .call_method("array2string", (arr,), Some(&kwargs))?
             .extract()?;
         let mut extra = String::new();
+        if self.inner.device() != Device::Cpu {
+            extra.push_str(&format!(", device='{}'", self.inner.device()));
+        }
         if self.inner.dtype() != DType::F64 {
             extra.push_str(&format!(", dtype={}", self.inner.dtype()));
         }
