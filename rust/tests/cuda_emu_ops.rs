@@ -445,3 +445,34 @@ fn cpu_scalars_go_to_kernels_by_value_on_either_side() {
         }
     }
 }
+
+#[test]
+fn long_sums_fold_in_fixed_chunks() {
+    // Beyond SUM_CHUNK elements per output the device folds chunks, then the chunk sums: within
+    // the rounding of either order of the CPU's single fold, and the same bits on every run.
+    let n = 3 * tlrs::backend::cuda::ops::SUM_CHUNK + 17;
+    let d = cuda();
+    let v = rand_vec(140, 6 * n, -1.0, 1.0);
+    for dtype in [DType::F32, DType::F64] {
+        let eps = if dtype == DType::F32 { 6e-8 } else { 1.2e-16 };
+        for (shape, axis) in [
+            (vec![6 * n], None),
+            (vec![2, n, 3], Some(1)),
+            (vec![n, 6], Some(0)),
+        ] {
+            let sum = |device: Device| {
+                let x = leaf(&v, &shape, dtype, device);
+                ops::sum(&x, axis, false).unwrap().to_f64_vec().unwrap()
+            };
+            let (cpu, dev) = (sum(Device::Cpu), sum(d));
+            let bound = 2.0 * eps * (6 * n) as f64 * v.iter().map(|x| x.abs()).sum::<f64>();
+            for (a, b) in cpu.iter().zip(&dev) {
+                assert!(
+                    (a - b).abs() <= bound,
+                    "{dtype} {shape:?}: cpu {a} cuda {b}"
+                );
+            }
+            assert_eq!(dev, sum(d), "{dtype} {shape:?}: repeatable");
+        }
+    }
+}

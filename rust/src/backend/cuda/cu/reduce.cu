@@ -18,6 +18,28 @@ extern "C" __global__ void sum_$S(const $T* __restrict__ x, $T* __restrict__ y, 
     }
 }
 
+// Long reductions in two levels: thread t folds chunk t % chunks of output t / chunks (left
+// to right from 0); `sum` then folds each output's chunk partials in order. The split depends
+// only on the sizes, so results still repeat bit for bit.
+extern "C" __global__ void sum_chunks_$S(const $T* __restrict__ x, $T* __restrict__ partial,
+                                        u64 n, Gather out, Gather red, u64 rn, u64 chunk,
+                                        u64 chunks) {
+    GRID_LOOP(t, n) {
+        u64 o = t / chunks;
+        u64 c = t - o * chunks;
+        const $T* p = x + gather_offset(out, o);
+        u64 end = (c + 1) * chunk < rn ? (c + 1) * chunk : rn;
+        $T acc = ($T)0;
+        if (red.rank == 1) {
+            u64 s = red.strides[0];
+            for (u64 r = c * chunk; r < end; ++r) acc = acc + p[r * s];
+        } else {
+            for (u64 r = c * chunk; r < end; ++r) acc = acc + p[gather_offset(red, r)];
+        }
+        partial[t] = acc;
+    }
+}
+
 // Max over the middle axis of [outer, len, inner] and the index of the first maximum; a NaN
 // wins over any number (the CPU rule). n = outer * inner, len >= 1.
 extern "C" __global__ void max_axis_$S(const $T* __restrict__ x, $T* __restrict__ y,

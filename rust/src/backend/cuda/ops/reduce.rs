@@ -8,6 +8,10 @@ use crate::{DType, Result, Shape};
 
 const FAMILY: &str = "reduce";
 
+/// Reductions up to this long are one left fold per output, as on the CPU (bit for bit equal
+/// where the additions are); longer ones fold chunks of this size in parallel, then the chunks.
+pub const SUM_CHUNK: usize = 4096;
+
 /// y[o] = Σ_r x[out(o) + red(r)], r row-major over `red_dims` (increasing source index).
 fn sum_views(
     x: &DeviceBuffer,
@@ -21,6 +25,23 @@ fn sum_views(
     let n: usize = od.iter().product();
     let rn: usize = rd.iter().product();
     let gpu = x.gpu();
+    if rn > SUM_CHUNK {
+        let chunks = rn.div_ceil(SUM_CHUNK);
+        let partial = gpu.alloc(x.dtype(), n * chunks)?;
+        let args = [
+            Arg::Buf(x),
+            Arg::Buf(&partial),
+            Arg::U64((n * chunks) as u64),
+            Arg::Gather(Gather::new("sum", &od, &os[0], 0)?),
+            Arg::Gather(Gather::new("sum", &rd, &rs[0], 0)?),
+            Arg::U64(rn as u64),
+            Arg::U64(SUM_CHUNK as u64),
+            Arg::U64(chunks as u64),
+        ];
+        let kernel = format!("sum_chunks_{}", dtype_suffix(x.dtype()));
+        gpu.launch(FAMILY, &kernel, x.dtype(), n * chunks, &args)?;
+        return sum_views(&partial, &[n], &[chunks], &[chunks], &[1]);
+    }
     let y = gpu.alloc(x.dtype(), n)?;
     let args = [
         Arg::Buf(x),
