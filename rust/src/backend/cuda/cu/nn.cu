@@ -183,19 +183,6 @@ extern "C" __global__ void col2im_$S(const $T* __restrict__ gcols, $T* __restric
     }
 }
 
-// gb[o] = Σ over (n, oy, ox) of gY[n, o, oy, ox], in that order (conv2d_grad_bias). n = OC.
-extern "C" __global__ void conv_bias_grad_$S(const $T* __restrict__ g, $T* __restrict__ gb, u64 n,
-                                            u64 batch, u64 plane) {
-    GRID_LOOP(o, n) {
-        $T s = ($T)0;
-        for (u64 nb = 0; nb < batch; ++nb) {
-            const $T* row = g + (nb * n + o) * plane;
-            for (u64 p = 0; p < plane; ++p) s = s + row[p];
-        }
-        gb[o] = s;
-    }
-}
-
 // ---- pooling over [planes, H, W] ----
 // A window starts at o·stride - pad and is clipped to the image, as PoolDims::window.
 __device__ __forceinline__ void nn_window(u64 o, u64 k, u64 stride, u64 pad, u64 size, u64* lo,

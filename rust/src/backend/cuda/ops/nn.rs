@@ -443,20 +443,10 @@ pub fn conv2d_grads(
         ],
     )?;
 
-    let gb = gpu.alloc(dtype, d.oc)?;
-    launch(
-        gpu,
-        "conv_bias_grad",
-        dtype,
-        d.oc,
-        &[
-            g.into(),
-            (&gb).into(),
-            d.oc.into(),
-            d.n.into(),
-            s.plane.into(),
-        ],
-    )?;
+    // gb[o] = Σ over (n, oy, ox) of gY[n, o, oy, ox] in that order (conv2d_grad_bias); long
+    // folds are chunked like every device sum.
+    let plane = s.plane;
+    let gb = super::reduce::sum_strided(g, &[d.oc], &[plane], &[d.n, plane], &[d.oc * plane, 1])?;
     Ok([gx, gw, gb])
 }
 

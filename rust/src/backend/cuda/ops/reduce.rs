@@ -13,6 +13,16 @@ const FAMILY: &str = "reduce";
 pub const SUM_CHUNK: usize = 4096;
 
 /// y[o] = Σ_r x[out(o) + red(r)], r row-major over `red_dims` (increasing source index).
+pub fn sum_strided(
+    x: &DeviceBuffer,
+    out_dims: &[usize],
+    out_strides: &[usize],
+    red_dims: &[usize],
+    red_strides: &[usize],
+) -> Result<DeviceBuffer> {
+    sum_views(x, out_dims, out_strides, red_dims, red_strides)
+}
+
 fn sum_views(
     x: &DeviceBuffer,
     out_dims: &[usize],
