@@ -319,7 +319,7 @@ impl Gpu {
         }
     }
 
-    /// Name/value lines for diagnostics: which backend serves this device.
+    /// One line for diagnostics: which backend serves this device.
     pub fn describe(&self) -> String {
         match &self.backend {
             Backend::Real(r) => format!("cuda:{} ({}, kernels built by NVRTC)", self.ordinal, r.arch),
