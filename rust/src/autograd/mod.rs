@@ -7,7 +7,7 @@ mod op;
 mod rules;
 
 pub use backward::{backward, grad};
-pub use op::Op;
+pub use op::{Argmax, Op};
 
 use std::cell::Cell;
 

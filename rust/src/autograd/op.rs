@@ -7,6 +7,14 @@ use crate::Shape;
 use crate::Tensor;
 use std::sync::Arc;
 
+/// Where a max or max-pool recorded its winners: on the host for CPU tensors, on the device
+/// for CUDA tensors (so the forward pass never waits for the device).
+#[derive(Clone)]
+pub enum Argmax {
+    Host(Arc<Vec<usize>>),
+    Device(Arc<crate::backend::cuda::DeviceBuffer>),
+}
+
 #[derive(Clone)]
 pub enum Op {
     Cast(Tensor),
@@ -29,7 +37,7 @@ pub enum Op {
         x: Tensor,
         axis: Option<usize>,
         keepdim: bool,
-        argmax: Arc<Vec<usize>>,
+        argmax: Argmax,
     },
     SumTo(Tensor),
     BroadcastTo(Tensor),
@@ -74,7 +82,7 @@ pub enum Op {
     MaxPool2d {
         x: Tensor,
         d: PoolDims,
-        argmax: Arc<Vec<usize>>,
+        argmax: Argmax,
     },
     AvgPool2d {
         x: Tensor,

@@ -1,6 +1,6 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
-use crate::autograd::Op;
+use crate::autograd::{Argmax, Op};
 use crate::backend::cpu::conv::{self as k, ConvDims};
 use crate::backend::cpu::parallel::fast_kernels;
 use crate::backend::cpu::pool::{self as pk, PoolDims};
@@ -216,28 +216,20 @@ pub fn max_pool2d(
     let d = pool_dims("max_pool2d", &x, kernel_size, stride, padding)?;
     let (s, arg): (Storage, _) = match x.storage() {
         Storage::Cuda(c) => {
-            let (y, a) = cu::max_pool2d(&c.0, d)?;
-            (y.into(), a)
+            let (y, a) = cu::max_pool2d_on_device(&c.0, d)?;
+            (y.into(), Argmax::Device(Arc::new(a)))
         }
         Storage::Cpu(CpuStorage::F32(v)) => {
             let (y, a) = pk::max_pool(v, d);
-            (CpuStorage::F32(y).into(), a)
+            (CpuStorage::F32(y).into(), Argmax::Host(Arc::new(a)))
         }
         Storage::Cpu(CpuStorage::F64(v)) => {
             let (y, a) = pk::max_pool(v, d);
-            (CpuStorage::F64(y).into(), a)
+            (CpuStorage::F64(y).into(), Argmax::Host(Arc::new(a)))
         }
     };
     let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
-    let y = Tensor::from_op(
-        s,
-        shape,
-        Op::MaxPool2d {
-            x,
-            d,
-            argmax: Arc::new(arg),
-        },
-    );
+    let y = Tensor::from_op(s, shape, Op::MaxPool2d { x, d, argmax: arg });
     Ok(unbatch(y, squeeze))
 }
 
@@ -260,15 +252,15 @@ pub fn avg_pool2d(
     Ok(unbatch(y, squeeze))
 }
 
-pub(crate) fn max_pool2d_grad(
-    x: &Tensor,
-    d: PoolDims,
-    arg: &[usize],
-    g: &Tensor,
-) -> Result<Tensor> {
-    if let Some(b) = dev(g) {
-        return Tensor::from_storage(cu::max_pool2d_grad(b, arg, d)?, x.shape().clone());
-    }
+pub(crate) fn max_pool2d_grad(x: &Tensor, d: PoolDims, arg: &Argmax, g: &Tensor) -> Result<Tensor> {
+    let arg = match arg {
+        Argmax::Device(a) => {
+            let gb = on_dev("max_pool2d", x, g)?;
+            let s = cu::max_pool2d_grad_on_device(gb, a, d)?;
+            return Tensor::from_storage(s, x.shape().clone());
+        }
+        Argmax::Host(a) => a,
+    };
     let s = crate::map_cpu!(g.cpu()?, |v| pk::max_pool_grad(v, arg, d));
     Tensor::from_cpu(s, x.shape().clone())
 }

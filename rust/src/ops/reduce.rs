@@ -1,7 +1,7 @@
 //! Reductions over all elements or one axis (sum, mean, max), and the two shape-moving helpers
 //! their gradients need: `sum_to_shape` and `broadcast_to`.
 
-use crate::autograd::Op;
+use crate::autograd::{Argmax, Op};
 use crate::backend::cpu::{elementwise as ek, reduce as k};
 use crate::backend::cuda::{ops as cu, DeviceBuffer};
 use crate::ops::device::dev;
@@ -124,15 +124,15 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
     let (s, argmax): (Storage, _) = match x.storage() {
         Storage::Cuda(c) => {
             let (vals, idx) = cu::max_axis(&c.0, o, l, i)?;
-            (vals.into(), idx)
+            (vals.into(), Argmax::Device(Arc::new(idx)))
         }
         Storage::Cpu(CpuStorage::F32(v)) => {
             let (vals, idx) = k::max_axis(v, o, l, i);
-            (CpuStorage::F32(vals).into(), idx)
+            (CpuStorage::F32(vals).into(), Argmax::Host(Arc::new(idx)))
         }
         Storage::Cpu(CpuStorage::F64(v)) => {
             let (vals, idx) = k::max_axis(v, o, l, i);
-            (CpuStorage::F64(vals).into(), idx)
+            (CpuStorage::F64(vals).into(), Argmax::Host(Arc::new(idx)))
         }
     };
     let shape = reduced_shape(x.shape(), axis, keepdim);
@@ -143,7 +143,7 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
             x: x.clone(),
             axis,
             keepdim,
-            argmax: Arc::new(argmax),
+            argmax,
         },
     ))
 }
@@ -152,16 +152,20 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
 pub(crate) fn max_grad(
     x: &Tensor,
     axis: Option<usize>,
-    argmax: &[usize],
+    argmax: &Argmax,
     g: &Tensor,
 ) -> Result<Tensor> {
     let (o, l, i) = match axis {
         None => (1, x.numel(), 1),
         Some(a) => x.shape().split_at_axis(a),
     };
-    if let Some(gb) = dev(g) {
-        return Tensor::from_storage(cu::max_grad(gb, argmax, o, l, i)?, x.shape().clone());
-    }
+    let argmax = match argmax {
+        Argmax::Device(arg) => {
+            let gb = crate::ops::device::on_dev("max", x, g)?;
+            return Tensor::from_storage(cu::max_grad(gb, arg, o, l, i)?, x.shape().clone());
+        }
+        Argmax::Host(arg) => arg,
+    };
     let s = map_cpu!(g.cpu()?, |gv| {
         let mut out = vec![crate::dtype::lit(gv, 0.0); o * l * i];
         for oo in 0..o {

@@ -61,3 +61,14 @@ extern "C" __global__ void max_axis_$S(const $T* __restrict__ x, $T* __restrict_
         arg[o] = bi;
     }
 }
+
+// The gradient of max: g[r] written at its winner in y (already zero), viewed as
+// [outer, len, inner]; winners are distinct positions, so no two threads write one place.
+extern "C" __global__ void max_axis_grad_$S(const $T* __restrict__ g, const u64* __restrict__ arg,
+                                           $T* __restrict__ y, u64 n, u64 len, u64 inner) {
+    GRID_LOOP(r, n) {
+        u64 o = r / inner;
+        u64 i = r - o * inner;
+        y[(o * len + arg[r]) * inner + i] = g[r];
+    }
+}

@@ -485,6 +485,17 @@ fn window(o: usize, k: usize, stride: usize, pad: usize, size: usize) -> std::op
 /// Max over each window and, on the host, the winner's index within its plane (usize::MAX for
 /// an empty window), as backend/cpu/pool.rs `max_pool`.
 pub fn max_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, Vec<usize>)> {
+    let (y, arg) = max_pool2d_on_device(x, d)?;
+    let host: Vec<u64> = x.gpu().download(&arg)?;
+    let arg = host
+        .into_iter()
+        .map(|a| usize::try_from(a).unwrap_or(usize::MAX))
+        .collect();
+    Ok((y, arg))
+}
+
+/// Max pooling with the winners left on the device (the op layer's form: no host round trip).
+pub fn max_pool2d_on_device(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, DeviceBuffer)> {
     let (xn, yn) = pool_sizes("max_pool2d", &d)?;
     check_len("max_pool2d", "an input [N, C, H, W]", x, xn)?;
     let (gpu, dtype) = (x.gpu(), x.dtype());
@@ -494,11 +505,6 @@ pub fn max_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, Vec<us
     let mut args = vec![x.into(), (&y).into(), (&arg).into(), yn.into()];
     args.extend(pool_args(&d));
     launch(gpu, "max_pool", dtype, yn, &args)?;
-    let host: Vec<u64> = gpu.download(&arg)?;
-    let arg = host
-        .into_iter()
-        .map(|a| usize::try_from(a).unwrap_or(usize::MAX))
-        .collect();
     Ok((y, arg))
 }
 
@@ -506,7 +512,7 @@ pub fn max_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, Vec<us
 /// the outputs that chose it (backend/cpu/pool.rs `max_pool_grad`, gathered).
 pub fn max_pool2d_grad(g: &DeviceBuffer, arg: &[usize], d: PoolDims) -> Result<DeviceBuffer> {
     let op = "max_pool2d";
-    let (xn, yn) = pool_sizes(op, &d)?;
+    let (_, yn) = pool_sizes(op, &d)?;
     check_len(op, "a gradient [N, C, OH, OW]", g, yn)?;
     if arg.len() != yn {
         return Err(Error::shape(
@@ -532,10 +538,21 @@ pub fn max_pool2d_grad(g: &DeviceBuffer, arg: &[usize], d: PoolDims) -> Result<D
             ));
         }
     }
+    let idx = g.gpu().upload_indices(arg)?;
+    max_pool2d_grad_on_device(g, &idx, d)
+}
+
+/// The gradient from winners that `max_pool2d_on_device` left on the device.
+pub fn max_pool2d_grad_on_device(
+    g: &DeviceBuffer,
+    arg: &DeviceBuffer,
+    d: PoolDims,
+) -> Result<DeviceBuffer> {
+    let (xn, yn) = pool_sizes("max_pool2d", &d)?;
+    check_len("max_pool2d", "a gradient [N, C, OH, OW]", g, yn)?;
     let (gpu, dtype) = (g.gpu(), g.dtype());
-    let idx = gpu.upload_indices(arg)?;
     let gx = gpu.alloc(dtype, xn)?;
-    let mut args = vec![g.into(), (&idx).into(), (&gx).into(), xn.into()];
+    let mut args = vec![g.into(), arg.into(), (&gx).into(), xn.into()];
     args.extend(pool_args(&d));
     launch(gpu, "max_pool_grad", dtype, xn, &args)?;
     Ok(gx)

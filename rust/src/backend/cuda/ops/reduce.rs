@@ -106,13 +106,13 @@ pub fn sum_to_shape(x: &DeviceBuffer, from: &Shape, to: &Shape) -> Result<Device
 }
 
 /// Max over the middle axis of [outer, len, inner] (len >= 1) and the index of the first
-/// maximum along it, copied to the host for the gradient.
+/// maximum along it, left on the device (u64 per output) for the gradient.
 pub fn max_axis(
     x: &DeviceBuffer,
     outer: usize,
     len: usize,
     inner: usize,
-) -> Result<(DeviceBuffer, Vec<usize>)> {
+) -> Result<(DeviceBuffer, DeviceBuffer)> {
     let gpu = x.gpu();
     let n = outer * inner;
     let y = gpu.alloc(x.dtype(), n)?;
@@ -132,23 +132,34 @@ pub fn max_axis(
         n,
         &args,
     )?;
-    let idx = gpu.download::<u64>(&arg)?;
-    Ok((y, idx.into_iter().map(|i| i as usize).collect()))
+    Ok((y, arg))
 }
 
-/// The gradient of max: `g` placed at the argmax positions of zeros shaped [outer, len, inner].
+/// The gradient of max: `g` placed at the winners `arg` (from `max_axis`) of zeros shaped
+/// [outer, len, inner].
 pub fn max_grad(
     g: &DeviceBuffer,
-    argmax: &[usize],
+    arg: &DeviceBuffer,
     outer: usize,
     len: usize,
     inner: usize,
 ) -> Result<DeviceBuffer> {
-    let mut pos = Vec::with_capacity(outer * inner);
-    for o in 0..outer {
-        for i in 0..inner {
-            pos.push(o * len * inner + argmax[o * inner + i] * inner + i);
-        }
-    }
-    super::layout::put_into_zeros(g, &pos, outer * len * inner)
+    let y = super::elementwise::full_like(g, g.dtype(), outer * len * inner, 0.0)?;
+    let n = outer * inner;
+    let args = [
+        Arg::Buf(g),
+        Arg::Buf(arg),
+        Arg::Buf(&y),
+        Arg::U64(n as u64),
+        Arg::U64(len as u64),
+        Arg::U64(inner as u64),
+    ];
+    g.gpu().launch(
+        FAMILY,
+        &format!("max_axis_grad_{}", dtype_suffix(g.dtype())),
+        g.dtype(),
+        n,
+        &args,
+    )?;
+    Ok(y)
 }
