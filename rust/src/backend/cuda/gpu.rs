@@ -200,7 +200,7 @@ impl Gpu {
                     )
                 };
             }
-            _ => unreachable!("a buffer belongs to the backend that allocated it"),
+            _ => return Err(cuda_err("copy", "the buffer belongs to another device backend")),
         }
         Ok(buf)
     }
@@ -240,7 +240,7 @@ impl Gpu {
                     )
                 };
             }
-            _ => unreachable!("a buffer belongs to the backend that allocated it"),
+            _ => return Err(cuda_err("copy", "the buffer belongs to another device backend")),
         }
         Ok(out)
     }
