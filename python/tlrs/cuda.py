@@ -25,7 +25,7 @@ def _preload_pip_libraries() -> None:
     if _PRELOADED or os.environ.get("TLRS_NO_PRELOAD") == "1":
         return
     try:
-        from cuda import pathfinder  # type: ignore[import-not-found]
+        from cuda import pathfinder  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
         for lib in ("cublas", "cublasLt", "nvrtc"):
             try:
@@ -37,7 +37,7 @@ def _preload_pip_libraries() -> None:
     except ImportError:
         pass
     try:
-        import nvidia  # type: ignore[import-not-found]
+        import nvidia  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         return
     for root in getattr(nvidia, "__path__", []):
