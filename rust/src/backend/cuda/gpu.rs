@@ -200,7 +200,12 @@ impl Gpu {
                     )
                 };
             }
-            _ => return Err(cuda_err("copy", "the buffer belongs to another device backend")),
+            _ => {
+                return Err(cuda_err(
+                    "copy",
+                    "the buffer belongs to another device backend",
+                ))
+            }
         }
         Ok(buf)
     }
@@ -240,7 +245,12 @@ impl Gpu {
                     )
                 };
             }
-            _ => return Err(cuda_err("copy", "the buffer belongs to another device backend")),
+            _ => {
+                return Err(cuda_err(
+                    "copy",
+                    "the buffer belongs to another device backend",
+                ))
+            }
         }
         Ok(out)
     }
