@@ -2,9 +2,10 @@
 //! maps, fills, masks and dtype casts.
 
 use crate::backend::cuda::gpu::dtype_suffix;
-use crate::backend::cuda::{Arg, DeviceBuffer, Gather};
+use crate::backend::cuda::{Arg, DeviceBuffer, Gather, Gpu};
 use crate::shape::broadcast_strides;
 use crate::{DType, Result, Shape};
+use std::sync::Arc;
 
 const FAMILY: &str = "elementwise";
 
@@ -231,43 +232,55 @@ pub fn cast_buffer(x: &DeviceBuffer, dtype: DType) -> Result<DeviceBuffer> {
 /// Inverted-dropout scales for `n` elements: `1/keep` (in binary64, then rounded to `dtype`)
 /// where `keep > uniform_at(key, i)`, else 0; the same values as random.rs makes on the CPU.
 pub fn dropout_mask(
-    gpu: &std::sync::Arc<crate::backend::cuda::Gpu>,
+    gpu: &Arc<Gpu>,
     dtype: DType,
     n: usize,
     key: u64,
     keep: f64,
 ) -> Result<DeviceBuffer> {
-    let y = gpu.alloc(dtype, n)?;
-    let args = [
-        Arg::Buf(&y),
-        Arg::U64(n as u64),
-        Arg::U64(key),
-        Arg::F64(keep),
-        Arg::F64(1.0 / keep),
-    ];
-    gpu.launch(FAMILY, &name("dropout_mask", dtype), dtype, n, &args)?;
-    Ok(y)
+    sample(
+        gpu,
+        "dropout_mask",
+        dtype,
+        n,
+        key,
+        [Arg::F64(keep), Arg::F64(1.0 / keep)],
+    )
 }
 
 /// `lo + u(i) * width` with the RuntimeInit sampler of `key` (= key_of(seed, 0)); `lo` and
 /// `width` are rounded to `dtype` first, as init.rs does for binary32.
 pub fn init_uniform(
-    gpu: &std::sync::Arc<crate::backend::cuda::Gpu>,
+    gpu: &Arc<Gpu>,
     dtype: DType,
     n: usize,
     key: u64,
     lo: f64,
     width: f64,
 ) -> Result<DeviceBuffer> {
+    sample(
+        gpu,
+        "init_uniform",
+        dtype,
+        n,
+        key,
+        [Arg::Scalar(lo), Arg::Scalar(width)],
+    )
+}
+
+/// A new buffer filled by `kernel(y, n, key, params...)`, a counter-based sampler.
+fn sample(
+    gpu: &Arc<Gpu>,
+    kernel: &str,
+    dtype: DType,
+    n: usize,
+    key: u64,
+    params: [Arg<'_>; 2],
+) -> Result<DeviceBuffer> {
     let y = gpu.alloc(dtype, n)?;
-    let args = [
-        Arg::Buf(&y),
-        Arg::U64(n as u64),
-        Arg::U64(key),
-        Arg::Scalar(lo),
-        Arg::Scalar(width),
-    ];
-    gpu.launch(FAMILY, &name("init_uniform", dtype), dtype, n, &args)?;
+    let mut args = vec![Arg::Buf(&y), Arg::U64(n as u64), Arg::U64(key)];
+    args.extend(params);
+    gpu.launch(FAMILY, &name(kernel, dtype), dtype, n, &args)?;
     Ok(y)
 }
 
