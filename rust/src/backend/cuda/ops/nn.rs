@@ -314,27 +314,9 @@ fn im2col(x: &DeviceBuffer, d: &ConvDims, s: &ConvSizes) -> Result<DeviceBuffer>
     let (gpu, dtype) = (x.gpu(), x.dtype());
     let n = s.kk * s.np;
     let cols = gpu.alloc(dtype, n)?;
-    launch(
-        gpu,
-        "im2col",
-        dtype,
-        n,
-        &[
-            x.into(),
-            (&cols).into(),
-            n.into(),
-            d.n.into(),
-            d.c.into(),
-            d.h.into(),
-            d.w.into(),
-            d.kh.into(),
-            d.kw.into(),
-            d.stride.into(),
-            d.pad.into(),
-            d.oh.into(),
-            d.ow.into(),
-        ],
-    )?;
+    let mut args = vec![x.into(), (&cols).into(), n.into()];
+    args.extend(conv_args(d));
+    launch(gpu, "im2col", dtype, n, &args)?;
     Ok(cols)
 }
 
@@ -421,27 +403,9 @@ pub fn conv2d_grads(
     let gcols = gemm(w, &gy, RowMajorMatmul::new(s.kk, s.np, d.oc, true, false))?;
     let n = x.len();
     let gx = gpu.alloc(dtype, n)?;
-    launch(
-        gpu,
-        "col2im",
-        dtype,
-        n,
-        &[
-            (&gcols).into(),
-            (&gx).into(),
-            n.into(),
-            d.n.into(),
-            d.c.into(),
-            d.h.into(),
-            d.w.into(),
-            d.kh.into(),
-            d.kw.into(),
-            d.stride.into(),
-            d.pad.into(),
-            d.oh.into(),
-            d.ow.into(),
-        ],
-    )?;
+    let mut args = vec![(&gcols).into(), (&gx).into(), n.into()];
+    args.extend(conv_args(&d));
+    launch(gpu, "col2im", dtype, n, &args)?;
 
     // gb[o] = Σ over (n, oy, ox) of gY[n, o, oy, ox] in that order (conv2d_grad_bias); long
     // folds are chunked like every device sum.
@@ -451,6 +415,22 @@ pub fn conv2d_grads(
 }
 
 /// The pooling geometry as kernel arguments: h, w, kh, kw, stride, pad, oh, ow.
+/// The convolution sizes im2col and col2im take, in their parameter order.
+fn conv_args(d: &ConvDims) -> [Arg<'static>; 10] {
+    [
+        d.n.into(),
+        d.c.into(),
+        d.h.into(),
+        d.w.into(),
+        d.kh.into(),
+        d.kw.into(),
+        d.stride.into(),
+        d.pad.into(),
+        d.oh.into(),
+        d.ow.into(),
+    ]
+}
+
 fn pool_args(d: &PoolDims) -> [Arg<'static>; 8] {
     [
         d.h.into(),
