@@ -266,7 +266,7 @@ impl Gpu {
         }
     }
 
-    /// Runs `kernel` (its full name, e.g. "exp_f32") of `family` compiled for `dtype`, with one
+    /// Runs `kernel` of `family` compiled for `dtype` (e.g. "exp" runs "exp_f32"), with one
     /// thread per item of `n` (grid-stride loops cover the rest). Nothing runs when n == 0.
     pub fn launch(
         &self,
@@ -280,6 +280,7 @@ impl Gpu {
             return Ok(());
         };
         let values = resolve(args, dtype);
+        let kernel = &format!("{kernel}_{}", dtype_suffix(dtype));
         match &self.backend {
             Backend::Emu(e) => e.launch(
                 family,

@@ -1,17 +1,12 @@
 //! Device elementwise ops: unary maps and their gradients, broadcast binary ops, scalar-parameter
 //! maps, fills, masks and dtype casts.
 
-use crate::backend::cuda::gpu::dtype_suffix;
 use crate::backend::cuda::{Arg, DeviceBuffer, Gather, Gpu};
 use crate::shape::broadcast_strides;
 use crate::{DType, Result, Shape};
 use std::sync::Arc;
 
 const FAMILY: &str = "elementwise";
-
-fn name(op: &str, dtype: DType) -> String {
-    format!("{op}_{}", dtype_suffix(dtype))
-}
 
 /// A new buffer like `x` filled by `kernel(args..., y, n, extra...)`; `inputs` come first.
 fn run(
@@ -27,13 +22,7 @@ fn run(
     args.push(Arg::Buf(&y));
     args.push(Arg::U64(n as u64));
     args.extend(extra);
-    gpu.launch(
-        FAMILY,
-        &name(kernel, first.dtype()),
-        first.dtype(),
-        n,
-        &args,
-    )?;
+    gpu.launch(FAMILY, kernel, first.dtype(), n, &args)?;
     Ok(y)
 }
 
@@ -190,7 +179,7 @@ pub fn fill_into(y: &DeviceBuffer, v: f64) -> Result<()> {
     let n = y.len();
     y.gpu().launch(
         FAMILY,
-        &name("fill", y.dtype()),
+        "fill",
         y.dtype(),
         n,
         &[Arg::Buf(y), Arg::U64(n as u64), Arg::Scalar(v)],
@@ -221,7 +210,7 @@ pub fn cast_buffer(x: &DeviceBuffer, dtype: DType) -> Result<DeviceBuffer> {
     let n = x.len();
     gpu.launch(
         FAMILY,
-        &name("cast", x.dtype()),
+        "cast",
         x.dtype(),
         n,
         &[Arg::Buf(x), Arg::Buf(&y), Arg::U64(n as u64)],
@@ -280,7 +269,7 @@ fn sample(
     let y = gpu.alloc(dtype, n)?;
     let mut args = vec![Arg::Buf(&y), Arg::U64(n as u64), Arg::U64(key)];
     args.extend(params);
-    gpu.launch(FAMILY, &name(kernel, dtype), dtype, n, &args)?;
+    gpu.launch(FAMILY, kernel, dtype, n, &args)?;
     Ok(y)
 }
 

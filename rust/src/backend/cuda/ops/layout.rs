@@ -2,16 +2,11 @@
 //! with offsets planned on the host, and scatter-adds inverted on the host into per-output lists.
 
 use super::elementwise::{collapse, full_like};
-use crate::backend::cuda::gpu::dtype_suffix;
 use crate::backend::cuda::{Arg, DeviceBuffer, Gather};
 use crate::shape::broadcast_strides;
 use crate::{Result, Shape};
 
 const FAMILY: &str = "layout";
-
-fn name(op: &str, x: &DeviceBuffer) -> String {
-    format!("{op}_{}", dtype_suffix(x.dtype()))
-}
 
 /// y[i] = x[g.offset_of(i)] for every i below the product of g's dims.
 pub fn gather_buffer(x: &DeviceBuffer, g: Gather) -> Result<DeviceBuffer> {
@@ -21,7 +16,7 @@ pub fn gather_buffer(x: &DeviceBuffer, g: Gather) -> Result<DeviceBuffer> {
     let y = gpu.alloc(x.dtype(), n)?;
     gpu.launch(
         FAMILY,
-        &name("gather", x),
+        "gather",
         x.dtype(),
         n,
         &[
@@ -116,8 +111,7 @@ fn copy_block(
         Arg::U64(ylen as u64),
         Arg::U64(yoff as u64),
     ];
-    x.gpu()
-        .launch(FAMILY, &name("copy_block", x), x.dtype(), n, &args)
+    x.gpu().launch(FAMILY, "copy_block", x.dtype(), n, &args)
 }
 
 /// The gradient of a slice: `g` placed at rows [start, end) of zeros shaped [outer, len, inner].
@@ -159,7 +153,7 @@ pub fn take(x: &DeviceBuffer, offsets: &[usize]) -> Result<DeviceBuffer> {
     let y = gpu.alloc(x.dtype(), n)?;
     gpu.launch(
         FAMILY,
-        &name("take", x),
+        "take",
         x.dtype(),
         n,
         &[
@@ -210,13 +204,7 @@ pub fn scatter_add(
         Arg::Buf(&y),
         Arg::U64(out_len as u64),
     ];
-    gpu.launch(
-        FAMILY,
-        &name("scatter_csr", src),
-        src.dtype(),
-        out_len,
-        &args,
-    )?;
+    gpu.launch(FAMILY, "scatter_csr", src.dtype(), out_len, &args)?;
     Ok(y)
 }
 
@@ -228,7 +216,7 @@ pub fn put_into_zeros(x: &DeviceBuffer, pos: &[usize], out_len: usize) -> Result
     let n = pos.len();
     gpu.launch(
         FAMILY,
-        &name("put", x),
+        "put",
         x.dtype(),
         n,
         &[Arg::Buf(x), Arg::Buf(&p), Arg::Buf(&y), Arg::U64(n as u64)],

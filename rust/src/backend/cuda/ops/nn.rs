@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::backend::cpu::conv::ConvDims;
 use crate::backend::cpu::pool::PoolDims;
 use crate::backend::cuda::blas::RowMajorMatmul;
-use crate::backend::cuda::gpu::{dtype_suffix, Gpu};
+use crate::backend::cuda::gpu::Gpu;
 use crate::backend::cuda::{Arg, DeviceBuffer};
 use crate::{DType, Error, Result};
 
@@ -17,13 +17,7 @@ use super::matmul::gemm;
 const FAMILY: &str = "nn";
 
 fn launch(gpu: &Gpu, kernel: &str, dtype: DType, n: usize, args: &[Arg<'_>]) -> Result<()> {
-    gpu.launch(
-        FAMILY,
-        &format!("{kernel}_{}", dtype_suffix(dtype)),
-        dtype,
-        n,
-        args,
-    )
+    gpu.launch(FAMILY, kernel, dtype, n, args)
 }
 
 /// The product of `dims`, or an error when it overflows (a kernel would index past it).
@@ -414,34 +408,20 @@ pub fn conv2d_grads(
     Ok([gx, gw, gb])
 }
 
-/// The pooling geometry as kernel arguments: h, w, kh, kw, stride, pad, oh, ow.
-/// The convolution sizes im2col and col2im take, in their parameter order.
-fn conv_args(d: &ConvDims) -> [Arg<'static>; 10] {
-    [
-        d.n.into(),
-        d.c.into(),
-        d.h.into(),
-        d.w.into(),
-        d.kh.into(),
-        d.kw.into(),
-        d.stride.into(),
-        d.pad.into(),
-        d.oh.into(),
-        d.ow.into(),
-    ]
+/// The convolution sizes im2col and col2im take, in their parameter order: n, c, then the
+/// window geometry.
+fn conv_args(d: &ConvDims) -> Vec<Arg<'static>> {
+    let geometry = [d.h, d.w, d.kh, d.kw, d.stride, d.pad, d.oh, d.ow];
+    [d.n, d.c]
+        .into_iter()
+        .chain(geometry)
+        .map(Arg::from)
+        .collect()
 }
 
+/// The pooling geometry as kernel arguments: h, w, kh, kw, stride, pad, oh, ow.
 fn pool_args(d: &PoolDims) -> [Arg<'static>; 8] {
-    [
-        d.h.into(),
-        d.w.into(),
-        d.kh.into(),
-        d.kw.into(),
-        d.stride.into(),
-        d.pad.into(),
-        d.oh.into(),
-        d.ow.into(),
-    ]
+    [d.h, d.w, d.kh, d.kw, d.stride, d.pad, d.oh, d.ow].map(Arg::from)
 }
 
 /// Input and output element counts, checked (the window size too: it is avg's divisor).

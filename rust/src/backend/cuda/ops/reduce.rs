@@ -2,7 +2,6 @@
 //! index order, and max with its argmax.
 
 use super::elementwise::collapse;
-use crate::backend::cuda::gpu::dtype_suffix;
 use crate::backend::cuda::{Arg, DeviceBuffer, Gather};
 use crate::{DType, Result, Shape};
 
@@ -48,8 +47,7 @@ fn sum_views(
             Arg::U64(SUM_CHUNK as u64),
             Arg::U64(chunks as u64),
         ];
-        let kernel = format!("sum_chunks_{}", dtype_suffix(x.dtype()));
-        gpu.launch(FAMILY, &kernel, x.dtype(), n * chunks, &args)?;
+        gpu.launch(FAMILY, "sum_chunks", x.dtype(), n * chunks, &args)?;
         return sum_views(&partial, &[n], &[chunks], &[chunks], &[1]);
     }
     let y = gpu.alloc(x.dtype(), n)?;
@@ -61,13 +59,7 @@ fn sum_views(
         Arg::Gather(Gather::new("sum", &rd, &rs[0], 0)?),
         Arg::U64(rn as u64),
     ];
-    gpu.launch(
-        FAMILY,
-        &format!("sum_{}", dtype_suffix(x.dtype())),
-        x.dtype(),
-        n,
-        &args,
-    )?;
+    gpu.launch(FAMILY, "sum", x.dtype(), n, &args)?;
     Ok(y)
 }
 
@@ -125,13 +117,7 @@ pub fn max_axis(
         Arg::U64(len as u64),
         Arg::U64(inner as u64),
     ];
-    gpu.launch(
-        FAMILY,
-        &format!("max_axis_{}", dtype_suffix(x.dtype())),
-        x.dtype(),
-        n,
-        &args,
-    )?;
+    gpu.launch(FAMILY, "max_axis", x.dtype(), n, &args)?;
     Ok((y, arg))
 }
 
@@ -154,12 +140,7 @@ pub fn max_grad(
         Arg::U64(len as u64),
         Arg::U64(inner as u64),
     ];
-    g.gpu().launch(
-        FAMILY,
-        &format!("max_axis_grad_{}", dtype_suffix(g.dtype())),
-        g.dtype(),
-        n,
-        &args,
-    )?;
+    g.gpu()
+        .launch(FAMILY, "max_axis_grad", g.dtype(), n, &args)?;
     Ok(y)
 }
