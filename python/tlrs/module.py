@@ -348,7 +348,7 @@ class Module:
         Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors.
         """
         if self._compiled is not None:
-            out = self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state)
+            out = self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state)[0]
         else:
             out = self._train(samples, steps, log_every, "trainCycleOptim",
                               lambda st, grads: self._optim_step(opt, st, grads), state)
@@ -356,8 +356,9 @@ class Module:
         return out
 
     def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
-                      opt: optim.Optimizer, state: Any) -> Any:
-        """The compiled backend's loop: every step (forward, backward, update) runs in Rust."""
+                      opt: optim.Optimizer, state: Any) -> tuple[optim.OptimState, list[float]]:
+        """The compiled backend's loop: every step (forward, backward, update) runs in Rust.
+        Returns the new state and each step's pre-update loss."""
         samples = [self._inputs(xs) for xs in samples]
         _check_loop(name, samples, steps, log_every)
         shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
@@ -376,7 +377,26 @@ class Module:
             if log_every != 0 and i % log_every == 0:
                 print(f"step {i}: loss={format_float(loss)}")
         self._params = list(params)
-        return optim.OptimState(opt.kind, step, slots_from_native(slots, names))
+        return optim.OptimState(opt.kind, step, slots_from_native(slots, names)), list(losses)
+
+    def train_steps(self, opt: optim.Optimizer, state: optim.OptimState,
+                    batches: Sequence[Inputs]) -> tuple[optim.OptimState, list[float]]:
+        """One update by `opt` per batch, in order, printing nothing; returns the new state and
+        each step's loss before its update (the loss its gradients came from: one forward per
+        step). The compiled backend runs all of them in one native call.
+
+        Raises: ValueError: an empty `batches`, a state of another optimizer, or input errors.
+        """
+        if self._compiled is not None:
+            return self._train_native(batches, len(batches), 0, "train_steps", opt, state)
+        batches = list(batches)
+        _check_loop("train_steps", batches, len(batches), 0)
+        losses = []
+        for xs in batches:
+            loss, grads = self._value_and_grads(xs)
+            losses.append(loss.item())
+            state = self._optim_step(opt, state, grads)
+        return state, losses
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                update: Callable[[Any, list[Tensor]], Any], state: Any) -> Any:
