@@ -238,12 +238,14 @@ def test_grads_accumulate_across_backward_calls():
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
 
 
-def test_grad_function_zeros_for_unused_and_leaves_grad_alone():
+def test_grad_function_refuses_unused_unless_allowed_and_leaves_grad_alone():
     x, unused = T([1.0, 2.0], rg=True), T([[5.0, 6.0, 7.0]], rg=True)
     x.grad = T([10.0, 10.0])
-    gx, gu = tlrs.grad(ops.sum(ops.mul(x, x)), [x, unused])
+    with pytest.raises(tlrs.AutogradError, match="input 1 was not used"):
+        tlrs.grad(ops.sum(ops.mul(x, x)), [x, unused])
+    gx, gu = tlrs.grad(ops.sum(ops.mul(x, x)), [x, unused], allow_unused=True)
     assert gx.tolist() == [2.0, 4.0]
-    assert gu.tolist() == [[0.0, 0.0, 0.0]]
+    assert gu is None
     assert x.grad.tolist() == [10.0, 10.0]
     assert unused.grad is None
     (g,) = tlrs.grad(ops.sum(x), x)  # a single tensor is accepted too

@@ -20,6 +20,7 @@ from .errors import (
     DeviceError,
     DTypeError,
     ShapeError,
+    TraceError,
 )
 from .kernels import fast_kernels, get_fast_kernels, get_num_threads, set_fast_kernels, set_num_threads
 from .tensor import arange, from_numpy, full, ones, rand, randn, tensor, zeros
@@ -48,6 +49,7 @@ __all__ = [
     "DeviceError",
     "DTypeError",
     "ShapeError",
+    "TraceError",
     "Tensor",
     "__version__",
     "arange",

@@ -32,6 +32,8 @@ class CudaUnavailableError(RuntimeError):
 class CheckpointError(ValueError):
     """A checkpoint file is missing, corrupt or cannot be written."""
 
+class TraceError(ValueError):
+    """The loss cannot be compiled: the message names the reason and, where known, the op."""
 class AutogradError(RuntimeError):
     """Autograd was used in a way it cannot serve."""
 
@@ -240,8 +242,9 @@ def cross_entropy_probs(x: Tensor, target: Tensor) -> Tensor:
     """Mean cross-entropy of logits `x` against target probabilities."""
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias."""
-def grad(output: Tensor, inputs: Sequence[Tensor]) -> list[Tensor]:
-    """Gradients of `output` with respect to each of `inputs`."""
+def grad(outputs: Sequence[Tensor], inputs: Sequence[Tensor],
+         grad_outputs: Sequence[Tensor | None]) -> list[Tensor | None]:
+    """sum_k grad_outputs[k] . d(outputs[k])/d(input) per input; None where unused."""
 def enter_no_grad() -> None:
     """Enters a no-grad region on this thread; pair with exit_no_grad."""
 def exit_no_grad() -> None:
@@ -437,6 +440,10 @@ class Graph:
     @staticmethod
     def trace(root: Tensor, params: Sequence[Tensor], inputs: Sequence[Tensor]) -> Graph:
         """Traces `root` (computed from leaves `params` and `inputs` that all required grad)."""
+    @staticmethod
+    def leaves(ts: Sequence[Tensor]) -> list[Tensor]:
+        """Trace leaves with these values: they require grad, and Python reads of anything
+        computed from them are refused (raising TraceError). Starts a trace."""
     @property
     def node_count(self) -> int:
         """The number of nodes in the graph."""

@@ -9,11 +9,9 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._core import Graph, Tensor
+from ._core import Graph, Tensor, TraceError
 
-
-class TraceError(ValueError):
-    """The loss cannot be compiled: the message names the reason and, where known, the op."""
+__all__ = ["CompiledLoss", "TraceError"]
 
 
 class CompiledLoss:
@@ -49,15 +47,15 @@ class CompiledLoss:
         # The two traces see values of opposite signs, so a Python branch on a value differs.
         lo, hi = (0.1, 1.0) if seed == 1 else (-1.0, -0.1)
 
-        def leaf(shape: Sequence[int]) -> Tensor:
-            t = _core.tensor_from_numpy(np.asarray(rng.uniform(lo, hi, size=shape), dtype=self.dtype))
-            t.requires_grad = True
-            return t
+        def values(shape: Sequence[int]) -> Tensor:
+            return _core.tensor_from_numpy(np.asarray(rng.uniform(lo, hi, size=shape), dtype=self.dtype))
 
-        params = [leaf(s) for s in self.param_shapes]
-        inputs = [leaf(s) for s in input_shapes]
+        params = Graph.leaves([values(s) for s in self.param_shapes])
+        inputs = Graph.leaves([values(s) for s in input_shapes])
         try:
             root = self.loss(params, inputs)
+        except TraceError:
+            raise
         except Exception as err:  # noqa: BLE001 - any failure while tracing is reported as one
             raise TraceError(f"cannot compile the loss: tracing it raised {type(err).__name__}: {err}") from err
         if not isinstance(root, Tensor) or list(root.shape) != []:
@@ -65,7 +63,10 @@ class CompiledLoss:
         if not root.requires_grad:
             raise TraceError("cannot compile the loss: its value does not depend on the parameters "
                              "or inputs through tlrs ops")
-        return Graph.trace(root, params, inputs)
+        try:
+            return Graph.trace(root, params, inputs)
+        except ValueError as err:
+            raise TraceError(str(err)) from None
 
     def describe(self) -> str:
         """Every traced graph: node count, op count, activation memory and the node listing."""

@@ -7,6 +7,7 @@ from ._core import (
     DeviceError,
     DTypeError,
     ShapeError,
+    TraceError,
 )
 
 
@@ -22,4 +23,5 @@ __all__ = [
     "DeviceError",
     "DTypeError",
     "ShapeError",
+    "TraceError",
 ]

@@ -277,7 +277,8 @@ class Module:
         with fast_kernels(self.opts.fast_kernels):
             loss = self._loss(leaves, xs)
             tracked = [q for q, flag in zip(leaves, self.requires_grad, strict=True) if flag]
-            found = iter(grad(loss, tracked) if tracked and loss.requires_grad else [])
+            found = iter(grad(loss, tracked, allow_unused=True)
+                         if tracked and loss.requires_grad else [])
         grads = [next(found, None) if flag else None for flag in self.requires_grad]
         zeros = [_core.full(list(p.shape), 0.0, self.dtype, device=self.opts.device)
                  for p in self._params]

@@ -72,6 +72,14 @@ pub fn dropout(x: &Tensor, p: f64, key: Option<u64>) -> Result<Tensor> {
     if p == 0.0 {
         return Ok(x.clone());
     }
+    if key.is_none() && x.traced() {
+        return Err(crate::Error::arg(
+            "dropout",
+            "cannot compile the loss: dropout without a key draws a fresh mask on every call, \
+             but a compiled graph would replay the trace's mask for every step; pass key= (the \
+             same mask each call) or use the eager backend",
+        ));
+    }
     let keep = 1.0 - p;
     let key = key.unwrap_or_else(fresh_seed);
     if let Some(c) = x.cuda() {

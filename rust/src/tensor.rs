@@ -15,6 +15,9 @@ pub struct TensorInner {
     storage: Arc<Storage>,
     op: Option<Op>,
     requires_grad: bool,
+    /// Computed from a compiled trace's leaves (even through `detach` or `no_grad`): its values
+    /// are the trace's, so Python must not read them and a graph must not keep them.
+    traced: bool,
     grad: Mutex<Option<Tensor>>,
 }
 
@@ -51,12 +54,22 @@ impl std::fmt::Debug for Tensor {
 
 impl Tensor {
     fn build(shape: Shape, storage: Arc<Storage>, op: Option<Op>, requires_grad: bool) -> Tensor {
+        Tensor::build_traced(shape, storage, op, requires_grad, false)
+    }
+    fn build_traced(
+        shape: Shape,
+        storage: Arc<Storage>,
+        op: Option<Op>,
+        requires_grad: bool,
+        traced: bool,
+    ) -> Tensor {
         Tensor(Arc::new(TensorInner {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shape,
             storage,
             op,
             requires_grad,
+            traced,
             grad: Mutex::new(None),
         }))
     }
@@ -144,22 +157,24 @@ impl Tensor {
     /// The result of an op: records `op` only when grad mode is on and an input needs a grad.
     pub(crate) fn from_op(storage: impl Into<Storage>, shape: Shape, op: Op) -> Tensor {
         let track = grad_enabled() && op.inputs().iter().any(|t| t.requires_grad());
+        let traced = op.inputs().iter().any(|t| t.traced());
         let storage = Arc::new(storage.into());
         if track {
-            Tensor::build(shape, storage, Some(op), true)
+            Tensor::build_traced(shape, storage, Some(op), true, traced)
         } else {
-            Tensor::build(shape, storage, None, false)
+            Tensor::build_traced(shape, storage, None, false, traced)
         }
     }
 
     /// Same storage, new shape (no copy); used by reshape.
     pub(crate) fn share_storage(&self, shape: Shape, op: Op) -> Tensor {
         let track = grad_enabled() && self.requires_grad();
-        Tensor::build(
+        Tensor::build_traced(
             shape,
             self.0.storage.clone(),
             if track { Some(op) } else { None },
             track,
+            self.traced(),
         )
     }
 
@@ -219,12 +234,39 @@ impl Tensor {
 
     /// A new leaf sharing this tensor's storage, with the given `requires_grad`.
     pub fn detach_with_grad(&self, requires_grad: bool) -> Tensor {
-        Tensor::build(
+        Tensor::build_traced(
             self.0.shape.clone(),
             self.0.storage.clone(),
             None,
             requires_grad,
+            self.traced(),
         )
+    }
+    /// A leaf of a compiled trace: requires grad, and everything computed from it is `traced`.
+    pub fn trace_leaf(&self) -> Tensor {
+        Tensor::build_traced(
+            self.0.shape.clone(),
+            self.0.storage.clone(),
+            None,
+            true,
+            true,
+        )
+    }
+    /// This tensor (sharing storage) marked as computed from a trace's leaves when `traced`.
+    pub(crate) fn with_traced(self, traced: bool) -> Tensor {
+        if !traced || self.traced() {
+            return self;
+        }
+        Tensor::build_traced(
+            self.0.shape.clone(),
+            self.0.storage.clone(),
+            self.0.op.clone(),
+            self.0.requires_grad,
+            true,
+        )
+    }
+    pub fn traced(&self) -> bool {
+        self.0.traced
     }
     pub fn detach(&self) -> Tensor {
         self.detach_with_grad(false)
@@ -269,7 +311,7 @@ impl Tensor {
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),
-            Op::Cast(self.clone()),
+            Op::Cast(self.clone(), dtype),
         ))
     }
 

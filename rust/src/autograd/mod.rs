@@ -6,7 +6,7 @@ pub mod gradcheck;
 mod op;
 mod rules;
 
-pub use backward::{backward, grad};
+pub use backward::{backward, grad, grad_of};
 pub use op::{Argmax, Op};
 
 use std::cell::Cell;

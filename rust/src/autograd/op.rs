@@ -3,7 +3,7 @@
 use crate::backend::cpu::conv::ConvDims;
 use crate::backend::cpu::pool::PoolDims;
 use crate::ops::{BinaryOp, UnaryOp};
-use crate::Shape;
+use crate::{DType, Shape};
 use crate::Tensor;
 use std::sync::Arc;
 
@@ -17,7 +17,8 @@ pub enum Argmax {
 
 #[derive(Clone)]
 pub enum Op {
-    Cast(Tensor),
+    /// A dtype conversion and its target dtype.
+    Cast(Tensor, DType),
     ToDevice(Tensor),
     Unary(UnaryOp, Tensor),
     Pow(Tensor, f64),
@@ -111,7 +112,7 @@ impl Op {
     /// The inputs, in argument order (the order backward visits them).
     pub fn inputs(&self) -> Vec<&Tensor> {
         match self {
-            Op::Cast(x)
+            Op::Cast(x, _)
             | Op::ToDevice(x)
             | Op::Unary(_, x)
             | Op::Pow(x, _)
@@ -152,7 +153,7 @@ impl Op {
 
     pub fn name(&self) -> &'static str {
         match self {
-            Op::Cast(_) => "cast",
+            Op::Cast(..) => "cast",
             Op::ToDevice(_) => "to_device",
             Op::Unary(u, _) => u.name(),
             Op::Pow(..) => "pow",

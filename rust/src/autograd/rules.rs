@@ -26,7 +26,7 @@ fn fit(t: Tensor, like: &Tensor) -> Result<Tensor> {
 pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
     let need = |t: &Tensor| t.requires_grad();
     Ok(match op {
-        Op::Cast(x) => vec![Some(g.to_dtype(x.dtype())?)],
+        Op::Cast(x, _) => vec![Some(g.to_dtype(x.dtype())?)],
         Op::ToDevice(x) => vec![Some(g.to_device(x.device())?)],
         Op::Unary(u, x) => vec![Some(unary_grad(*u, x, out, g)?)],
         Op::Pow(x, e) => vec![Some(pow_grad(x, *e, g)?)],

@@ -44,6 +44,15 @@ impl Graph {
     /// Builds the graph of `root` from a trace in which every parameter and input was a leaf
     /// requiring grad (so every op depending on them was recorded).
     pub fn trace(root: &Tensor, params: &[Tensor], inputs: &[Tensor]) -> Result<Graph> {
+        if let Some(how) = super::take_traced_read() {
+            return Err(Error::arg(
+                "trace",
+                format!(
+                    "cannot compile the loss: it reads tensor values in Python ({how}) while being \
+                     traced; the compiled graph would replay the trace's values for every batch"
+                ),
+            ));
+        }
         let mut leaf_of: HashMap<usize, Source> = HashMap::new();
         for (i, p) in params.iter().enumerate() {
             leaf_of.insert(p.id(), Source::Param(i));
@@ -88,10 +97,24 @@ impl Graph {
                     });
                 }
                 None => {
-                    let src = leaf_of
-                        .get(&t.id())
-                        .cloned()
-                        .unwrap_or_else(|| Source::Const(t.detach()));
+                    let src = match leaf_of.get(&t.id()) {
+                        Some(src) => src.clone(),
+                        None if t.traced() => {
+                            return Err(Error::arg(
+                                "trace",
+                                format!(
+                                    "cannot compile the loss: node %{} ({} {}) is computed from the \
+                                     parameters or inputs but reaches the loss without autograd \
+                                     (detach(), no_grad(), or a gradient taken inside the loss); \
+                                     the compiled graph would keep the trace's value for every batch",
+                                    nodes.len(),
+                                    t.dtype(),
+                                    t.shape()
+                                ),
+                            ))
+                        }
+                        None => Source::Const(t.detach()),
+                    };
                     index.insert(t.id(), nodes.len());
                     nodes.push(Node {
                         kind: NodeKind::Leaf(src),
@@ -158,12 +181,26 @@ impl Graph {
         for (i, (a, b)) in self.nodes.iter().zip(&other.nodes).enumerate() {
             let same = match (&a.kind, &b.kind) {
                 (NodeKind::Op { op: x, inputs: xi }, NodeKind::Op { op: y, inputs: yi }) => {
-                    x.name() == y.name() && xi == yi
+                    if x.name() == y.name() && xi == yi && a.dtype == b.dtype {
+                        if let Some((attr, va, vb)) = super::attrs::first_changed(x, y) {
+                            return Some(format!(
+                                "node %{i} ({}): its attribute `{attr}` differs between two traces \
+                                 with different input values ({va} vs {vb}), so it depends on the \
+                                 data (computed in Python from tensor values) or on random numbers; \
+                                 the compiled graph would replay one value for every batch. Compute \
+                                 it with tlrs ops or use the eager backend",
+                                x.name()
+                            ));
+                        }
+                        true
+                    } else {
+                        false
+                    }
                 }
                 (NodeKind::Leaf(Source::Param(x)), NodeKind::Leaf(Source::Param(y))) => x == y,
                 (NodeKind::Leaf(Source::Input(x)), NodeKind::Leaf(Source::Input(y))) => x == y,
                 (NodeKind::Leaf(Source::Const(x)), NodeKind::Leaf(Source::Const(y))) => {
-                    if x.cpu().ok() != y.cpu().ok() {
+                    if x.dtype() != y.dtype() || x.cpu().ok() != y.cpu().ok() {
                         return Some(format!(
                             "node %{i} is a constant that changed with the inputs: the loss reads tensor \
                              values in Python (.item(), .numpy(), float()) or draws random numbers (dropout); \

@@ -16,14 +16,7 @@ pub fn replay(op: &Op, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
             .ok_or_else(|| Error::arg("graph", format!("{} has no input", op.name())))
     };
     let y = match op {
-        Op::Cast(_) => {
-            // The traced output dtype is the cast's target: the other of the two.
-            let target = match x()?.dtype() {
-                crate::DType::F32 => crate::DType::F64,
-                crate::DType::F64 => crate::DType::F32,
-            };
-            x()?.to_dtype(target)?
-        }
+        Op::Cast(_, to) => x()?.to_dtype(*to)?,
         Op::ToDevice(_) => {
             return Err(Error::arg(
                 "graph",

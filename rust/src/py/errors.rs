@@ -43,6 +43,22 @@ create_exception!(
     "Autograd was used in a way it cannot serve."
 );
 
+create_exception!(
+    tlrs._core,
+    TraceError,
+    PyValueError,
+    "The loss cannot be compiled: the message names the reason and, where known, the op."
+);
+
+/// The error for a Python read of a value computed from a compiled trace's leaves.
+pub fn trace_read_error(how: &str) -> PyErr {
+    TraceError::new_err(format!(
+        "cannot compile the loss: it reads tensor values in Python ({how}) while being traced; the \
+         compiled graph would replay the trace's values for every batch. Compute it with tlrs ops \
+         (labels as one-hot tensors, masks as 0/1 tensors), or use the eager backend"
+    ))
+}
+
 pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {

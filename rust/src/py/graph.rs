@@ -35,6 +35,15 @@ impl PyGraph {
         let (ps, xs) = (inner(&params), inner(&inputs));
         guard(|| Graph::trace(&root.inner, &ps, &xs)).map(PyGraph)
     }
+    /// Leaves for one trace: each tensor's values, requiring grad, marked so that everything
+    /// computed from them is known to be traced (Python reads of it are refused). Starts a trace.
+    #[staticmethod]
+    fn leaves(ts: Vec<PyRef<'_, PyTensor>>) -> Vec<PyTensor> {
+        let _ = crate::graph::take_traced_read();
+        ts.iter()
+            .map(|t| PyTensor::new(t.inner.trace_leaf()))
+            .collect()
+    }
     #[getter]
     fn node_count(&self) -> usize {
         self.0.nodes.len()

@@ -26,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("CheckpointError", py.get_type::<errors::CheckpointError>())?;
     m.add("AutogradError", py.get_type::<errors::AutogradError>())?;
+    m.add("TraceError", py.get_type::<errors::TraceError>())?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<init::PyFloatInit>()?;
     m.add_class::<init::PyPlan>()?;

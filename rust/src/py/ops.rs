@@ -169,12 +169,23 @@ pub fn linear(
     run(py, move || ops::linear(&x, &w, b.as_ref()))
 }
 
+/// `torch.autograd.grad`: one gradient per input (None where no output depends on it).
 #[pyfunction]
-pub fn grad(py: Python<'_>, output: PyRef<'_, T>, inputs: Vec<PyRef<'_, T>>) -> PyResult<Vec<T>> {
-    let out = output.inner.clone();
+#[pyo3(signature = (outputs, inputs, grad_outputs))]
+pub fn grad(
+    py: Python<'_>,
+    outputs: Vec<PyRef<'_, T>>,
+    inputs: Vec<PyRef<'_, T>>,
+    grad_outputs: Vec<Option<PyRef<'_, T>>>,
+) -> PyResult<Vec<Option<T>>> {
+    let outs: Vec<Tensor> = outputs.iter().map(|t| t.inner.clone()).collect();
     let xs: Vec<Tensor> = inputs.iter().map(|t| t.inner.clone()).collect();
-    let gs = py.detach(|| guard(|| autograd::grad(&out, &xs)))?;
-    Ok(gs.into_iter().map(PyTensor::new).collect())
+    let seeds: Vec<Option<Tensor>> = grad_outputs
+        .iter()
+        .map(|g| g.as_ref().map(|g| g.inner.clone()))
+        .collect();
+    let gs = py.detach(|| guard(|| autograd::grad_of(&outs, &seeds, &xs)))?;
+    Ok(gs.into_iter().map(|g| g.map(PyTensor::new)).collect())
 }
 
 #[pyfunction]

@@ -74,7 +74,18 @@ pub fn from_numpy(arr: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<Tenso
     })
 }
 
+/// Refuses Python reads of a value computed from a compiled trace's leaves: the trace's values
+/// are placeholders, and a value read in Python would be baked into the graph for every batch.
+pub fn readable(t: &Tensor, how: &str) -> PyResult<()> {
+    if t.traced() {
+        crate::graph::note_traced_read(how);
+        return Err(crate::py::errors::trace_read_error(how));
+    }
+    Ok(())
+}
+
 pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    readable(t, "Tensor.numpy()")?;
     let shape = IxDyn(t.dims());
     let bad = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
     Ok(match guard(|| t.host().map(|h| h.into_owned()))? {
@@ -173,6 +184,7 @@ impl PyTensor {
         }
     }
     fn item(&self) -> PyResult<f64> {
+        readable(&self.inner, "Tensor.item()")?;
         guard(|| self.inner.item())
     }
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
