@@ -256,9 +256,13 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """The number of CPU worker threads."""
 def set_fast_kernels(on: bool) -> None:
-    """Switches the global kernel kind: fast (True) or bit-reproducible reference (False)."""
+    """Selects this thread's kernel kind: fast (True) or bit-reproducible reference (False)."""
 def get_fast_kernels() -> bool:
-    """Whether the fast kernels are on (on this thread, honouring any override)."""
+    """Whether this thread runs the fast kernels."""
+def get_kernel_settings() -> tuple[bool, bool, bool]:
+    """This thread's kernel settings: (fast CPU kernels, GPU matmuls in fp64, TF32)."""
+def set_kernel_settings(fast: bool, gpu_fp64: bool, tf32: bool) -> None:
+    """Replaces this thread's kernel settings."""
 
 # ---- seeding and random tensors (random.rs) ----
 

@@ -102,7 +102,9 @@ class Options:
 
     Args: backend, fast_gpu_matmul_precision: enum members or their names; seed: carried for
     programs (a natural); use_gpu, device_index: the device (`cuda:device_index` when use_gpu);
-    requires_grad_by_default, track_gradients, fast_kernels: flags as in the reference.
+    requires_grad_by_default, track_gradients, fast_kernels: flags as in the reference; tf32:
+    allow TF32 tensor-core math in float32 GPU matmuls (a tlrs addition, off by default). A
+    Module runs every call with exactly these kernel settings, whatever its thread's are.
     Raises: ArgError: an unknown backend or precision name; TypeError/ValueError: seed or
     device_index not a natural.
     """
@@ -115,6 +117,7 @@ class Options:
     use_gpu: bool = False
     track_gradients: bool = True
     device_index: int = 0
+    tf32: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", parse_backend(str(self.backend)))
@@ -242,6 +245,7 @@ class ExecConfig:
             fast_gpu_matmul_precision=self.fast_gpu_matmul_precision,
             use_gpu=self.use_gpu,
             device_index=self.device_index,
+            tf32=self.tf32,
         )
 
     def log_lines(self) -> list[str]:

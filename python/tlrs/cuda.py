@@ -15,7 +15,6 @@ import pathlib
 
 from . import _core
 
-_TF32 = False
 _PRELOADED: list[str] = []
 
 
@@ -69,10 +68,9 @@ def device_count() -> int:
 
 
 def allow_tf32(on: bool) -> None:
-    """Allow TF32 tensor-core math for float32 GPU matmuls (off unless asked)."""
-    global _TF32
-    _TF32 = bool(on)
-    _core.cuda_set_tf32(_TF32)
+    """Allow TF32 tensor-core math for float32 GPU matmuls on the calling thread (off unless
+    asked; a Module follows its own `Options.tf32`)."""
+    _core.cuda_set_tf32(bool(on))
 
 
 def synchronize() -> None:
@@ -82,14 +80,14 @@ def synchronize() -> None:
 
 
 def set_matmul_precision(precision: str) -> None:
-    """Compute later GPU matmuls with SGEMM ('fp32', the default) or DGEMM ('fp64'), whatever
-    the tensors' dtype (SPEC §2). Raises ValueError for another name."""
+    """Compute the calling thread's later GPU matmuls with SGEMM ('fp32', the default) or DGEMM
+    ('fp64'), whatever the tensors' dtype. Raises ValueError for another name."""
     _core.cuda_set_matmul_precision(precision)
 
 
 def tf32_allowed() -> bool:
-    """Whether TF32 was allowed with `allow_tf32(True)`."""
-    return _TF32
+    """Whether the calling thread allows TF32 (`allow_tf32(True)`)."""
+    return _core.get_kernel_settings()[2]
 
 
 def diagnostics() -> dict[str, str]:
@@ -97,6 +95,6 @@ def diagnostics() -> dict[str, str]:
     TF32 flag and the libraries preloaded from pip wheels."""
     _preload_pip_libraries()
     out = dict(_core.cuda_diagnostics())
-    out["tf32"] = "allowed" if _TF32 else "off"
+    out["tf32"] = "allowed" if tf32_allowed() else "off"
     out["preloaded from pip"] = ", ".join(_PRELOADED) or "none"
     return out

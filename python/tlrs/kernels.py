@@ -1,4 +1,11 @@
-"""Which CPU kernels run (reference or fast) and on how many threads."""
+"""Which kernels run (reference or fast CPU kernels, the GPU matmul precision, TF32) and on how
+many CPU threads.
+
+The kernel settings belong to the calling thread: one thread's choice never changes the numbers
+another thread computes, and a new thread starts from the defaults (exact reference kernels,
+SGEMM, no TF32). A `Module` runs every call under its own `Options`, whatever the thread's
+settings are.
+"""
 
 from __future__ import annotations
 
@@ -9,28 +16,38 @@ from . import _core
 
 
 def set_fast_kernels(on: bool) -> None:
-    """Selects fast kernels (FMA, blocked GEMM) or the bit-reproducible reference kernels."""
+    """Selects fast kernels (FMA, blocked GEMM) or the bit-reproducible reference kernels for the
+    calling thread."""
     _core.set_fast_kernels(bool(on))
 
 
 def get_fast_kernels() -> bool:
-    """Whether fast kernels are selected."""
+    """Whether the calling thread runs fast kernels."""
     return _core.get_fast_kernels()
 
 
 @contextlib.contextmanager
 def fast_kernels(on: bool = True) -> Iterator[None]:
-    """Within the block, use fast kernels (or reference kernels with on=False)."""
-    previous = _core.get_fast_kernels()
-    _core.set_fast_kernels(bool(on))
+    """Within the block, this thread uses fast kernels (or reference kernels with on=False)."""
+    fast, gpu_fp64, tf32 = _core.get_kernel_settings()
+    with kernel_settings(bool(on), gpu_fp64, tf32):
+        yield
+
+
+@contextlib.contextmanager
+def kernel_settings(fast: bool, gpu_fp64: bool, tf32: bool) -> Iterator[None]:
+    """Within the block, this thread runs with exactly these settings (restored afterwards)."""
+    previous = _core.get_kernel_settings()
+    _core.set_kernel_settings(bool(fast), bool(gpu_fp64), bool(tf32))
     try:
         yield
     finally:
-        _core.set_fast_kernels(previous)
+        _core.set_kernel_settings(*previous)
 
 
 def set_num_threads(n: int) -> None:
-    """Sets the number of CPU threads kernels use (n >= 1; default: all cores)."""
+    """Sets the number of CPU threads kernels use (n >= 1; default: all cores; process-wide:
+    the count changes speed only, never results)."""
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"set_num_threads: expected an int, got {type(n).__name__}")
     if n < 1:

@@ -20,7 +20,7 @@ from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
 from .dtype import DType
 from .errors import CheckpointError, DTypeError, ShapeError
-from .kernels import fast_kernels
+from .kernels import kernel_settings
 from .tensor import tensor
 
 __all__ = [
@@ -162,8 +162,9 @@ def _check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) -
 class Module:
     """A live module (the reference's `ScalarModule`): current parameters plus the definition.
 
-    It follows its `Options`: forward, backward and updates run under `fast_kernels(opts.
-    fast_kernels)`; only the eager backend and the CPU exist so far.
+    It follows its `Options`: forward, backward and updates run with exactly its kernel settings
+    (`fast_kernels`, `fast_gpu_matmul_precision`, `tf32`) on the calling thread, whatever that
+    thread's own settings are, and restore them afterwards.
     Args: defn: the definition (loss, shapes, flags, names); params: the initial tensors, already
     in the module's dtype (float32 or float64, one for all); opts: runtime options (default
     `Options()`). Prefer the `instantiate_*` functions.
@@ -256,8 +257,7 @@ class Module:
             xs_t = self._inputs(xs)
             graph = self._compiled.graph_for([x.shape for x in xs_t])
             return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
-        self._select_gpu_precision()
-        with fast_kernels(self.opts.fast_kernels), no_grad():
+        with self._settings(), no_grad():
             return self._loss(self._params, xs)
 
     def _value_and_grads(self, xs: Inputs) -> tuple[Tensor, list[Tensor]]:
@@ -267,14 +267,13 @@ class Module:
             graph = self._compiled.graph_for([x.shape for x in xs_t])
             return graph.loss_and_grads(self._params, list(self.requires_grad), xs_t,
                                         self.opts.fast_kernels)
-        self._select_gpu_precision()
         leaves = []
         for p, flag in zip(self._params, self.requires_grad, strict=True):
             leaf = p.detach()
             if flag:
                 leaf.requires_grad = True
             leaves.append(leaf)
-        with fast_kernels(self.opts.fast_kernels):
+        with self._settings():
             loss = self._loss(leaves, xs)
             tracked = [q for q, flag in zip(leaves, self.requires_grad, strict=True) if flag]
             found = iter(grad(loss, tracked, allow_unused=True)
@@ -284,10 +283,11 @@ class Module:
                  for p in self._params]
         return loss.detach(), [z if g is None else g for g, z in zip(grads, zeros, strict=True)]
 
-    def _select_gpu_precision(self) -> None:
-        """GPU matmuls follow this module's `fast_gpu_matmul_precision` (SGEMM or DGEMM)."""
-        if self.opts.use_gpu:
-            _core.cuda_set_matmul_precision(str(self.opts.fast_gpu_matmul_precision))
+    def _settings(self) -> Any:
+        """This module's kernel settings (fast CPU kernels, GPU matmul precision, TF32) on the
+        calling thread for the duration of a call, whatever the thread's own settings are."""
+        return kernel_settings(self.opts.fast_kernels,
+                               str(self.opts.fast_gpu_matmul_precision) == "fp64", self.opts.tf32)
 
     def backward(self, xs: Inputs) -> list[Tensor]:
         """d(loss)/d(param) for each parameter, in order; zeros for `requires_grad=False` ones.
@@ -304,7 +304,7 @@ class Module:
         self._sgd_step(lr, self._value_and_grads(xs)[1])
 
     def _sgd_step(self, lr: float, grads: list[Tensor]) -> None:
-        with fast_kernels(self.opts.fast_kernels), no_grad():
+        with self._settings(), no_grad():
             updated = zip(self._params, grads, self.requires_grad, strict=True)
             self._params = [p - g * float(lr) if flag else p for p, g, flag in updated]
 
@@ -324,7 +324,7 @@ class Module:
     def _optim_step(
         self, opt: optim.Optimizer, state: optim.OptimState, grads: list[Tensor]
     ) -> optim.OptimState:
-        with fast_kernels(self.opts.fast_kernels):
+        with self._settings():
             self._params, state = opt.step(state, self._params, grads, self.requires_grad)
         return state
 

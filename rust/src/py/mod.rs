@@ -80,6 +80,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::get_num_threads,
         ops::set_fast_kernels,
         ops::get_fast_kernels,
+        ops::get_kernel_settings,
+        ops::set_kernel_settings,
         random::manual_seed,
         random::fresh_seed,
         random::rand,

@@ -222,3 +222,20 @@ pub fn set_fast_kernels(on: bool) {
 pub fn get_fast_kernels() -> bool {
     parallel::fast_kernels()
 }
+
+/// This thread's kernel settings: (fast CPU kernels, GPU matmuls in fp64, TF32).
+#[pyfunction]
+pub fn get_kernel_settings() -> (bool, bool, bool) {
+    let s = crate::backend::settings::current();
+    (s.fast, s.gpu_fp64, s.tf32)
+}
+
+/// Replaces this thread's kernel settings.
+#[pyfunction]
+pub fn set_kernel_settings(fast: bool, gpu_fp64: bool, tf32: bool) {
+    crate::backend::settings::set(crate::backend::settings::KernelSettings {
+        fast,
+        gpu_fp64,
+        tf32,
+    });
+}

@@ -2,17 +2,10 @@
 //! pool so `set_num_threads` takes effect without touching rayon's global pool.
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::backend::settings;
 use std::sync::{Arc, OnceLock, RwLock};
 
 static POOL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
-static FAST_KERNELS: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    // Set by `with_fast_kernels` so a module's options win over the global switch on its thread.
-    static FAST_OVERRIDE: Cell<Option<bool>> = const { Cell::new(None) };
-}
 
 /// Work below this many elements runs on the calling thread: spawning costs more than it saves.
 pub const PAR_MIN_ELEMS: usize = 1 << 15;
@@ -83,20 +76,23 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     pool().install(f)
 }
 
+/// Whether this thread runs fast kernels (see `backend::settings`).
 pub fn fast_kernels() -> bool {
-    FAST_OVERRIDE
-        .with(|o| o.get())
-        .unwrap_or_else(|| FAST_KERNELS.load(Ordering::Relaxed))
+    settings::current().fast
 }
 
+/// Selects fast or reference kernels for this thread.
 pub fn set_fast_kernels(on: bool) {
-    FAST_KERNELS.store(on, Ordering::Relaxed);
+    settings::update(|s| s.fast = on);
 }
 
-/// Runs `f` with the kernel kind fixed to `on` on this thread, whatever the global switch says.
+/// Runs `f` with the kernel kind fixed to `on` on this thread, then restores it.
 pub fn with_fast_kernels<R>(on: bool, f: impl FnOnce() -> R) -> R {
-    let prev = FAST_OVERRIDE.with(|o| o.replace(Some(on)));
-    let r = f();
-    FAST_OVERRIDE.with(|o| o.set(prev));
-    r
+    settings::with_settings(
+        settings::KernelSettings {
+            fast: on,
+            ..settings::current()
+        },
+        f,
+    )
 }

@@ -42,8 +42,6 @@ pub struct Gpu {
     backend: Backend,
 }
 
-static TF32: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Waits for all work queued on every device opened so far (a no-op on the emulator).
 pub fn synchronize_all() -> Result<()> {
     let gpus: Vec<Arc<Gpu>> = match registry().lock() {
@@ -58,13 +56,14 @@ fn registry() -> &'static Mutex<HashMap<usize, Arc<Gpu>>> {
     GPUS.get_or_init(Default::default)
 }
 
-/// Allows TF32 tensor-core math for f32 GEMMs from now on (off unless asked; SPEC §2).
+/// Allows TF32 tensor-core math for this thread's later f32 GEMMs (off unless asked).
 pub fn set_tf32(on: bool) {
-    TF32.store(on, std::sync::atomic::Ordering::Relaxed);
+    crate::backend::settings::update(|s| s.tf32 = on);
 }
 
+/// Whether this thread allows TF32.
 pub fn tf32_allowed() -> bool {
-    TF32.load(std::sync::atomic::Ordering::Relaxed)
+    crate::backend::settings::current().tf32
 }
 
 fn cuda_err(what: &str, e: impl std::fmt::Display) -> Error {

@@ -1,22 +1,19 @@
 //! Device matrix products through cuBLAS, at the GPU matmul precision (SPEC §2): fp32 → SGEMM
 //! and fp64 → DGEMM whatever the tensors' dtype, converting operands and result when they differ.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use super::elementwise::cast_buffer;
 use crate::backend::cuda::blas::{precision_rule, GpuMatmulPrecision, RowMajorMatmul};
 use crate::backend::cuda::DeviceBuffer;
 use crate::{DType, Error, Result};
 
-static FP64: AtomicBool = AtomicBool::new(false);
-
-/// Selects the arithmetic of every later GPU matmul (`--fast-gpu-matmul-precision`).
+/// Selects the arithmetic of this thread's later GPU matmuls (`--fast-gpu-matmul-precision`).
 pub fn set_matmul_precision(p: GpuMatmulPrecision) {
-    FP64.store(p == GpuMatmulPrecision::Fp64, Ordering::Relaxed);
+    crate::backend::settings::update(|s| s.gpu_fp64 = p == GpuMatmulPrecision::Fp64);
 }
 
+/// This thread's GPU matmul precision.
 pub fn matmul_precision() -> GpuMatmulPrecision {
-    if FP64.load(Ordering::Relaxed) {
+    if crate::backend::settings::current().gpu_fp64 {
         GpuMatmulPrecision::Fp64
     } else {
         GpuMatmulPrecision::Fp32
