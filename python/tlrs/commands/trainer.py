@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import os
 import sys
 import textwrap
@@ -269,10 +270,11 @@ def reseed(defn: ModuleDef, schemes: Sequence[tuple[Any, ...] | None]) -> Module
 
 
 @contextmanager
-def _progress(total: int, label: str) -> Iterator[Callable[[float], None]]:
-    """A rich progress bar on a terminal (removed when done); a no-op otherwise."""
+def _progress(total: int, label: str) -> Iterator[Callable[[Sequence[float]], None]]:
+    """A rich progress bar on a terminal (removed when done); a no-op otherwise. The callback
+    takes the losses of the steps just done (it advances by their count, shows the last)."""
     if total == 0 or not sys.stdout.isatty():
-        yield lambda loss: None
+        yield lambda losses: None
         return
     from rich.progress import (
         BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn,
@@ -282,7 +284,19 @@ def _progress(total: int, label: str) -> Iterator[Callable[[float], None]]:
                   TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
                   transient=True) as bar:
         task = bar.add_task(label, total=total, loss="-")
-        yield lambda loss: bar.update(task, advance=1, loss=format_float(loss))
+        yield lambda losses: bar.update(task, advance=len(losses),
+                                        loss=format_float(losses[-1]) if losses else "-")
+
+
+CHUNK_STEPS = 50
+"""Steps per `Module.train_steps` call: the compiled backend runs each chunk in one native
+call, and the progress bar moves after each chunk."""
+
+
+def chunk_size(steps: int) -> int:
+    """The steps per `train_steps` call for a run of `steps`: `CHUNK_STEPS`, or fewer for a
+    short run (about a tenth of it, at least 1) so that its progress bar still moves."""
+    return max(1, min(CHUNK_STEPS, steps // 10))
 
 
 @dataclass
@@ -327,12 +341,17 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     sys.stdout.flush()
     state = module.init_optim(opt)
     losses: list[float] = []
+    order = loader.batches(steps)
+    size = chunk_size(steps)
     with _progress(steps, exe) as advance:
-        for idx in loader.batches(steps):
-            xs = [tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
-            losses.append(module.forward(xs).item())
-            state = module.step_with(opt, state, xs)
-            advance(losses[-1])
+        while chunk := list(itertools.islice(order, size)):
+            batches = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
+                       for idx in chunk]
+            # One update per batch; each step's loss is the pre-update loss its gradients came
+            # from (one forward per step; one native call per chunk on the compiled backend).
+            state, chunk_losses = module.train_steps(opt, state, batches)
+            losses.extend(chunk_losses)
+            advance(chunk_losses)
     after = module.mean_loss(fixed).item()
     print(f"mean_loss(train(after)) = {format_float(after)}")
     return TrainResult(module, state, before, after, losses, flags.batch)
