@@ -4,6 +4,8 @@
 
 use crate::storage::{CpuElem, CpuStorage};
 use crate::{DType, Error, Result, Tensor};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OptimKind {
@@ -100,14 +102,34 @@ impl OptimKind {
     }
 }
 
-/// `1 / (1 - beta^t)` in T, with `beta^t` by repeated multiplication from 1.
-fn bias_correction<T: CpuElem>(beta: f64, t: u64) -> T {
+thread_local! {
+    /// The last `beta^t` computed per (beta, dtype): training asks for t, t+1, ... so each step
+    /// costs one multiplication, however long training has run.
+    static POWERS: RefCell<HashMap<(u64, DType), (u64, f64)>> = RefCell::new(HashMap::new());
+}
+
+/// `beta^t` in T by repeated multiplication from 1 (the reference's order), continued from the
+/// last power computed for this beta and dtype when `t` has not gone back.
+fn power<T: CpuElem>(beta: f64, t: u64) -> T {
+    let key = (beta.to_bits(), T::DTYPE);
+    let (mut k, mut pow) = POWERS
+        .with(|p| p.borrow().get(&key).copied())
+        .filter(|&(k, _)| k <= t)
+        .map(|(k, v)| (k, T::from_f64(v)))
+        .unwrap_or((0, T::ONE));
     let b = T::from_f64(beta);
-    let mut pow = T::ONE;
-    for _ in 0..t {
+    while k < t {
         pow = pow * b;
+        k += 1;
     }
-    T::ONE / (T::ONE - pow)
+    // f32 -> f64 -> f32 is exact, so one f64 cache serves both dtypes.
+    POWERS.with(|p| p.borrow_mut().insert(key, (t, pow.to_f64())));
+    pow
+}
+
+/// `1 / (1 - beta^t)` in T.
+fn bias_correction<T: CpuElem>(beta: f64, t: u64) -> T {
+    T::ONE / (T::ONE - power::<T>(beta, t))
 }
 
 fn update_typed<T: CpuElem>(
@@ -257,4 +279,23 @@ pub fn update(
         .map(|s| Tensor::from_cpu(s, shape.clone()))
         .collect::<Result<Vec<_>>>()?;
     Ok((Tensor::from_cpu(np, shape)?, slots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::power;
+
+    fn naive<T: crate::storage::CpuElem>(beta: f64, t: u64) -> T {
+        let b = T::from_f64(beta);
+        (0..t).fold(T::ONE, |p, _| p * b)
+    }
+
+    #[test]
+    fn cached_powers_equal_repeated_multiplication_in_any_order() {
+        for &t in &[0u64, 1, 2, 3, 10, 9, 1000, 999, 5, 100_000, 100_001] {
+            assert_eq!(power::<f32>(0.999, t).to_bits(), naive::<f32>(0.999, t).to_bits());
+            assert_eq!(power::<f64>(0.999, t).to_bits(), naive::<f64>(0.999, t).to_bits());
+            assert_eq!(power::<f64>(0.9, t).to_bits(), naive::<f64>(0.9, t).to_bits());
+        }
+    }
 }
