@@ -514,33 +514,70 @@ def _checksum(names: Sequence[str], tensors: Sequence[Tensor], metadata: dict[st
     return h.hexdigest()
 
 
+# The reference's `cast : Float -> alpha` for the two float types tlrs has.
+_CAST_TYPES: dict[Any, str] = {float: "float64", np.float64: "float64", np.float32: "float32"}
+
+
 def _cast_params(defn: ModuleDef, cast: Any) -> list[Tensor]:
-    """The definition's initial values cast by a dtype name, a `DType` or a callable."""
+    """The definition's initial values cast by a dtype name, a `DType`, a scalar type or a
+    callable."""
     initial = defn.initial_params()
     if isinstance(cast, DType):
         cast.check_runnable()
         cast = cast.numpy_name
+    if not isinstance(cast, str) and cast in _CAST_TYPES:
+        cast = _CAST_TYPES[cast]
     if isinstance(cast, str):
         if cast not in _CAST_NAMES:
             raise DTypeError(
                 f"expected a dtype name {sorted(_CAST_NAMES)} or a callable, got {cast!r}")
         return [p.to(_CAST_NAMES[cast]) for p in initial]
     if not callable(cast):
-        raise TypeError(f"cast must be a dtype name or a callable, got {type(cast).__name__}")
-    out = [cast(p) for p in initial]
-    if not all(isinstance(p, Tensor) for p in out):
-        raise TypeError("cast must return a Tensor for every parameter")
+        raise TypeError(f"cast must be a dtype name, a float type or a callable, got "
+                        f"{type(cast).__name__}")
+    out = [_cast_one(cast, p, i) for i, p in enumerate(initial)]
     if len({p.dtype for p in out}) > 1:
         raise DTypeError(f"cast gave mixed dtypes {sorted({p.dtype for p in out})}; expected one")
     _check_shapes(out, defn.param_shapes, "cast: parameter")
     return out
 
 
+def _cast_one(cast: Callable[[Any], Any], p: Tensor, i: int) -> Tensor:
+    """`cast` applied to one initial tensor: as a function of tensors when it returns a Tensor of
+    the same shape, else as the reference's scalar function, on the whole array at once where
+    it gives an array of the same shape, else to each scalar in turn."""
+    try:
+        whole = cast(p)
+    except Exception:  # noqa: BLE001 - not a function of tensors; try it on values
+        whole = None
+    if isinstance(whole, Tensor) and list(whole.shape) == list(p.shape):
+        return whole
+    values = p.numpy()
+    try:
+        arr = cast(values)
+    except Exception:  # noqa: BLE001 - not vectorisable; apply it per scalar below
+        arr = None
+    if not (isinstance(arr, np.ndarray) and arr.shape == values.shape
+            and arr.dtype in (np.float32, np.float64)):
+        scalars = [cast(float(v)) for v in values.reshape(-1)]
+        kinds = {type(v) for v in scalars}
+        if not kinds <= {float, int, np.float64, np.float32}:
+            bad = sorted(k.__name__ for k in kinds - {float, int, np.float64, np.float32})
+            raise TypeError(f"cast must map each scalar to a float (float, numpy.float32 or "
+                            f"numpy.float64); for parameter {i} it returned {', '.join(bad)}")
+        dtype = np.float32 if kinds == {np.float32} else np.float64
+        arr = np.asarray(scalars, dtype=dtype).reshape(values.shape)
+    return tensor(np.ascontiguousarray(arr))
+
+
 def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -> Module:
     """A module from the definition's initial values, cast to the module's dtype.
 
-    Args: cast: `'float64'`/`'float32'` (or another spelling, or a `DType`) or a callable applied
-    to each initial tensor; opts: runtime options (None: defaults).
+    Args: cast: `'float64'`/`'float32'` (or another spelling, or a `DType`); the reference's
+    scalar cast `float`/`numpy.float64` (binary64) or `numpy.float32` (binary32); or a callable:
+    a function of tensors (kept when it returns a Tensor of the same shape), else applied to each
+    scalar of each initial tensor (to the whole array at once where that gives an array of the
+    same shape); opts: runtime options (None: defaults).
     Raises: ValueError: the compiled backend, or a cast that changes shapes; DTypeError: an unknown
     dtype name or mixed dtypes; CudaUnavailableError: `opts.use_gpu` where CUDA cannot be
     used.
