@@ -66,7 +66,7 @@ class CompiledLoss:
         try:
             return Graph.trace(root, params, inputs)
         except ValueError as err:
-            raise TraceError(str(err)) from None
+            raise TraceError(str(err).removeprefix("trace: ")) from None
 
     def describe(self) -> str:
         """Every traced graph: node count, op count, activation memory and the node listing."""

@@ -301,6 +301,11 @@ impl PyTensor {
         guard(|| ops::neg(&self.inner)).map(PyTensor::new)
     }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        if self.inner.traced() {
+            // Its values are a compiled trace's placeholders: show what is known, not them.
+            let (t, d) = (&self.inner, self.inner.dtype());
+            return Ok(format!("tensor(<traced>, shape={}, dtype={d})", t.shape()));
+        }
         let arr = to_numpy(py, &self.inner)?;
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("precision", 4)?;
