@@ -45,7 +45,7 @@ def tlrs_proc(*args: str) -> subprocess.CompletedProcess:
                           timeout=120, env=env)
 
 
-def assert_one_error(stderr: str, code: int, start: str = "") -> str:
+def assert_one_error(stderr: str, code: int, start: str = "") -> str:  
     assert code == 2, stderr
     assert "Traceback" not in stderr
     err = stderr.splitlines()
@@ -216,3 +216,127 @@ def test_registry_and_split_model(capsys):
 def test_error_line_is_one_line():
     assert error_line("a\nb\r\n c") == "tlrs: error: a; b; c"
     assert error_line("") == "tlrs: error: unknown error"
+
+
+# --- error classes: a user's mistake is exit 2, a bug in tlrs is exit 1 -------------------------
+
+def _raising_command(exc: BaseException):
+    @register("test-raise")
+    def raiser(args: list[str]) -> int:
+        """Test command: raises the exception it was made with."""
+        raise exc
+
+    return raiser
+
+
+def _user_errors():
+    from tlrs import _core
+    from tlrs.compiled import TraceError
+    from tlrs.errors import CheckpointError, DTypeError, ShapeError
+
+    return [
+        (ArgError("bad flag"), "bad flag"),
+        (ShapeError("shape [2] vs [3]"), "shape [2] vs [3]"),
+        (DTypeError("float32 vs float64"), "float32 vs float64"),
+        (CheckpointError("ck: truncated"), "ck: truncated"),
+        (CudaUnavailableError("no driver"), "no driver"),
+        (TraceError("cannot compile the loss: reads values"), "cannot compile the loss"),
+        (MemoryError("cannot allocate 10 TiB"), "out of memory: cannot allocate 10 TiB"),
+        (MemoryError(), "out of memory"),
+        (FileNotFoundError("CSV file not found: a.csv"), "CSV file not found: a.csv"),
+        (PermissionError(13, "Permission denied", "/x/y"), "/x/y: Permission denied"),
+        (OSError(36, "File name too long", "aaaa"), "aaaa: File name too long"),
+        (_core.ShapeError("two\nlines"), "two; lines"),
+    ]
+
+
+@pytest.mark.parametrize("exc,text", _user_errors())
+def test_user_errors_are_one_line_exit_2(exc, text, capsys):
+    _raising_command(exc)
+    try:
+        code = main(["run", "test-raise"])
+    finally:
+        COMMANDS.pop("test-raise", None)
+    err = capsys.readouterr().err
+    line = assert_one_error(err, code)
+    assert text in line
+
+
+@pytest.mark.parametrize("exc", [
+    ValueError("boom"), TypeError("unsupported operand"), RuntimeError("state"), KeyError("k"),
+    OverflowError("int too large to convert"), ZeroDivisionError("division by zero"),
+    AssertionError(), IndexError("list index out of range"), OSError("no file name"),
+    AttributeError("'NoneType' object has no attribute 'x'"),
+])
+def test_bugs_are_one_internal_error_line_exit_1(exc, capsys, monkeypatch):
+    monkeypatch.delenv("TLRS_DEBUG", raising=False)
+    _raising_command(exc)
+    try:
+        code = main(["run", "test-raise"])
+    finally:
+        COMMANDS.pop("test-raise", None)
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    [line] = err.splitlines()
+    assert line.startswith(f"tlrs: internal error: {type(exc).__name__}")
+    assert line.endswith(" (TLRS_DEBUG=1 shows the traceback)")
+    if str(exc):
+        assert str(exc) in line
+
+
+def test_tlrs_debug_shows_the_traceback(capsys, monkeypatch):
+    monkeypatch.setenv("TLRS_DEBUG", "1")
+    _raising_command(ValueError("boom"))
+    try:
+        code = main(["run", "test-raise"])
+    finally:
+        COMMANDS.pop("test-raise", None)
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1
+    assert err[0] == "Traceback (most recent call last):"
+    assert "ValueError: boom" in err
+    assert err[-1] == "tlrs: internal error: ValueError: boom (see the traceback above)"
+
+
+def test_internal_error_in_a_subprocess():
+    code = ("import sys; from tlrs.cli import main, register\n"
+            "register('test-bug')(lambda args: {}['missing'])\n"
+            "sys.exit(main(['run', 'test-bug']))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TLRS_DEBUG"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert p.returncode == 1
+    assert p.stderr == ("tlrs: internal error: KeyError: 'missing' "
+                        "(TLRS_DEBUG=1 shows the traceback)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**env, "TLRS_DEBUG": "1"})
+    assert p.returncode == 1 and "Traceback (most recent call last)" in p.stderr
+    assert p.stderr.splitlines()[-1].startswith("tlrs: internal error: KeyError: 'missing'")
+
+
+@pytest.mark.parametrize("args,text", [
+    (["graph", "nosuch"], "graph: unknown model 'nosuch'"),
+    (["graph", "mlp", "--dtype", "float16"], "graph: --dtype: expected float64 or float32"),
+    (["graph", "mlp", "--batch", "18446744073709551616"], "graph: --batch: expected a size"),
+    (["graph", "mlp", "--batch", str(10**30)], "graph: --batch: expected a size"),
+    (["graph", "mlp", "--batch", "-1"], "graph: --batch: expected a size"),
+    (["graph", "resnet", "--batch", "60000"], "of activations, more than the"),
+    (["graph", "mlp", "--batch", "x"], "Invalid value for '--batch'"),
+    (["graph", "mlp", "--batch", "9" * 5000], "Invalid value for '--batch'"),
+])
+def test_graph_errors_are_one_line(args, text):
+    res = invoke(*args)
+    line = assert_one_error(res.stderr, res.exit_code)
+    assert text in line
+
+
+def test_graph_with_a_batch():
+    res = invoke("graph", "mlp", "--batch", "3")
+    assert res.exit_code == 0 and "inputs [[3, 7], [3, 1]]" in res.stdout
+
+
+def test_huge_seed_is_shown_without_failing(capsys):
+    seed = 10**5000 - 1  # more digits than Python turns into text
+    assert main(["run", "hello", "--seed", "9" * 5000]) == 0
+    out = capsys.readouterr().out
+    assert f"seed=<{seed.bit_length()}-bit number, {seed % 2**64} mod 2^64>" in out

@@ -1,13 +1,20 @@
-"""The `tlrs` command line (`tlrs run MODEL ...`, `tlrs models`, `tlrs info`), a typer app whose
-errors are one `tlrs: error: <message>` line on stderr with exit code 2, never a traceback.
+"""The `tlrs` command line (`tlrs run MODEL ...`, `tlrs models`, `tlrs info`, `tlrs graph`), a
+typer app whose errors are one line on stderr, never a traceback:
+
+- a user's mistake (a bad flag or value, a bad data file, an unwritable output, a model too large
+  for memory, CUDA not usable, a loss that cannot be compiled) is `tlrs: error: <message>`, exit 2;
+- anything else is a bug in tlrs: `tlrs: internal error: <Type>: <message> (TLRS_DEBUG=1 shows
+  the traceback)`, exit 1; with the environment variable `TLRS_DEBUG=1` the traceback comes first.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import platform
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,9 +27,10 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
 
 from . import _core
-from .cli_args import drop_dash_dash, has_help, require_no_args
+from .cli_args import drop_dash_dash, format_bytes, format_nat, has_help, require_no_args
 from .entry import RunAction, RunOptions, run, runtime_flags_help
-from .errors import ArgError, CudaUnavailableError
+from .compiled import TraceError
+from .errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
 
 PROG = "tlrs"
 CommandFn = Callable[[list[str]], int]
@@ -37,12 +45,33 @@ RUNTIME_VALUE_FLAGS = frozenset({
 })
 # Modules that register model commands when they exist (imported on first use of the registry).
 _COMMAND_MODULES = ("tlrs.commands",)
-# Exceptions that are the user's fault: reported as one line, exit 2.
+# Exceptions that are the user's fault: reported as one `tlrs: error:` line, exit 2. A bare
+# ValueError/TypeError/RuntimeError/KeyError... is a bug in tlrs (`tlrs: internal error:`, exit 1).
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    ArgError, ValueError, TypeError, CudaUnavailableError,
-    FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+    ArgError, ShapeError, DTypeError, CheckpointError, CudaUnavailableError, TraceError,
 )
+# File errors on a path the user gave (tlrs's own file code names the path in the message).
+FILE_ERRORS: tuple[type[OSError], ...] = (
+    FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError,
+)
+EXIT_INTERNAL = 1
+MAX_GRAPH_BATCH = 65536
+"""The largest `tlrs graph --batch` (the loss is traced twice on inputs of that batch)."""
+MAX_MEMORY_BYTES = 4 * 2**30
+"""The cap of `memory_limit`."""
+EXIT_INTERRUPTED = 130
 EXIT_USAGE = 2
+
+
+def memory_limit() -> int:
+    """The most bytes a command may plan to allocate for a model or a traced batch: 4 GiB, or
+    half the machine's physical memory when that is less."""
+    limit = MAX_MEMORY_BYTES
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        physical = 0
+    return min(limit, physical // 2) if physical > 0 else limit
 
 
 def register(name: str) -> Callable[[CommandFn], CommandFn]:
@@ -179,22 +208,71 @@ def _report(message: str) -> int:
     return EXIT_USAGE
 
 
+def debug_enabled() -> bool:
+    """True when the environment variable `TLRS_DEBUG` asks for tracebacks (`1`, `true`, `yes`)."""
+    return os.environ.get("TLRS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def internal_error_line(err: BaseException) -> str:
+    """`tlrs: internal error: <Type>: <message> (TLRS_DEBUG=1 shows the traceback)`, one line."""
+    parts = [p.strip() for p in str(err).splitlines() if p.strip()]
+    text = f"{type(err).__name__}: {'; '.join(parts)}" if parts else type(err).__name__
+    hint = "see the traceback above" if debug_enabled() else "TLRS_DEBUG=1 shows the traceback"
+    return f"{PROG}: internal error: {text} ({hint})"
+
+
+def _internal(err: BaseException) -> int:
+    sys.stdout.flush()
+    if debug_enabled():
+        traceback.print_exception(err, file=sys.stderr)
+    print(internal_error_line(err), file=sys.stderr)
+    sys.stderr.flush()
+    return EXIT_INTERNAL
+
+
+def _file_message(err: OSError) -> str:
+    """An OSError as `<path>: <reason>` (its own text when tlrs wrote one)."""
+    if err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return str(err) or type(err).__name__
+
+
+def user_message(err: BaseException) -> str | None:
+    """The one-line message for an exception that is the user's fault, else None (a bug)."""
+    if isinstance(err, USER_ERRORS):
+        return str(err) or type(err).__name__
+    if isinstance(err, MemoryError):
+        text = str(err).strip()
+        return f"out of memory{': ' + text if text else ''} (try smaller sizes or fewer samples)"
+    if isinstance(err, FILE_ERRORS) or (isinstance(err, OSError) and err.filename is not None):
+        return _file_message(err)
+    return None
+
+
 def guarded(call: Callable[[], Any], empty: bool = False) -> int:
     """Run the click command `call` (non-standalone) and turn its outcome into an exit code.
 
     Args: empty: the argument list was empty (reported as a missing command).
-    Returns 0 or the command's code; user errors print one `tlrs: error:` line and give 2.
+    Returns 0 or the command's code; a user's error prints one `tlrs: error:` line and gives 2,
+    any other exception one `tlrs: internal error:` line (and, with TLRS_DEBUG=1, the traceback)
+    and gives 1; Ctrl-C gives 130.
     """
     try:
         rv = call()
     except ClickException as err:
         if empty and isinstance(err, UsageError):
-            return _report(f"missing command (one of: run, models, info; see `{PROG} --help`)")
+            return _report(f"missing command (one of: run, models, info, graph; see `{PROG} --help`)")
         return _report(err.format_message())
     except typer.Abort:
         return _report("aborted")
-    except USER_ERRORS as err:
-        return _report(str(err) or type(err).__name__)
+    except KeyboardInterrupt:
+        _report("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - every failure ends as one line, never a traceback
+        message = user_message(err)
+        if message is None:
+            return _internal(err)
+        return _report(message)
     if isinstance(rv, bool) or not isinstance(rv, int):
         return 0
     return rv
@@ -292,16 +370,24 @@ def graph_command(
     defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
     make = defaults.get(model)
     if make is None:
-        raise ValueError(f"unknown model '{model}' (known: {', '.join(sorted(defaults))})")
+        raise ArgError(f"graph: unknown model {model!r} (known: {', '.join(sorted(defaults))})")
     if dtype not in ("float64", "float32"):
-        raise ValueError(f"--dtype: expected float64 or float32, got {dtype}")
-    if batch < 0:
-        raise ValueError(f"--batch: expected a size >= 0, got {batch}")
+        raise ArgError(f"graph: --dtype: expected float64 or float32, got `{dtype}`")
+    if batch < 0 or batch > MAX_GRAPH_BATCH:
+        raise ArgError(f"graph: --batch: expected a size from 0 to {MAX_GRAPH_BATCH:,} (tracing "
+                       f"runs the loss on inputs of that batch), got {batch}")
     defn = make()
     module = instantiate_with_options(defn, dtype, Options(backend=Backend.COMPILED))
     compiled = module._compiled
     assert compiled is not None
     if batch:
+        # Tracing runs the loss on real inputs: estimate its activations from the unbatched graph.
+        need = batch * compiled.graph_for(defn.input_shapes).activation_bytes
+        limit = memory_limit()
+        if need > limit:
+            raise ArgError(f"graph: --batch {batch}: tracing {model} at that batch needs about "
+                           f"{format_bytes(need)} of activations, more than the "
+                           f"{format_bytes(limit)} limit")
         compiled.graph_for([[batch, *s] for s in defn.input_shapes])
     print(compiled.describe())
 
@@ -325,7 +411,8 @@ def hello(args: list[str]) -> int:
         exe_name("hello"),
         args,
         RunAction.float(body),
-        RunOptions(banner=lambda o: f"hello: seed={o.seed} device={o.device}", print_ok=True),
+        RunOptions(banner=lambda o: f"hello: seed={format_nat(o.seed)} device={o.device}",
+                   print_ok=True),
     )
 
 

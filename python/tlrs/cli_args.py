@@ -182,6 +182,27 @@ def parse_nat(s: str) -> int | None:
     return value
 
 
+def format_bytes(n: int) -> str:
+    """A byte count for messages: `512 bytes`, `1.5 KiB`, `4.0 GiB`, ... (any size)."""
+    if n < 1024:
+        return f"{n} bytes"
+    value, unit = float(n), "bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        value /= 1024.0
+        if value < 1024.0:
+            break
+    return f"{value:.1f} {unit}" if value < 1e6 else f"{n:.3g} bytes"
+
+
+def format_nat(n: int) -> str:
+    """A natural for messages and logs: its digits, or, past a few thousand digits (which Python
+    will not convert to text), `<B-bit number, N mod 2^64>` (the reference reduces seeds mod
+    2^64)."""
+    if n.bit_length() <= 10_000:
+        return str(n)
+    return f"<{n.bit_length()}-bit number, {n % 2**64} mod 2^64>"
+
+
 def take_nat_flag_once(args: Args, key: str) -> Taken[int | None]:
     """`take_flag_value_once`, then `parse_nat`.
 
