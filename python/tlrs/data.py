@@ -9,17 +9,23 @@ integer class labels kept alongside in `Dataset.labels`).
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib import format as npformat
 
+from .cli_args import format_bytes
+from .errors import ArgError
 from .random import shuffle_permutation
 
 __all__ = [
-    "SKLEARN_DATASETS", "BatchLoader", "Dataset", "digits_images", "load_csv", "load_npy",
-    "load_sklearn", "one_hot", "quickstart_grid", "synthetic_autoencoder",
+    "MAX_CLASSES", "MAX_LOAD_BYTES", "SKLEARN_DATASETS", "BatchLoader", "DataFileError",
+    "DataFileNotFoundError", "Dataset", "digits_images", "load_csv", "load_npy",
+    "load_sklearn", "npy_header", "one_hot", "quickstart_grid", "synthetic_autoencoder",
     "synthetic_classification", "synthetic_images", "synthetic_regression", "synthetic_text",
     "train_test_split",
 ]
@@ -159,22 +165,85 @@ def synthetic_text(seq_len: int = 8, text: str = _TEXT) -> Dataset:
 
 # --- files --------------------------------------------------------------------------------------
 
+class DataFileError(ArgError):
+    """A data file (`--csv`, `--x`, `--y`) that cannot be used: the message names the file, what
+    was expected and what was found. An `ArgError`, so the CLI reports it on one line (exit 2)."""
+
+
+class DataFileNotFoundError(DataFileError, FileNotFoundError):
+    """A data file that does not exist (also a `FileNotFoundError`)."""
+
+
+MAX_LOAD_BYTES = 2 * 2**30
+"""The most bytes the binary64 arrays built from one data file may take (checked before they
+are allocated)."""
+MAX_CLASSES = 100_000
+"""The largest class count a label file may imply (labels must be below it)."""
+_NPY_HEADER_MAX = 1 << 20
+
+
+def _fmt_bytes(n: int) -> str:
+    if n == 1:
+        return "1 byte"
+    return f"{n:,} bytes" if n < 2**20 else f"{format_bytes(n)} ({n:,} bytes)"
+
+
+def _check_file(path: str, what: str) -> int:
+    """The size of the regular file `path`, else DataFileError naming it and `what`."""
+    if "\0" in path:
+        raise DataFileError(f"{path!r}: a file name cannot contain a NUL character")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DataFileNotFoundError(f"{path}: no such file, expected {what}") from None
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise DataFileError(f"{path}: cannot read it ({reason}); expected {what}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataFileError(f"{path}: is a folder, expected {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise DataFileError(f"{path}: not a regular file, expected {what}")
+    return int(st.st_size)
+
+
+def _read_bytes(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as err:
+        raise DataFileError(f"{path}: cannot read it ({err.strerror or err}); expected {what}") \
+            from None
+
+
 def load_csv(path: str | os.PathLike[str]) -> Dataset:
     """A CSV in the reference's Auto MPG layout: one header line (skipped), then numeric rows
     `x1,...,xk,y` (k >= 1; the prepared Auto MPG file has x1..x7,y scaled to [0, 1]).
 
-    Returns x [N, k], y [N, 1]. Blank lines are skipped. Raises: FileNotFoundError: no such file
-    (naming the path); ValueError: no data rows, or a row with a non-numeric field or another
-    column count than the header (naming the line number).
+    Returns x [N, k], y [N, 1]. Blank lines are skipped. Raises: DataFileNotFoundError (a
+    FileNotFoundError): no such file; DataFileError (a ValueError): a folder, an unreadable or
+    non-UTF-8 file, a file over `MAX_LOAD_BYTES`, no header or data rows, a header of fewer than
+    two columns, or a row with a non-numeric or non-finite field or another column count than
+    the header (naming the line number).
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"CSV file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    if not lines:
-        raise ValueError(f"{path}: empty CSV file (expected a header line and numeric rows)")
+    what = "a CSV file (a header line x1,...,xk,y, then numeric rows)"
+    size = _check_file(path, what)
+    if size > MAX_LOAD_BYTES:
+        raise DataFileError(f"{path}: the CSV file has {_fmt_bytes(size)}, more than the "
+                            f"{_fmt_bytes(MAX_LOAD_BYTES)} limit")
+    try:
+        lines = _read_bytes(path, what).decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise DataFileError(f"{path}: not UTF-8 text (byte {err.start}); expected {what}") \
+            from None
+    if not lines or not lines[0].strip():
+        raise DataFileError(f"{path}: empty CSV file (expected a header line and numeric rows)"
+                            if not lines else f"{path}: line 1: expected a header line "
+                            "x1,...,xk,y, got an empty line")
     width = len(lines[0].split(","))
+    if width < 2:
+        raise DataFileError(f"{path}: line 1: expected a header of at least 2 columns "
+                            f"(x1..xk, y), got {width}")
     rows = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -183,62 +252,147 @@ def load_csv(path: str | os.PathLike[str]) -> Dataset:
         try:
             values = [float(v) for v in fields]
         except ValueError:
-            raise ValueError(f"{path}: line {number}: expected {width} numbers separated by "
-                             f"commas, got {line!r}") from None
-        if len(values) != width or width < 2:
-            raise ValueError(f"{path}: line {number}: expected {width} columns (x1..x{width - 1},"
-                             f" y) as in the header, got {len(values)}")
+            shown = line if len(line) <= 80 else line[:77] + "..."
+            raise DataFileError(f"{path}: line {number}: expected {width} numbers separated by "
+                                f"commas, got {shown!r}") from None
+        if len(values) != width:
+            raise DataFileError(f"{path}: line {number}: expected {width} columns (x1..x"
+                                f"{width - 1}, y) as in the header, got {len(values)}")
+        if not all(math.isfinite(v) for v in values):
+            raise DataFileError(f"{path}: line {number}: expected finite numbers, got a NaN or "
+                                "infinite value")
         rows.append(values)
     if not rows:
-        raise ValueError(f"{path}: no data rows after the header line")
+        raise DataFileError(f"{path}: no data rows after the header line")
     data = np.array(rows)
     return Dataset(data[:, :-1].copy(), data[:, -1:].copy(), None, path)
 
 
-def _npy(path: str) -> np.ndarray:
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"NumPy file not found: {path}")
+def npy_header(path: str | os.PathLike[str],
+               what: str = "a .npy array") -> tuple[tuple[int, ...], np.dtype, int]:
+    """(shape, dtype, data offset) of a `.npy` file, read from its header without loading it,
+    after checking that the file holds exactly the bytes its header declares.
+
+    Raises: DataFileNotFoundError: no such file; DataFileError: a folder, an empty, foreign,
+    corrupt or truncated file (or one with bytes past its array), or an array of Python objects.
+    """
+    path = os.fspath(path)
+    size = _check_file(path, what)
+    if size == 0:
+        raise DataFileError(f"{path}: empty file, expected {what}")
+    try:
+        with open(path, "rb") as f:
+            try:
+                version = npformat.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = npformat.read_array_header_1_0(
+                        f, max_header_size=_NPY_HEADER_MAX)
+                elif version == (2, 0):
+                    shape, fortran, dtype = npformat.read_array_header_2_0(
+                        f, max_header_size=_NPY_HEADER_MAX)
+                else:
+                    shape, fortran, dtype = npformat._read_array_header(  # noqa: SLF001
+                        f, version, max_header_size=_NPY_HEADER_MAX)
+            except (ValueError, EOFError, SyntaxError, TypeError, KeyError) as err:
+                text = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise DataFileError(f"{path}: not a .npy file or a corrupt header ({text}); "
+                                    f"expected {what}") from None
+            offset = f.tell()
+    except OSError as err:
+        raise DataFileError(f"{path}: cannot read it ({err.strerror or err}); expected {what}") \
+            from None
+    if dtype.hasobject:
+        raise DataFileError(f"{path}: holds Python objects (dtype {dtype}), expected {what} of "
+                            "numbers")
+    shape = tuple(int(d) for d in shape)
+    declared = math.prod(shape) * dtype.itemsize
+    held = size - offset
+    if held < declared:
+        raise DataFileError(f"{path}: truncated: its header declares a {dtype} array of shape "
+                            f"{list(shape)} ({_fmt_bytes(declared)} of data), but the file holds "
+                            f"{_fmt_bytes(held)}")
+    if held > declared:
+        raise DataFileError(f"{path}: corrupt: its header declares a {dtype} array of shape "
+                            f"{list(shape)} ({_fmt_bytes(declared)} of data), but the file holds "
+                            f"{_fmt_bytes(held)}")
+    return shape, dtype, offset
+
+
+def _npy(path: str, what: str) -> np.ndarray:
+    """The array of a checked `.npy` file, memory-mapped (nothing is read yet)."""
+    shape, dtype, _ = npy_header(path, what)
+    if math.prod(shape) == 0:
+        return np.empty(shape, dtype=dtype)
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as e:
-        raise ValueError(f"{path}: not a readable .npy array ({e})") from None
+    except (OSError, ValueError) as err:
+        text = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataFileError(f"{path}: not a readable .npy array ({text}); expected {what}") \
+            from None
 
 
 def load_npy(x_path: str | os.PathLike[str], y_path: str | os.PathLike[str],
              n_total: int | None = None) -> Dataset:
     """Images and labels in the CIFAR-10 `.npy` layout: X [N, C, H, W] or [N, H, W, C] (C = 1
     or 3; uint8 scaled by 1/255, floats above 1 likewise, other floats kept), y [N] integer
-    labels. Only the first `n_total` rows are read when given.
+    labels. Only the first `n_total` rows are read when given. Both headers are checked against
+    the file sizes, and the size of the binary64 copy against `MAX_LOAD_BYTES`, before anything
+    is read.
 
-    Returns x [N, C, H, W] binary64 in [0, 1], one-hot y, labels. Raises: FileNotFoundError: a
-    missing file; ValueError: wrong ranks, lengths or label values, non-numeric arrays.
+    Returns x [N, C, H, W] binary64 in [0, 1], one-hot y, labels. Raises: DataFileNotFoundError
+    (a FileNotFoundError): a missing file; DataFileError (a ValueError): a file as `npy_header`
+    refuses, wrong ranks, dtypes, lengths, sizes or label values, non-finite pixels.
     """
     x_path, y_path = os.fspath(x_path), os.fspath(y_path)
-    xa, ya = _npy(x_path), _npy(y_path)
+    x_what = "images [N, C, H, W] or [N, H, W, C] (.npy, numeric)"
+    y_what = "integer labels [N] (.npy)"
+    xa, ya = _npy(x_path, x_what), _npy(y_path, y_what)
     if xa.ndim != 4:
-        raise ValueError(f"{x_path}: expected images [N, C, H, W] or [N, H, W, C], got shape "
-                         f"{list(xa.shape)}")
-    if ya.ndim != 1 or ya.dtype.kind not in "iu":
-        raise ValueError(f"{y_path}: expected integer labels [N], got {ya.dtype} shape "
-                         f"{list(ya.shape)}")
-    if len(xa) != len(ya):
-        raise ValueError(f"{x_path} has {len(xa)} images but {y_path} has {len(ya)} labels")
+        raise DataFileError(f"{x_path}: expected images [N, C, H, W] or [N, H, W, C], got shape "
+                            f"{list(xa.shape)}")
     if xa.dtype.kind not in "uif":
-        raise ValueError(f"{x_path}: expected numeric images, got dtype {xa.dtype}")
+        raise DataFileError(f"{x_path}: expected numeric images (integers or floats), got dtype "
+                            f"{xa.dtype}")
+    if ya.ndim != 1 or ya.dtype.kind not in "iu":
+        raise DataFileError(f"{y_path}: expected integer labels [N], got {ya.dtype} shape "
+                            f"{list(ya.shape)}")
+    if len(xa) != len(ya):
+        raise DataFileError(f"{x_path} has {len(xa)} images but {y_path} has {len(ya)} labels")
+    if len(xa) == 0:
+        raise DataFileError(f"{x_path}: no images (shape {list(xa.shape)})")
+    if 0 in xa.shape[1:]:
+        raise DataFileError(f"{x_path}: expected images of at least 1x1 pixels, got shape "
+                            f"{list(xa.shape)}")
+    nchw = xa.shape[1] in (1, 3)
+    if not nchw and xa.shape[3] not in (1, 3):
+        raise DataFileError(f"{x_path}: expected 1 or 3 channels (NCHW or NHWC), got shape "
+                            f"{list(xa.shape)}")
     n = len(xa) if n_total is None else min(int(n_total), len(xa))
-    x = np.asarray(xa[:n], dtype=np.float64)
-    labels = np.asarray(ya[:n], dtype=np.int64)
-    if x.shape[1] not in (1, 3) and x.shape[3] in (1, 3):
+    need = n * math.prod(xa.shape[1:]) * 8
+    if need > MAX_LOAD_BYTES:
+        raise DataFileError(f"{x_path}: {n:,} images of shape {list(xa.shape[1:])} need "
+                            f"{_fmt_bytes(need)} in binary64, more than the "
+                            f"{_fmt_bytes(MAX_LOAD_BYTES)} limit (read fewer with --n-total)")
+    try:
+        x = np.asarray(xa[:n], dtype=np.float64)
+        labels = np.asarray(ya[:n], dtype=np.int64)
+    except OSError as err:
+        raise DataFileError(f"{x_path}: cannot read it ({err.strerror or err})") from None
+    if not np.isfinite(x).all():
+        raise DataFileError(f"{x_path}: expected finite pixel values, got "
+                            f"{int((~np.isfinite(x)).sum())} NaN or infinite values")
+    if not nchw:
         x = x.transpose(0, 3, 1, 2)
-    if x.shape[1] not in (1, 3):
-        raise ValueError(f"{x_path}: expected 1 or 3 channels (NCHW or NHWC), got shape "
-                         f"{list(xa.shape)}")
-    if xa.dtype.kind in "ui" or (x.size and x.max() > 1.0):
+    if xa.dtype.kind in "ui" or x.max() > 1.0:
         x = x / 255.0
-    if n == 0:
-        raise ValueError(f"{x_path}: no images")
     if labels.min() < 0:
-        raise ValueError(f"{y_path}: labels must be >= 0, got {labels.min()}")
+        raise DataFileError(f"{y_path}: labels must be >= 0, got {labels.min()}")
+    if labels.max() >= MAX_CLASSES:
+        raise DataFileError(f"{y_path}: labels must be below {MAX_CLASSES:,} (the class count "
+                            f"is the largest label + 1), got {labels.max()}")
+    if n * (int(labels.max()) + 1) * 8 > MAX_LOAD_BYTES:
+        raise DataFileError(f"{y_path}: one-hot targets for {n:,} labels of {int(labels.max()) + 1:,}"
+                            f" classes need more than the {_fmt_bytes(MAX_LOAD_BYTES)} limit")
     return _classes(np.ascontiguousarray(x), labels, x_path)
 
 

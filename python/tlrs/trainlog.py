@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 __all__ = [
     "DEFAULT_COLOR", "PALETTE", "curve_trainlog", "plot_loss", "read_trainlog",
-    "require_matplotlib", "trainlog_dict", "write_trainlog",
+    "require_matplotlib", "temporary_name", "trainlog_dict", "write_trainlog",
 ]
 
 DEFAULT_COLOR = "#4e79a7"
@@ -70,15 +70,21 @@ def trainlog_dict(
     return {"title": str(title), "steps": steps, "series": out, "notes": [str(n) for n in notes]}
 
 
+def temporary_name(name: str) -> str:
+    """The name of the temporary file an atomic write of the file `name` goes through (in the
+    same folder): `.<name>.<pid>.<8 hex digits>.tmp`, fresh on every call."""
+    return f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
 @contextmanager
 def _atomic_file(path: str) -> Iterator[BinaryIO]:
     """An open binary file that replaces `path` (creating parent folders) when the block ends
     without an error; on an error the temporary file is removed and `path` is untouched. The
     file gets the usual permissions (0666 less the umask)."""
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.abspath(path)  # "a/../b" is b, whether or not a exists
+    folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    name = f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    tmp = os.path.join(folder, name)
+    tmp = os.path.join(folder, temporary_name(os.path.basename(path)))
     try:
         with open(tmp, "xb") as f:
             yield f

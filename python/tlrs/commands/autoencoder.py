@@ -8,8 +8,8 @@ from ..config import Options
 from ..module import ModuleDef
 from ..data import Dataset
 from .sources import exclusive, notes, tabular, take_dataset, take_images
-from .trainer import command, finish, model_seeds, require_no_more, take_nat, \
-    take_train_flags, train
+from .trainer import check_model_size, command, finish, mlp_shapes, model_seeds, \
+    require_no_more, take_nat, take_train_flags, train
 
 DESCRIPTION = "autoencoder reconstruction"
 
@@ -25,12 +25,14 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     require_no_more(rest, exe)
     exclusive(exe, x=images.given, dataset=name)
     if images.given:
-        src = images.load()
+        src = images.load(exe)
     else:
         src = tabular(name) if name is not None else data.synthetic_autoencoder()
     x = src.x.reshape(len(src), -1)
     ds = Dataset(x, x.copy(), None, src.name)
     assert hidden is not None
+    check_model_size(exe, f"--hidden {hidden} with {x.shape[1]:,} input features",
+                     mlp_shapes(x.shape[1], hidden, x.shape[1]), flags.optim)
     defn, _ = models.autoencoder(x.shape[1], hidden, *model_seeds(4))
     result = train(exe, defn, opts, ds, flags, opts.seed)
     finish(result, flags, "Autoencoder training", notes(ds, opts))

@@ -8,10 +8,30 @@ from ..config import Options
 from ..module import ModuleDef
 from ..data import Dataset
 from .sources import run_classifier, take_image_source
-from .trainer import command, require_no_more, reseed, take_nat, take_train_flags
+from ..errors import ArgError
+from .trainer import check_model_size, command, require_no_more, reseed, take_nat, \
+    take_train_flags
 
 DESCRIPTION = "two-conv CNN image classifier"
 _UNIFORM = ("uniform", -0.1, 0.1)
+MIN_SIZE = 4  # the smallest image side two 2x2 max-pools (stride 2) leave at least one pixel of
+
+
+def _pooled(size: int) -> int:
+    return (size - 2) // 2 + 1
+
+
+def cnn_shapes(c: int, c1: int, classes: int, h: int, w: int) -> list[tuple[int, ...]]:
+    """The parameter shapes of the command's CNN (3x3 convs with padding 1, 2x2 pools)."""
+    feat = 2 * c1 * _pooled(_pooled(h)) * _pooled(_pooled(w))
+    return [(c1, c, 3, 3), (c1,), (2 * c1, c1, 3, 3), (2 * c1,), (classes, feat), (classes,)]
+
+
+def cnn_activations(c: int, c1: int, h: int, w: int) -> int:
+    """A rough count of the scalars one image needs in a training step (im2col columns, conv
+    and pool outputs and their gradients)."""
+    h1, w1 = _pooled(h), _pooled(w)
+    return 9 * c * h * w + 12 * c1 * h * w + 9 * c1 * h1 * w1 + 12 * c1 * h1 * w1
 
 
 def body(exe: str, opts: Options, rest: list[str]) -> None:
@@ -22,11 +42,16 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     c1, rest = take_nat(rest, exe, "channels", 8)
     flags, rest = take_train_flags(rest, exe, lr=5e-3, batch=16, epochs=20)
     require_no_more(rest, exe)
-    ds = source.load()
+    ds = source.load(exe)
     assert c1 is not None
 
     def build(d: Dataset):  # type: ignore[no-untyped-def]
         _, c, h, w = d.x.shape
+        if h < MIN_SIZE or w < MIN_SIZE:
+            raise ArgError(f"{exe}: the CNN needs images of at least {MIN_SIZE}x{MIN_SIZE} pixels "
+                           f"(two 2x2 max-pools), got {h}x{w} ({d.name})")
+        check_model_size(exe, f"--channels {c1} on {c}x{h}x{w} images", cnn_shapes(
+            c, c1, d.num_classes, h, w), flags.optim, flags.batch * cnn_activations(c, c1, h, w))
         # 3x3 convolutions with padding 1, 2x2 max-pools with stride 2.
         defn, predict = models.two_conv_cnn(c, c1, 2 * c1, d.num_classes, h, w, 3, 3, 1, 1, 1, 1)
         return reseed(defn, [_UNIFORM, None, _UNIFORM, None, ("xavier",), None]), predict

@@ -6,9 +6,9 @@ from .. import data, models
 from ..cli import register
 from ..config import Options
 from ..module import ModuleDef
-from .sources import exclusive, notes, take_dataset, tabular
-from .trainer import command, finish, model_seeds, require_no_more, take_nat, take_path, \
-    take_train_flags, train
+from .sources import exclusive, load_file, notes, take_dataset, tabular
+from .trainer import check_model_size, command, finish, mlp_shapes, model_seeds, \
+    require_no_more, take_nat, take_path, take_train_flags, train
 
 DESCRIPTION = "MLP regression (Auto MPG layout)"
 
@@ -24,10 +24,13 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     require_no_more(rest, exe)
     exclusive(exe, csv=csv, dataset=name)
     if csv is not None:
-        ds = data.load_csv(csv)
+        path = csv
+        ds = load_file(exe, lambda: data.load_csv(path))
     else:
         ds = tabular(name) if name is not None else data.synthetic_regression()
     assert hidden is not None
+    in_dim, out_dim = ds.x.shape[1], ds.y.shape[1]
+    check_model_size(exe, f"--hidden {hidden}", mlp_shapes(in_dim, hidden, out_dim), flags.optim)
     # One draw from the global stream, then (W1, b1, W2, b2) seeds: the reference's nn.withModel.
     defn, _ = models.mlp(ds.x.shape[1], hidden, ds.y.shape[1], *model_seeds(4))
     result = train(exe, defn, opts, ds, flags, opts.seed)

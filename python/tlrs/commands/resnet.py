@@ -10,7 +10,8 @@ from ..config import Options
 from ..module import ModuleDef
 from ..data import Dataset
 from .sources import run_classifier, take_image_source
-from .trainer import command, require_no_more, reseed, take_nat, take_train_flags
+from .trainer import check_model_size, command, require_no_more, reseed, take_nat, \
+    take_train_flags
 
 DESCRIPTION = "ResNet-18 image classifier"
 BUILTIN_SIZE = 36  # the smallest even size whose stage-4 maps are 2x2 (33 is the least)
@@ -41,7 +42,7 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     width, rest = take_nat(rest, exe, "width", 8)
     flags, rest = take_train_flags(rest, exe, lr=3e-3, batch=8, epochs=2)
     require_no_more(rest, exe)
-    ds = source.load()
+    ds = source.load(exe)
     assert width is not None
     _, c, h, w = ds.x.shape
     if min(stage4_size(h), stage4_size(w)) < 2:
@@ -49,6 +50,10 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
               f"{stage4_size(h)}x{stage4_size(w)}, where per-image batch norm outputs constants;"
               " the network cannot use its input (use images of at least 33x33)",
               file=sys.stderr)
+
+    check_model_size(exe, f"--width {width}",
+                     [shape for _, _, shape in models.resnet18_spec(c, max(1, ds.num_classes),
+                                                                     width)], flags.optim)
 
     def build(d: Dataset):  # type: ignore[no-untyped-def]
         defn, predict = models.resnet18_model(c, h, w, d.num_classes, width=width)

@@ -7,17 +7,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import data
+from ..cli_args import format_nat
 from ..config import Options
 from ..data import Dataset
 from ..errors import ArgError
 from ..module import ModuleDef
 from .trainer import (
-    TrainFlags, finish, print_accuracy, require_no_more, take_nat, take_path, take_train_flags,
-    train,
+    TrainFlags, _prefixed, finish, print_accuracy, require_no_more, take_nat, take_path,
+    take_train_flags, train,
 )
 
 __all__ = ["CLASSIFICATION_SETS", "IMAGE_SETS", "ImageFlags", "ImageSource", "classifier_body",
-           "exclusive", "notes", "run_classifier", "split", "tabular", "take_dataset",
+           "exclusive", "load_file", "notes", "run_classifier", "split", "tabular", "take_dataset",
            "take_image_source", "take_images"]
 
 CLASSIFICATION_SETS = ("digits", "iris", "wine", "breast_cancer")
@@ -47,10 +48,13 @@ class ImageFlags:
     def given(self) -> bool:
         return self.x is not None
 
-    def load(self) -> Dataset:
-        """The first `n_total` images of the `.npy` pair (CIFAR-10 layout)."""
+    def load(self, exe: str = "") -> Dataset:
+        """The first `n_total` images of the `.npy` pair (CIFAR-10 layout).
+
+        Raises: ArgError (prefixed with `exe` when given): a file `data.load_npy` refuses."""
         assert self.x is not None and self.y is not None
-        return data.load_npy(self.x, self.y, self.n_total)
+        x, y, n = self.x, self.y, self.n_total
+        return load_file(exe, lambda: data.load_npy(x, y, n))
 
 
 def take_images(rest: list[str], exe: str, n_total: int = 200) -> tuple[ImageFlags, list[str]]:
@@ -74,9 +78,9 @@ class ImageSource:
                  builtin: Callable[[], Dataset]) -> None:
         self.images, self.dataset, self.builtin = images, dataset, builtin
 
-    def load(self) -> Dataset:
+    def load(self, exe: str = "") -> Dataset:
         if self.images.given:
-            return self.images.load()
+            return self.images.load(exe)
         return data.digits_images() if self.dataset else self.builtin()
 
 
@@ -91,6 +95,13 @@ def take_image_source(rest: list[str], exe: str,
     name, rest = take_dataset(rest, exe, IMAGE_SETS)
     exclusive(exe, x=images.given, dataset=name)
     return ImageSource(images, name, builtin), rest
+
+
+def load_file(exe: str, load: Callable[[], Dataset]) -> Dataset:
+    """`load()`, with its `DataFileError` prefixed by `exe` (when given) for the CLI."""
+    if not exe:
+        return load()
+    return _prefixed(exe, load)  # type: ignore[no-any-return]
 
 
 def exclusive(exe: str, **given: Any) -> None:
@@ -112,7 +123,7 @@ def split(ds: Dataset) -> tuple[Dataset, Dataset]:
 
 def notes(ds: Dataset, opts: Options) -> list[str]:
     """The TrainLog notes every command writes first."""
-    return [f"dataset={ds.name}", f"device={opts.device}", f"seed={opts.seed}"]
+    return [f"dataset={ds.name}", f"device={opts.device}", f"seed={format_nat(opts.seed)}"]
 
 
 Build = Callable[[Dataset], tuple[ModuleDef, Callable[[Any, Any], Any]]]
@@ -142,5 +153,6 @@ def classifier_body(rest: list[str], exe: str, opts: Options, *, builtin: Callab
     require_no_more(rest, exe)
     ds = tabular(name) if name is not None else builtin()
     run_classifier(exe, opts, ds, flags,
-                   build if hidden is None else (lambda d: build(d, hidden)),  # type: ignore[call-arg]
+                   build if hidden is None  # type: ignore[call-arg]
+                   else (lambda d: build(d, hidden, exe, flags.optim)),  # type: ignore[call-arg]
                    title)

@@ -11,20 +11,22 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import math
 import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import optim
-from ..cli import exe_name
+from ..cli import exe_name, format_bytes, memory_limit
 from ..cli_args import (
-    drop_dash_dash, has_help, parse_float_lit, parse_nat, require_no_args, take_flag_value_once,
+    drop_dash_dash, format_nat, has_help, parse_float_lit, parse_nat, require_no_args,
+    take_flag_value_once,
 )
 from ..config import Options
 from ..data import BatchLoader, Dataset
@@ -36,10 +38,11 @@ from ..init import layer_init
 from ..module import Module, ModuleDef, format_float, instantiate_with_options
 from ..random import with_model
 from ..tensor import tensor
-from ..trainlog import curve_trainlog, plot_loss, require_matplotlib
+from ..trainlog import curve_trainlog, plot_loss, require_matplotlib, temporary_name
 
 __all__ = [
-    "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy", "command", "finish", "make_optimizer",
+    "MAX_SIZE", "MAX_STEPS", "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy",
+    "check_model_size", "check_outputs", "command", "finish", "make_optimizer", "mlp_shapes",
     "model_seeds", "reseed", "take_nat", "take_train_flags", "train",
 ]
 
@@ -111,35 +114,60 @@ def _prefixed(exe: str, call: Callable[[], Any]) -> Any:
         raise ArgError(text if text.startswith(f"{exe}: ") else f"{exe}: {text}") from None
 
 
-def take_nat(args: list[str], exe: str, key: str, default: int | None,
-             positive: bool = True) -> tuple[int | None, list[str]]:
-    """Take `--key N` once (a natural; > 0 when `positive`), with `default` when absent.
+MAX_STEPS = 10_000_000
+"""The most optimizer updates one run may ask for (`--steps`, or `--epochs` times the batches per
+epoch): every step's loss is kept for the log and the plot."""
+MAX_SIZE = 2**63 - 1
+"""The largest value a size flag (`--hidden`, `--batch`, ...) may have at all; sizes below it are
+still refused when the model would not fit in memory (`check_model_size`)."""
+_SHOWN_PATH = 120  # longer paths are shortened in messages
 
-    Raises: ArgError, prefixed with `exe`: a missing value, a duplicate, not a natural, or 0.
+
+def show_path(path: str) -> str:
+    """`path` for a message: shortened in the middle when longer than a line allows."""
+    if len(path) <= _SHOWN_PATH:
+        return path
+    return f"{path[:60]}...{path[-40:]} ({len(path):,} characters)"
+
+
+def take_nat(args: list[str], exe: str, key: str, default: int | None,
+             positive: bool = True, maximum: int | None = MAX_SIZE) -> tuple[int | None, list[str]]:
+    """Take `--key N` once (a natural; > 0 when `positive`; at most `maximum` unless None), with
+    `default` when absent.
+
+    Raises: ArgError, prefixed with `exe`: a missing value, a duplicate, not a natural, 0, or
+    more than `maximum`.
     """
     raw, rest = _prefixed(exe, lambda: take_flag_value_once(args, key))
     if raw is None:
         return default, rest
     n = parse_nat(raw)
     if n is None:
-        raise ArgError(f"{exe}: --{key}: expected a natural number, got `{raw}`")
+        raise ArgError(f"{exe}: --{key}: expected a natural number, got `{show_path(raw)}`")
     if positive and n == 0:
         raise ArgError(f"{exe}: --{key} must be > 0")
+    if maximum is not None and n > maximum:
+        raise ArgError(f"{exe}: --{key} must be at most {maximum:,}, got "
+                       f"{show_path(format_nat(n))}")
     return n, rest
 
 
 def take_positive_float(args: list[str], exe: str, key: str,
                         default: float) -> tuple[float, list[str]]:
-    """Take `--key F` once (a JSON-style float literal > 0), with `default` when absent.
+    """Take `--key F` once (a finite JSON-style float literal > 0), with `default` when absent.
 
-    Raises: ArgError, prefixed with `exe`.
+    Raises: ArgError, prefixed with `exe`: not a float literal, not finite (`1e999`), or <= 0.
     """
     raw, rest = _prefixed(exe, lambda: take_flag_value_once(args, key))
     if raw is None:
         return default, rest
     x = parse_float_lit(raw)
     if x is None:
-        raise ArgError(f"{exe}: --{key}: expected a JSON-style float literal, got `{raw}`")
+        raise ArgError(f"{exe}: --{key}: expected a JSON-style float literal, got "
+                       f"`{show_path(raw)}`")
+    if not math.isfinite(x):
+        raise ArgError(f"{exe}: --{key}: expected a finite number, got `{show_path(raw)}` "
+                       "(beyond the binary64 range)")
     if not x > 0.0:
         raise ArgError(f"{exe}: --{key} must be > 0")
     return x, rest
@@ -147,24 +175,135 @@ def take_positive_float(args: list[str], exe: str, key: str,
 
 def take_path(args: list[str], exe: str, key: str) -> tuple[str | None, list[str]]:
     """Take `--key PATH` once (verbatim). Raises: ArgError (prefixed): missing value, duplicate,
-    or an empty path."""
+    an empty path, or one holding a NUL character."""
     raw, rest = _prefixed(exe, lambda: take_flag_value_once(args, key))
     if raw is not None and not raw.strip():
         raise ArgError(f"{exe}: --{key}: expected a path, got an empty value")
+    if raw is not None and "\0" in raw:
+        raise ArgError(f"{exe}: --{key}: a path cannot contain a NUL character, got {raw!r}")
     return raw, rest
 
 
-def check_output_path(exe: str, key: str, path: str) -> None:
-    """Fail before training when `--key PATH` cannot be written: PATH is a folder, or its
-    nearest existing ancestor is not a writable folder. Raises: ArgError (prefixed)."""
+def _refuse(exe: str, key: str, path: str, reason: str) -> ArgError:
+    return ArgError(f"{exe}: --{key}: cannot write {show_path(path)}: {reason}")
+
+
+def _output_identity(path: str) -> str:
+    """The file an output path will replace: its folder with symbolic links resolved, then its
+    name (the writes replace the path itself, a link included)."""
     target = os.path.abspath(path)
-    if os.path.isdir(target):
-        raise ArgError(f"{exe}: --{key}: {path} is a folder, expected a file path")
-    parent = os.path.dirname(target)
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-        raise ArgError(f"{exe}: --{key}: cannot write {path} ({parent} is not a writable folder)")
+    return os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+
+
+def check_output_path(exe: str, key: str, path: str) -> str:
+    """Fail before training when `--key PATH` cannot be written; returns the file it names
+    (`_output_identity`).
+
+    PATH must not be a folder or another non-regular file (a device, a pipe); its missing
+    parent folders must be creatable, and a file of the longest temporary name the atomic writes
+    use must be creatable in its folder (so a name too long, a read-only or unwritable place, a
+    file where a folder should be are caught now). The check creates the missing folders and the
+    probe file, then removes them again: a refused run leaves nothing behind.
+    Raises: ArgError (prefixed), naming the flag, the path and the reason.
+    """
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        raise _refuse(exe, key, path, "not a valid file name on this system") from None
+    if "\0" in path:
+        raise _refuse(exe, key, path, "a path cannot contain a NUL character")
+    target = os.path.abspath(path)
+    name = os.path.basename(target)
+    if not name or path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        raise _refuse(exe, key, path, "expected a file path, got a folder path")
+    try:
+        if os.path.isdir(target):
+            raise ArgError(f"{exe}: --{key}: {show_path(path)} is a folder, expected a file path")
+        if os.path.lexists(target) and not os.path.isfile(target):
+            raise _refuse(exe, key, path, "it exists and is not a regular file")
+    except OSError as err:
+        raise _refuse(exe, key, path, err.strerror or str(err)) from None
+    folder = os.path.dirname(target)
+    missing: list[str] = []
+    probe: str | None = None
+    try:
+        ancestor = folder
+        while not os.path.lexists(ancestor):
+            missing.append(ancestor)
+            ancestor = os.path.dirname(ancestor)
+        if not os.path.isdir(ancestor):
+            raise _refuse(exe, key, path, f"{show_path(ancestor)} is not a folder")
+        made: list[str] = []
+        try:
+            for d in reversed(missing):
+                os.mkdir(d)
+                made.append(d)
+            # The longest temporary name of the atomic writes (trainlog's; checkpoints use less).
+            probe = os.path.join(folder, temporary_name(name))
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+        finally:
+            if probe is not None:
+                with suppress(OSError):
+                    os.unlink(probe)
+            for d in reversed(made):
+                with suppress(OSError):
+                    os.rmdir(d)
+    except OSError as err:
+        raise _refuse(exe, key, path, err.strerror or str(err)) from None
+    return _output_identity(path)
+
+
+def check_outputs(exe: str, outputs: Sequence[tuple[str, str | None]]) -> None:
+    """`check_output_path` for each `(flag, path)` given (None: not asked), then refuse two
+    outputs that collide: the same file, or one inside the other (`--log out --plot out/a.png`).
+
+    Raises: ArgError (prefixed) naming both flags.
+    """
+    checked = [(key, path, check_output_path(exe, key, path))
+               for key, path in outputs if path is not None]
+    for i, (k1, p1, r1) in enumerate(checked):
+        for k2, p2, r2 in checked[i + 1:]:
+            same = r1 == r2
+            if not same and os.path.exists(r1) and os.path.exists(r2):
+                with suppress(OSError):
+                    same = os.path.samefile(r1, r2)
+            if same:
+                raise ArgError(f"{exe}: --{k1} and --{k2} name the same file "
+                               f"({show_path(p1)}, {show_path(p2)}); give each its own path")
+            for (ka, pa, ra), (kb, pb, rb) in (((k1, p1, r1), (k2, p2, r2)),
+                                               ((k2, p2, r2), (k1, p1, r1))):
+                if rb.startswith(ra.rstrip(os.sep) + os.sep):
+                    raise ArgError(f"{exe}: --{kb} {show_path(pb)} lies inside --{ka} "
+                                   f"{show_path(pa)}, which is to be a file; give each its own "
+                                   "path")
+
+
+def mlp_shapes(in_dim: int, hidden: int, out_dim: int) -> list[tuple[int, int] | tuple[int]]:
+    """The parameter shapes of a two-layer MLP `in -> hidden -> out` (weights and biases)."""
+    return [(hidden, in_dim), (hidden,), (out_dim, hidden), (out_dim,)]
+
+
+def check_model_size(exe: str, what: str, shapes: Sequence[Sequence[int]], optim_name: str,
+                     activations: int = 0) -> None:
+    """Refuse, before anything is allocated, a model that would not fit in memory: its
+    parameters, their gradients and the optimizer's slots (plus `activations` scalars, a rough
+    count for one step) in the running command's dtype, against `tlrs.cli.memory_limit()`.
+
+    Args: what: the flags and data that sized the model (`--hidden 1000`), for the message.
+    Raises: ArgError (prefixed) naming `what`, the parameter count and the bytes.
+    """
+    count = sum(math.prod(int(d) for d in s) for s in shapes)
+    dtype = _DTYPE.get()
+    itemsize = 4 if dtype == "float32" else 8
+    slots = len(type(make_optimizer(optim_name, 1.0)).slot_names)
+    need = (count * (2 + slots) + activations) * itemsize
+    limit = memory_limit()
+    if need > limit:
+        raise ArgError(f"{exe}: {what}: the model would have {count:,} parameters; training it "
+                       f"in {dtype} with {optim_name} needs about {format_bytes(need)} "
+                       f"(parameters, gradients, optimizer state{', activations' if activations else ''}),"
+                       f" more than the {format_bytes(limit)} limit")
 
 
 @dataclass(frozen=True)
@@ -193,8 +332,8 @@ def take_train_flags(args: list[str], exe: str, *, lr: float, batch: int,
     Raises: ArgError prefixed with `exe`: the reference's messages (`--steps and --epochs are
     mutually exclusive (pick one)`, `--lr must be > 0`, ...) or an unknown optimizer.
     """
-    n_steps, rest = take_nat(args, exe, "steps", None)
-    n_epochs, rest = take_nat(rest, exe, "epochs", None)
+    n_steps, rest = take_nat(args, exe, "steps", None, maximum=MAX_STEPS)
+    n_epochs, rest = take_nat(rest, exe, "epochs", None, maximum=MAX_STEPS)
     if n_steps is not None and n_epochs is not None:
         raise ArgError(f"{exe}: --steps and --epochs are mutually exclusive (pick one)")
     if n_steps is None and n_epochs is None:
@@ -214,9 +353,7 @@ def take_train_flags(args: list[str], exe: str, *, lr: float, batch: int,
         except ImportError as err:
             raise ArgError(f"{exe}: --plot: {err}") from None
     save, rest = take_path(rest, exe, "save")
-    for key, path in (("log", None if off else log), ("plot", plot), ("save", save)):
-        if path is not None:
-            check_output_path(exe, key, path)
+    check_outputs(exe, [("log", None if off else log), ("plot", plot), ("save", save)])
     assert size is not None
     flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save)
     return flags, rest
@@ -309,6 +446,7 @@ class TrainResult:
     after: float
     losses: list[float]
     batch: int
+    exe: str = "tlrs run"
 
     @property
     def steps(self) -> int:
@@ -323,17 +461,20 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     order), runs the steps (`--steps`, or `--epochs` × full batches per epoch) on minibatches
     shuffled with the dataset-shuffle LCG seeded by `seed`, recording each step's pre-update
     loss, then prints `mean_loss(train(after)) = v`.
-    Raises: ValueError: a batch larger than the training set.
+    Raises: ArgError: a batch larger than the training set, or more than `MAX_STEPS` steps.
     """
     try:
         loader = BatchLoader(len(train_set), flags.batch, seed)
     except ValueError as err:
         raise ArgError(f"{exe}: --batch: {err}") from None
+    per_epoch = loader.batches_per_epoch
+    steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch
+    if steps > MAX_STEPS:
+        raise ArgError(f"{exe}: --epochs {flags.epochs} at {per_epoch:,} batches per epoch is "
+                       f"{steps:,} steps, more than the {MAX_STEPS:,} a run may take")
     dtype = _DTYPE.get()
     module = instantiate_with_options(defn, dtype, opts)
     opt = make_optimizer(flags.optim, flags.lr)
-    per_epoch = loader.batches_per_epoch
-    steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch
     x, y = train_set.x, train_set.y
     fixed = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)] for idx in loader.fixed_batches()]
     before = module.mean_loss(fixed).item()
@@ -354,31 +495,50 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
             advance(chunk_losses)
     after = module.mean_loss(fixed).item()
     print(f"mean_loss(train(after)) = {format_float(after)}")
-    return TrainResult(module, state, before, after, losses, flags.batch)
+    return TrainResult(module, state, before, after, losses, flags.batch, exe)
 
 
 def finish(result: TrainResult, flags: TrainFlags, title: str, notes: Sequence[str]) -> None:
     """The outputs asked for, then the summary line: `  wrote TrainLog JSON: PATH` (`--log`) or
     `  TrainLog JSON disabled` (`--log off`), `  wrote loss plot: PATH` (`--plot`),
     `  saved checkpoint: PATH` (`--save`, parameters and optimizer state), and
-    `  steps=N loss0=<before> loss1=<after>`."""
+    `  steps=N loss0=<before> loss1=<after>`.
+
+    Raises: ArgError: an output that cannot be written after all (a full disk, a folder removed
+    meanwhile), naming the flag, the path and the reason; an earlier output stays written.
+    """
     all_notes = [*notes, f"lr={flags.lr:f}", f"steps={result.steps}", f"batch={result.batch}",
                  f"optim={flags.optim}"]
+    exe = result.exe
     if flags.log is not None:
-        path = curve_trainlog(flags.log, title, result.losses, all_notes)
-        print(f"  wrote TrainLog JSON: {path}")
+        log = flags.log
+        _write(exe, "log", log, lambda: curve_trainlog(log, title, result.losses, all_notes))
+        print(f"  wrote TrainLog JSON: {log}")
     elif flags.log_disabled:
         print("  TrainLog JSON disabled")
     if flags.plot is not None:
-        path = plot_loss(flags.plot, range(result.steps), result.losses, title)
-        print(f"  wrote loss plot: {path}")
+        plot = flags.plot
+        _write(exe, "plot", plot,
+               lambda: plot_loss(plot, range(result.steps), result.losses, title))
+        print(f"  wrote loss plot: {plot}")
     if flags.save is not None:
-        folder = os.path.dirname(os.path.abspath(flags.save))
-        os.makedirs(folder, exist_ok=True)
-        result.module.save(flags.save, result.state)
+        target = os.path.abspath(flags.save)
+
+        def save() -> None:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            result.module.save(target, result.state)
+
+        _write(exe, "save", flags.save, save)
         print(f"  saved checkpoint: {flags.save}")
     print(f"  steps={result.steps} loss0={format_float(result.before)} "
           f"loss1={format_float(result.after)}")
+
+
+def _write(exe: str, key: str, path: str, write: Callable[[], object]) -> None:
+    try:
+        write()
+    except OSError as err:
+        raise _refuse(exe, key, path, err.strerror or str(err)) from None
 
 
 def accuracy(predict: Callable[[Any, Any], Any], module: Module, test_set: Dataset,
