@@ -133,10 +133,11 @@ fn collect_leaves(root: &Tensor, out: &mut Vec<(usize, Tensor)>) {
 pub fn grad(root: &Tensor, wrt: &[Tensor]) -> Result<Vec<Tensor>> {
     check_scalar(root)?;
     let seed = Tensor::full_on(root.shape().clone(), 1.0, root.dtype(), root.device())?;
-    let found = grad_of(&[root.clone()], &[Some(seed)], wrt)?;
+    // A tensor that does not require grad gets zeros too (this is the module API's rule).
+    let tracked: Vec<Tensor> = wrt.iter().filter(|w| w.requires_grad()).cloned().collect();
+    let mut found = grad_of(&[root.clone()], &[Some(seed)], &tracked)?.into_iter();
     wrt.iter()
-        .zip(found)
-        .map(|(w, g)| match g {
+        .map(|w| match if w.requires_grad() { found.next().flatten() } else { None } {
             Some(g) => Ok(g),
             None => Tensor::full_on(w.shape().clone(), 0.0, w.dtype(), w.device()),
         })
