@@ -259,6 +259,9 @@ def set_fast_kernels(on: bool) -> None:
     """Selects this thread's kernel kind: fast (True) or bit-reproducible reference (False)."""
 def get_fast_kernels() -> bool:
     """Whether this thread runs the fast kernels."""
+def optim_update(kind: str, hyper: dict[str, float], t: int, param: Tensor, grad: Tensor,
+                 slots: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
+    """One update of one parameter at step t by the optimizer `kind`: (parameter, slots)."""
 def get_kernel_settings() -> tuple[bool, bool, bool]:
     """This thread's kernel settings: (fast CPU kernels, GPU matmuls in fp64, TF32)."""
 def set_kernel_settings(fast: bool, gpu_fp64: bool, tf32: bool) -> None:

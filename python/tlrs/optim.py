@@ -11,7 +11,6 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
-from .autograd import no_grad
 from .tensor import tensor
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "sgd",
 ]
 
-_NP_DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 @dataclass
@@ -90,8 +88,10 @@ def _hyper(name: str, value: float) -> float:
 class Optimizer:
     """An optimizer with the reference interface: `init(params)` and a functional `step`.
 
-    Subclasses set `kind`, `slot_names` and `_update`; hyper-parameters are explicit (no defaults).
-    Updates are elementwise in the parameter's dtype; scalar hyper-parameter arithmetic (`1 - beta`,
+    Subclasses set `kind` and `slot_names`; hyper-parameters are explicit (no defaults). The
+    update itself is the native one (`tlrs._core.optim_update`, the same code the compiled
+    backend's training loop runs, on CPU and CUDA parameters alike). Updates are elementwise in
+    the parameter's dtype; scalar hyper-parameter arithmetic (`1 - beta`,
     `beta^t` by repeated multiplication, `1/(1 - beta^t)`, `lr*wd`) is rounded in that dtype too,
     one IEEE operation at a time, so binary64 results equal plain Python float code bit for bit.
     """
@@ -101,7 +101,6 @@ class Optimizer:
 
     def __init__(self, **hyper: float) -> None:
         self.hyper = {name: _hyper(name, value) for name, value in hyper.items()}
-        self._powers: dict[tuple[str, str], tuple[int, Any]] = {}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())
@@ -145,79 +144,26 @@ class Optimizer:
         t = state.step + 1
         new_params = list(params)
         new_slots = {name: list(state.slots[name]) for name in self.slot_names}
-        with no_grad():
-            for i, (p, g, flag) in enumerate(zip(params, grads, flags, strict=True)):
-                if not flag:
-                    continue
-                if g is None or list(g.shape) != list(p.shape):
-                    got = None if g is None else list(g.shape)
-                    raise ValueError(
-                        f"{self.kind}: gradient {i} has shape {got}, expected {list(p.shape)}")
-                c = _Scalars(self, p.dtype, t)
-                # State loaded from a checkpoint lives on the CPU; it follows its parameter.
-                slots = [new_slots[name][i].to(p.device) for name in self.slot_names]
-                new_params[i], updated = self._update(p, g, slots, c)
-                for name, value in zip(self.slot_names, updated, strict=True):
-                    new_slots[name][i] = value
+        for i, (p, g, flag) in enumerate(zip(params, grads, flags, strict=True)):
+            if not flag:
+                continue
+            if g is None or list(g.shape) != list(p.shape):
+                got = None if g is None else list(g.shape)
+                raise ValueError(
+                    f"{self.kind}: gradient {i} has shape {got}, expected {list(p.shape)}")
+            # State loaded from a checkpoint lives on the CPU; it follows its parameter.
+            slots = [new_slots[name][i].to(p.device) for name in self.slot_names]
+            new_params[i], updated = _core.optim_update(
+                self.kind, self.hyper, t, p.detach(), g.detach(), slots)
+            for name, value in zip(self.slot_names, updated, strict=True):
+                new_slots[name][i] = value
         return new_params, OptimState(self.kind, t, new_slots)
-
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        raise NotImplementedError
-
-    def power(self, name: str, dtype: str, t: int) -> Any:
-        """`hyper[name]^t` in `dtype` by repeated multiplication from 1.
-
-        Only the last (t, value) is kept: training asks for t, t+1, ... so each step costs one
-        multiplication and memory stays constant however long training runs.
-        """
-        beta = _NP_DTYPES[dtype](self.hyper[name])
-        last_t, value = self._powers.get((name, dtype), (0, _NP_DTYPES[dtype](1.0)))
-        if t < last_t:
-            last_t, value = 0, _NP_DTYPES[dtype](1.0)
-        while last_t < t:
-            value = value * beta
-            last_t += 1
-        self._powers[(name, dtype)] = (last_t, value)
-        return value
-
-
-class _Scalars:
-    """The hyper-parameters of one step rounded to a dtype, plus full([]) tensors of them."""
-
-    def __init__(self, opt: Optimizer, dtype: str, t: int) -> None:
-        self.dtype, self.t, self.opt = dtype, t, opt
-        self.np = _NP_DTYPES[dtype]
-
-    def __getitem__(self, name: str) -> Any:
-        return self.np(self.opt.hyper[name])
-
-    def one_minus(self, name: str) -> Any:
-        return self.np(1.0) - self[name]
-
-    def bias_correction(self, name: str) -> float:
-        """`1/(1 - beta^t)` in the dtype."""
-        return float(self.np(1.0) / (self.np(1.0) - self.opt.power(name, self.dtype, self.t)))
-
-    def full(self, value: Any) -> Tensor:
-        return _core.full([], float(value), self.dtype)
-
-
-def _adaptive(c: _Scalars, denom_sq: Tensor, eps: Any) -> Tensor:
-    """The factor `lr / (sqrt(d) + eps)`, formed before it multiplies the gradient or moment."""
-    return c.full(c["lr"]) / (denom_sq.sqrt() + float(eps))
 
 
 class SGD(Optimizer):
     """`p <- p - lr*g`."""
 
     kind = "sgd"
-
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        return p - g * float(c["lr"]), []
 
 
 class MomentumSGD(Optimizer):
@@ -226,24 +172,12 @@ class MomentumSGD(Optimizer):
     kind = "momentum_sgd"
     slot_names = ("buf",)
 
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        buf = slots[0] * float(c["momentum"]) + g
-        return p - buf * float(c["lr"]), [buf]
-
 
 class Adagrad(Optimizer):
     """`G <- G + g^2`; `p <- p - (lr/(sqrt(G) + eps))*g`."""
 
     kind = "adagrad"
     slot_names = ("sum_sq",)
-
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        acc = slots[0] + g * g
-        return p - _adaptive(c, acc, c["eps"]) * g, [acc]
 
 
 class RMSprop(Optimizer):
@@ -252,12 +186,6 @@ class RMSprop(Optimizer):
     kind = "rmsprop"
     slot_names = ("v",)
 
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        v = slots[0] * float(c["decay"]) + (g * g) * float(c.one_minus("decay"))
-        return p - _adaptive(c, v, c["eps"]) * g, [v]
-
 
 class Adam(Optimizer):
     """Adam with bias correction `m*(1/(1-beta1^t))` and the step `(lr/(sqrt(v_hat)+eps))*m_hat`."""
@@ -265,34 +193,11 @@ class Adam(Optimizer):
     kind = "adam"
     slot_names = ("m", "v")
 
-    def _moments(
-        self, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """(new m, new v, the step `(lr/(sqrt(v_hat) + eps))*m_hat`)."""
-        m = slots[0] * float(c["beta1"]) + g * float(c.one_minus("beta1"))
-        v = slots[1] * float(c["beta2"]) + (g * g) * float(c.one_minus("beta2"))
-        m_hat = m * c.bias_correction("beta1")
-        v_hat = v * c.bias_correction("beta2")
-        return m, v, _adaptive(c, v_hat, c["eps"]) * m_hat
-
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        m, v, delta = self._moments(g, slots, c)
-        return p - delta, [m, v]
-
 
 class AdamW(Adam):
     """Adam moments from the raw gradient, then `p' = p - (lr*wd)*p` and the Adam step on `p'`."""
 
     kind = "adamw"
-
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        m, v, delta = self._moments(g, slots, c)
-        decayed = p - p * float(c["lr"] * c["weight_decay"])
-        return decayed - delta, [m, v]
 
 
 class Adadelta(Optimizer):
@@ -301,16 +206,6 @@ class Adadelta(Optimizer):
 
     kind = "adadelta"
     slot_names = ("v", "u")
-
-    def _update(
-        self, p: Tensor, g: Tensor, slots: list[Tensor], c: _Scalars
-    ) -> tuple[Tensor, list[Tensor]]:
-        rho, rest, eps = float(c["rho"]), float(c.one_minus("rho")), float(c["eps"])
-        v = slots[0] * rho + (g * g) * rest
-        ratio = (slots[1] + eps).sqrt() / (v + eps).sqrt()
-        delta = (ratio * float(-c["lr"])) * g
-        u = slots[1] * rho + (delta * delta) * rest
-        return p + delta, [v, u]
 
 
 def sgd(lr: float) -> SGD:

@@ -8,6 +8,7 @@ mod graph;
 mod init;
 mod nn_ops;
 mod ops;
+mod optim;
 mod random;
 mod tensor;
 
@@ -123,6 +124,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         cuda::cuda_synchronize,
         cuda::cuda_set_matmul_precision,
         cuda::build_features,
+        optim::optim_update,
         nn_ops::assign_,
     );
     Ok(())

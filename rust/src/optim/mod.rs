@@ -1,0 +1,229 @@
+//! The reference optimizers, the one implementation behind `tlrs.optim`, the compiled backend's
+//! native loop and CUDA parameters alike: each formula is written once (`formula.rs`) and runs
+//! element by element on CPU buffers or as device ops, each operation rounded once in the
+//! parameter's dtype.
+
+mod formula;
+
+use crate::storage::{CpuElem, CpuStorage};
+use crate::{DType, Error, Result, Tensor};
+use formula::{step, Arith, Consts};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptimKind {
+    Sgd {
+        lr: f64,
+    },
+    MomentumSgd {
+        lr: f64,
+        momentum: f64,
+    },
+    Adagrad {
+        lr: f64,
+        eps: f64,
+    },
+    Rmsprop {
+        lr: f64,
+        decay: f64,
+        eps: f64,
+    },
+    Adam {
+        lr: f64,
+        beta1: f64,
+        beta2: f64,
+        eps: f64,
+    },
+    AdamW {
+        lr: f64,
+        weight_decay: f64,
+        beta1: f64,
+        beta2: f64,
+        eps: f64,
+    },
+    Adadelta {
+        lr: f64,
+        rho: f64,
+        eps: f64,
+    },
+}
+
+impl OptimKind {
+    /// From the Python optimizer's kind and hyper-parameters.
+    pub fn parse(kind: &str, hyper: &dyn Fn(&str) -> Option<f64>) -> Result<OptimKind> {
+        let h = |name: &str| {
+            hyper(name).ok_or_else(|| {
+                Error::arg("optim", format!("{kind}: missing hyper-parameter '{name}'"))
+            })
+        };
+        Ok(match kind {
+            "sgd" => OptimKind::Sgd { lr: h("lr")? },
+            "momentum_sgd" => OptimKind::MomentumSgd {
+                lr: h("lr")?,
+                momentum: h("momentum")?,
+            },
+            "adagrad" => OptimKind::Adagrad {
+                lr: h("lr")?,
+                eps: h("eps")?,
+            },
+            "rmsprop" => OptimKind::Rmsprop {
+                lr: h("lr")?,
+                decay: h("decay")?,
+                eps: h("eps")?,
+            },
+            "adam" => OptimKind::Adam {
+                lr: h("lr")?,
+                beta1: h("beta1")?,
+                beta2: h("beta2")?,
+                eps: h("eps")?,
+            },
+            "adamw" => OptimKind::AdamW {
+                lr: h("lr")?,
+                weight_decay: h("weight_decay")?,
+                beta1: h("beta1")?,
+                beta2: h("beta2")?,
+                eps: h("eps")?,
+            },
+            "adadelta" => OptimKind::Adadelta {
+                lr: h("lr")?,
+                rho: h("rho")?,
+                eps: h("eps")?,
+            },
+            other => return Err(Error::arg("optim", format!("unknown optimizer '{other}'"))),
+        })
+    }
+
+    /// How many state tensors each parameter carries.
+    pub fn slot_count(&self) -> usize {
+        match self {
+            OptimKind::Sgd { .. } => 0,
+            OptimKind::MomentumSgd { .. }
+            | OptimKind::Adagrad { .. }
+            | OptimKind::Rmsprop { .. } => 1,
+            OptimKind::Adam { .. } | OptimKind::AdamW { .. } | OptimKind::Adadelta { .. } => 2,
+        }
+    }
+}
+
+/// One update of one parameter at step `t` (1-based); returns the new value and slots. CPU
+/// tensors run the formulas element by element in one pass; device tensors run the same
+/// formulas as device ops (one kernel per operation), so both round every operation the same.
+pub fn update(
+    kind: OptimKind,
+    t: u64,
+    p: &Tensor,
+    g: &Tensor,
+    slots: &[Tensor],
+) -> Result<(Tensor, Vec<Tensor>)> {
+    if slots.len() != kind.slot_count() {
+        return Err(Error::arg(
+            "optim",
+            format!(
+                "expected {} state tensors per parameter, got {}",
+                kind.slot_count(),
+                slots.len()
+            ),
+        ));
+    }
+    for (what, x) in std::iter::once(("gradient", g)).chain(slots.iter().map(|s| ("state", s))) {
+        if x.shape() != p.shape() || x.dtype() != p.dtype() || x.device() != p.device() {
+            return Err(Error::shape(
+                "optim",
+                format!(
+                    "the {what} must match its parameter ({} {} on {}), got {} {} on {}",
+                    p.dtype(),
+                    p.shape(),
+                    p.device(),
+                    x.dtype(),
+                    x.shape(),
+                    x.device()
+                ),
+            ));
+        }
+    }
+    let k = match p.dtype() {
+        DType::F32 => Consts::of::<f32>(kind, t),
+        DType::F64 => Consts::of::<f64>(kind, t),
+    };
+    if p.is_cuda() {
+        return crate::autograd::no_grad(|| on_tensors(kind, &k, p, g, slots));
+    }
+    let (np, ns) = match p.dtype() {
+        DType::F32 => elementwise::<f32>(kind, &k, p, g, slots)?,
+        DType::F64 => elementwise::<f64>(kind, &k, p, g, slots)?,
+    };
+    let shape = p.shape().clone();
+    let slots = ns
+        .into_iter()
+        .map(|s| Tensor::from_cpu(s, shape.clone()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((Tensor::from_cpu(np, shape)?, slots))
+}
+
+fn view<'a, T: CpuElem>(t: &'a Tensor) -> Result<&'a [T]> {
+    T::view(t.cpu()?).ok_or_else(|| crate::storage::dtype_mismatch("optim", T::DTYPE, t.dtype()))
+}
+
+/// The formulas over each element of CPU buffers, in one pass.
+fn elementwise<T: CpuElem + Arith>(
+    kind: OptimKind,
+    k: &Consts,
+    p: &Tensor,
+    g: &Tensor,
+    slots: &[Tensor],
+) -> Result<(CpuStorage, Vec<CpuStorage>)> {
+    let (pv, gv) = (view::<T>(p)?, view::<T>(g)?);
+    let sv = slots.iter().map(view::<T>).collect::<Result<Vec<_>>>()?;
+    let n = pv.len();
+    let count = kind.slot_count();
+    let mut np = crate::storage::try_alloc::<T>(n)?;
+    let mut ns: Vec<Vec<T>> = (0..count)
+        .map(|_| crate::storage::try_alloc::<T>(n))
+        .collect::<Result<_>>()?;
+    for i in 0..n {
+        let s = [
+            sv.first().map_or(T::ZERO, |s| s[i]),
+            sv.get(1).map_or(T::ZERO, |s| s[i]),
+        ];
+        let (q, out) = step(kind, k, &pv[i], &gv[i], &s)?;
+        np.push(q);
+        for (dst, v) in ns.iter_mut().zip(out) {
+            dst.push(v);
+        }
+    }
+    Ok((T::wrap(np), ns.into_iter().map(T::wrap).collect()))
+}
+
+/// The formulas over whole tensors (device tensors: one kernel per operation).
+fn on_tensors(
+    kind: OptimKind,
+    k: &Consts,
+    p: &Tensor,
+    g: &Tensor,
+    slots: &[Tensor],
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let s = [
+        slots.first().unwrap_or(p).clone(),
+        slots.get(1).unwrap_or(p).clone(),
+    ];
+    let (q, out) = step(kind, k, p, g, &s)?;
+    Ok((q, out.into_iter().take(kind.slot_count()).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::formula::power;
+
+    fn naive<T: crate::storage::CpuElem>(beta: f64, t: u64) -> T {
+        let b = T::from_f64(beta);
+        (0..t).fold(T::ONE, |p, _| p * b)
+    }
+
+    #[test]
+    fn cached_powers_equal_repeated_multiplication_in_any_order() {
+        for &t in &[0u64, 1, 2, 3, 10, 9, 1000, 999, 5, 100_000, 100_001] {
+            assert_eq!(power::<f32>(0.999, t).to_bits(), naive::<f32>(0.999, t).to_bits());
+            assert_eq!(power::<f64>(0.999, t).to_bits(), naive::<f64>(0.999, t).to_bits());
+            assert_eq!(power::<f64>(0.9, t).to_bits(), naive::<f64>(0.9, t).to_bits());
+        }
+    }
+}
