@@ -16,9 +16,9 @@ import numpy as np
 from . import _core, optim
 from ._core import Plan, Tensor
 from .autograd import grad, no_grad
+from .cast import cast_params
 from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
-from .dtype import DType
 from .errors import CheckpointError, DTypeError, ShapeError
 from .kernels import kernel_settings
 from .tensor import tensor
@@ -30,8 +30,6 @@ __all__ = [
 
 Shape = tuple[int, ...]
 Inputs = Sequence[Any]
-_CAST_NAMES = {"float64": "float64", "float": "float64", "f64": "float64", "double": "float64",
-               "float32": "float32", "f32": "float32"}
 _OPTIM_PREFIX = "__optim__/"
 _FORMAT = "tlrs.module/1"
 
@@ -514,62 +512,6 @@ def _checksum(names: Sequence[str], tensors: Sequence[Tensor], metadata: dict[st
     return h.hexdigest()
 
 
-# The reference's `cast : Float -> alpha` for the two float types tlrs has.
-_CAST_TYPES: dict[Any, str] = {float: "float64", np.float64: "float64", np.float32: "float32"}
-
-
-def _cast_params(defn: ModuleDef, cast: Any) -> list[Tensor]:
-    """The definition's initial values cast by a dtype name, a `DType`, a scalar type or a
-    callable."""
-    initial = defn.initial_params()
-    if isinstance(cast, DType):
-        cast.check_runnable()
-        cast = cast.numpy_name
-    if not isinstance(cast, str) and cast in _CAST_TYPES:
-        cast = _CAST_TYPES[cast]
-    if isinstance(cast, str):
-        if cast not in _CAST_NAMES:
-            raise DTypeError(
-                f"expected a dtype name {sorted(_CAST_NAMES)} or a callable, got {cast!r}")
-        return [p.to(_CAST_NAMES[cast]) for p in initial]
-    if not callable(cast):
-        raise TypeError(f"cast must be a dtype name, a float type or a callable, got "
-                        f"{type(cast).__name__}")
-    out = [_cast_one(cast, p, i) for i, p in enumerate(initial)]
-    if len({p.dtype for p in out}) > 1:
-        raise DTypeError(f"cast gave mixed dtypes {sorted({p.dtype for p in out})}; expected one")
-    _check_shapes(out, defn.param_shapes, "cast: parameter")
-    return out
-
-
-def _cast_one(cast: Callable[[Any], Any], p: Tensor, i: int) -> Tensor:
-    """`cast` applied to one initial tensor: as a function of tensors when it returns a Tensor of
-    the same shape, else as the reference's scalar function, on the whole array at once where
-    it gives an array of the same shape, else to each scalar in turn."""
-    try:
-        whole = cast(p)
-    except Exception:  # noqa: BLE001 - not a function of tensors; try it on values
-        whole = None
-    if isinstance(whole, Tensor) and list(whole.shape) == list(p.shape):
-        return whole
-    values = p.numpy()
-    try:
-        arr = cast(values)
-    except Exception:  # noqa: BLE001 - not vectorisable; apply it per scalar below
-        arr = None
-    if not (isinstance(arr, np.ndarray) and arr.shape == values.shape
-            and arr.dtype in (np.float32, np.float64)):
-        scalars = [cast(float(v)) for v in values.reshape(-1)]
-        kinds = {type(v) for v in scalars}
-        if not kinds <= {float, int, np.float64, np.float32}:
-            bad = sorted(k.__name__ for k in kinds - {float, int, np.float64, np.float32})
-            raise TypeError(f"cast must map each scalar to a float (float, numpy.float32 or "
-                            f"numpy.float64); for parameter {i} it returned {', '.join(bad)}")
-        dtype = np.float32 if kinds == {np.float32} else np.float64
-        arr = np.asarray(scalars, dtype=dtype).reshape(values.shape)
-    return tensor(np.ascontiguousarray(arr))
-
-
 def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -> Module:
     """A module from the definition's initial values, cast to the module's dtype.
 
@@ -584,7 +526,7 @@ def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -
     """
     opts = Options() if opts is None else opts
     _check_options(opts)
-    return Module(defn, _cast_params(defn, cast), opts)
+    return Module(defn, cast_params(defn.initial_params(), defn.param_shapes, cast), opts)
 
 
 def instantiate_float_with_runtime_plan_options(
