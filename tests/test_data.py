@@ -227,3 +227,76 @@ def test_load_sklearn_without_sklearn(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn", None)
     with pytest.raises(ImportError, match=r"install tlrs\[datasets\] \(scikit-learn\)"):
         data.load_sklearn("iris")
+
+
+# --- file checks: headers against sizes, before allocating ----------------------------------------
+
+def test_npy_header_reads_shape_and_dtype(tmp_path):
+    np.save(tmp_path / "a.npy", np.zeros((3, 4), np.float32))
+    shape, dtype, offset = data.npy_header(tmp_path / "a.npy")
+    assert shape == (3, 4) and dtype == np.float32 and offset in (64, 128)
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda raw: b"", "empty file"),
+    (lambda raw: raw[:-1], "truncated"),
+    (lambda raw: raw + b"\0", "corrupt: its header declares"),
+    (lambda raw: b"\x93NUMPY\x09\x00" + raw[8:], "not a .npy file or a corrupt header"),
+    (lambda raw: raw[:10], "not a .npy file or a corrupt header"),
+])
+def test_npy_header_refuses_bad_files(tmp_path, mutate, match):
+    np.save(tmp_path / "a.npy", np.zeros((3, 4)))
+    p = tmp_path / "b.npy"
+    p.write_bytes(mutate((tmp_path / "a.npy").read_bytes()))
+    with pytest.raises(data.DataFileError, match=match):
+        data.npy_header(p)
+
+
+def test_data_file_errors_are_arg_errors_and_missing_files_file_not_found(tmp_path):
+    from tlrs.errors import ArgError
+
+    with pytest.raises(data.DataFileNotFoundError) as info:
+        data.load_npy(tmp_path / "x.npy", tmp_path / "y.npy")
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, ArgError)
+    assert issubclass(data.DataFileError, ValueError)
+
+
+def test_load_npy_refuses_copies_over_the_limit(tmp_path, monkeypatch):
+    np.save(tmp_path / "x.npy", np.zeros((20, 3, 4, 4), np.uint8))
+    np.save(tmp_path / "y.npy", np.zeros(20, np.int64))
+    monkeypatch.setattr(data, "MAX_LOAD_BYTES", 20 * 48 * 8 - 1)
+    with pytest.raises(data.DataFileError, match="read fewer with --n-total"):
+        data.load_npy(tmp_path / "x.npy", tmp_path / "y.npy")
+    assert len(data.load_npy(tmp_path / "x.npy", tmp_path / "y.npy", n_total=19)) == 19
+
+
+@pytest.mark.parametrize("x,match", [
+    (np.full((2, 3, 4, 4), np.inf), "finite pixel values"),
+    (np.zeros((0, 3, 4, 4)), "no images"),
+    (np.zeros((2, 3, 0, 4)), "at least 1x1 pixels"),
+    (np.zeros((2, 3, 4, 4), np.complex128), "numeric images"),
+])
+def test_load_npy_refuses_bad_pixels(tmp_path, x, match):
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.zeros(len(x), np.int64))
+    with pytest.raises(data.DataFileError, match=match):
+        data.load_npy(tmp_path / "x.npy", tmp_path / "y.npy")
+
+
+@pytest.mark.parametrize("content,match", [
+    ("a,y\n1,nan\n", "finite numbers"),
+    ("a,y\n1,-inf\n", "finite numbers"),
+    ("\n1,2\n", "expected a header line"),
+])
+def test_load_csv_refuses_non_finite_and_headerless(tmp_path, content, match):
+    (tmp_path / "a.csv").write_text(content)
+    with pytest.raises(data.DataFileError, match=match):
+        data.load_csv(tmp_path / "a.csv")
+
+
+def test_load_csv_refuses_folders_and_binary(tmp_path):
+    with pytest.raises(data.DataFileError, match="is a folder"):
+        data.load_csv(tmp_path)
+    (tmp_path / "b.csv").write_bytes(b"\x80\x81")
+    with pytest.raises(data.DataFileError, match="not UTF-8 text"):
+        data.load_csv(tmp_path / "b.csv")

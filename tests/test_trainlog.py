@@ -97,3 +97,17 @@ def test_plot_without_matplotlib(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"install tlrs\[plot\] \(matplotlib\)"):
         trainlog.plot_loss(tmp_path / "x.png", [0], [1.0])
     assert not (tmp_path / "x.png").exists()
+
+
+def test_temporary_name_and_normalised_paths(tmp_path, monkeypatch):
+    import re
+
+    from tlrs.trainlog import temporary_name
+
+    name = temporary_name("log.json")
+    assert re.fullmatch(rf"\.log\.json\.{os.getpid()}\.[0-9a-f]{{8}}\.tmp", name)
+    assert temporary_name("log.json") != name
+    monkeypatch.chdir(tmp_path)
+    # "missing/../l.json" is l.json here, though `missing` does not exist
+    assert trainlog.curve_trainlog("missing/../l.json", "t", [1.0]) == "missing/../l.json"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.json"]
