@@ -340,3 +340,9 @@ def test_huge_seed_is_shown_without_failing(capsys):
     assert main(["run", "hello", "--seed", "9" * 5000]) == 0
     out = capsys.readouterr().out
     assert f"seed=<{seed.bit_length()}-bit number, {seed % 2**64} mod 2^64>" in out
+
+
+@pytest.mark.parametrize("device", ["cuda:99999999999999999999", "cuda:18446744073709551616"])
+def test_absurd_cuda_index_is_one_error(device, capsys):
+    code = main(["run", "hello", "--device", device])
+    assert_one_error(capsys.readouterr().err, code, f"CUDA was requested (device {device})")

@@ -619,7 +619,7 @@ def _npy_cases(folder):
 ])
 def test_bad_npy_files_are_one_error_line(x, y, text, capsys, in_tmp):
     _npy_cases(in_tmp)
-    code, out, err = run_cli(capsys, "cnn", "--x", x, "--y", y, "--steps", "1")
+    code, out, err = run_cli(capsys, "cnn", "--x", x, "--y", y, "--steps", "1", "--batch", "4")
     assert_one_error(err, code, f"tlrs run cnn: ")
     assert text in err
     assert not any(line.startswith("mean_loss") for line in out)
@@ -702,4 +702,15 @@ def test_model_size_message_names_the_dtype(capsys):
     code, _, err = run_cli(capsys, "mlp", "--dtype", "float32", "--optim", "sgd", "--hidden",
                            "1000000000")
     assert_one_error(err, code, "tlrs run mlp: --hidden 1000000000: the model would have")
-    assert "in float32 with sgd needs about 67.1 GiB" in err  # 9e9 x 4 bytes x 2
+    assert "in float32 with sgd needs about 100.6 GiB" in err  # 9e9 x 4 bytes x 3
+
+
+def test_refused_resnet_run_prints_no_note(capsys, in_tmp):
+    """The small-image note comes only once every check has passed: a refused run prints its
+    error line alone."""
+    xp, yp = npy_images(in_tmp)
+    code, _, err = run_cli(capsys, "resnet", "--x", xp, "--y", yp, "--epochs", "10000000",
+                           "--batch", "1")
+    assert_one_error(err, code, "--epochs 10000000 at 19 batches per epoch")
+    code, _, err = run_cli(capsys, "resnet", "--x", xp, "--y", yp, "--batch", "100")
+    assert_one_error(err, code, "--batch: the batch size 100 is larger than the dataset")

@@ -27,7 +27,9 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
 
 from . import _core
-from .cli_args import drop_dash_dash, format_bytes, format_nat, has_help, require_no_args
+from .cli_args import (
+    drop_dash_dash, format_bytes, format_nat, has_help, require_no_args, shorten,
+)
 from .entry import RunAction, RunOptions, run, runtime_flags_help
 from .compiled import TraceError
 from .errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
@@ -140,7 +142,8 @@ def split_model(args: Sequence[str]) -> tuple[str | None, list[str]]:
         if args[i] in commands:
             return args[i], args[:i] + args[i + 1:]
     if candidates:
-        raise ArgError(f"unknown model {args[candidates[0]]!r} (known models: {_known_list()})")
+        raise ArgError(f"unknown model {shorten(args[candidates[0]])!r} (known models: "
+                       f"{_known_list()})")
     return None, args
 
 

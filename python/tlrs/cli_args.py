@@ -144,10 +144,18 @@ def has_help(args: Args) -> bool:
     return "--help" in args or "-h" in args
 
 
+def shorten(text: str, limit: int = 120) -> str:
+    """`text` for a message: cut in the middle (`abc...xyz (N characters)`) when over `limit`."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-limit // 3:]} ({len(text):,} characters)"
+
+
 def require_no_args(args: Args) -> None:
-    """Fail if any argument is left: ArgError `unexpected arguments: [a, b]` (Lean's rendering)."""
+    """Fail if any argument is left: ArgError `unexpected arguments: [a, b]` (Lean's rendering;
+    over-long arguments are shortened)."""
     if args:
-        raise ArgError(f"unexpected arguments: [{', '.join(args)}]")
+        raise ArgError(f"unexpected arguments: [{', '.join(shorten(a) for a in args)}]")
 
 
 def take_positional_once(args: Args) -> Taken[str | None]:

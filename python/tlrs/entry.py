@@ -76,7 +76,7 @@ def require_cuda(device: str = "cuda") -> None:
 
     try:
         zeros(1).to(device)
-    except (CudaUnavailableError, DeviceError) as err:
+    except (CudaUnavailableError, DeviceError, ValueError, OverflowError) as err:
         reason = str(err).splitlines()[0].split(": cuda: searched")[0]
         raise CudaUnavailableError(
             f"CUDA was requested (device {device}), but it cannot be used: {reason}; "

@@ -45,17 +45,17 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     ds = source.load(exe)
     assert width is not None
     _, c, h, w = ds.x.shape
-    if min(stage4_size(h), stage4_size(w)) < 2:
-        print(f"{exe}: note: {h}x{w} images reach stage 4 at "
-              f"{stage4_size(h)}x{stage4_size(w)}, where per-image batch norm outputs constants;"
-              " the network cannot use its input (use images of at least 33x33)",
-              file=sys.stderr)
-
     check_model_size(exe, f"--width {width}",
                      [shape for _, _, shape in models.resnet18_spec(c, max(1, ds.num_classes),
                                                                      width)], flags.optim)
 
     def build(d: Dataset):  # type: ignore[no-untyped-def]
+        # Said once every check has passed, just before training.
+        if min(stage4_size(h), stage4_size(w)) < 2:
+            print(f"{exe}: note: {h}x{w} images reach stage 4 at "
+                  f"{stage4_size(h)}x{stage4_size(w)}, where per-image batch norm outputs "
+                  "constants; the network cannot use its input (use images of at least 33x33)",
+                  file=sys.stderr)
         defn, predict = models.resnet18_model(c, h, w, d.num_classes, width=width)
         kinds = [kind for kind, _, _ in models.resnet18_spec(c, d.num_classes, width)]
         schemes = [("uniform", -0.1, 0.1) if k in ("conv", "head") else None for k in kinds]

@@ -13,7 +13,7 @@ from ..data import Dataset
 from ..errors import ArgError
 from ..module import ModuleDef
 from .trainer import (
-    TrainFlags, _prefixed, finish, print_accuracy, require_no_more, take_nat, take_path,
+    TrainFlags, _prefixed, finish, print_accuracy, require_no_more, schedule, take_nat, take_path,
     take_train_flags, train,
 )
 
@@ -134,6 +134,7 @@ def run_classifier(exe: str, opts: Options, ds: Dataset, flags: TrainFlags, buil
     """Split `ds`, build the model for it, train on the training part, print the summary and
     `accuracy(test) = <percent>%` on the held-out part; returns the accuracy."""
     train_set, test_set = split(ds)
+    schedule(exe, len(train_set), flags)  # refuse a bad --batch/--epochs before building
     defn, predict = build(train_set)
     result = train(exe, defn, opts, train_set, flags, opts.seed)
     finish(result, flags, title, [*notes(ds, opts), f"test={len(test_set)}"])

@@ -43,7 +43,7 @@ from ..trainlog import curve_trainlog, plot_loss, require_matplotlib, temporary_
 __all__ = [
     "MAX_SIZE", "MAX_STEPS", "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy",
     "check_model_size", "check_outputs", "command", "finish", "make_optimizer", "mlp_shapes",
-    "model_seeds", "reseed", "take_nat", "take_train_flags", "train",
+    "model_seeds", "reseed", "schedule", "take_nat", "take_train_flags", "train",
 ]
 
 OPTIMIZERS = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "adadelta")
@@ -287,8 +287,9 @@ def mlp_shapes(in_dim: int, hidden: int, out_dim: int) -> list[tuple[int, int] |
 def check_model_size(exe: str, what: str, shapes: Sequence[Sequence[int]], optim_name: str,
                      activations: int = 0) -> None:
     """Refuse, before anything is allocated, a model that would not fit in memory: its
-    parameters, their gradients and the optimizer's slots (plus `activations` scalars, a rough
-    count for one step) in the running command's dtype, against `tlrs.cli.memory_limit()`.
+    parameters, their gradients, the updated parameters and the optimizer's slots (plus
+    `activations` scalars, a rough count for one step) in the running command's dtype, against
+    `tlrs.cli.memory_limit()`.
 
     Args: what: the flags and data that sized the model (`--hidden 1000`), for the message.
     Raises: ArgError (prefixed) naming `what`, the parameter count and the bytes.
@@ -297,7 +298,7 @@ def check_model_size(exe: str, what: str, shapes: Sequence[Sequence[int]], optim
     dtype = _DTYPE.get()
     itemsize = 4 if dtype == "float32" else 8
     slots = len(type(make_optimizer(optim_name, 1.0)).slot_names)
-    need = (count * (2 + slots) + activations) * itemsize
+    need = (count * (3 + slots) + activations) * itemsize
     limit = memory_limit()
     if need > limit:
         raise ArgError(f"{exe}: {what}: the model would have {count:,} parameters; training it "
@@ -453,6 +454,24 @@ class TrainResult:
         return len(self.losses)
 
 
+def schedule(exe: str, n: int, flags: TrainFlags, seed: int = 0) -> tuple[BatchLoader, int]:
+    """The loader over `n` training samples and the step count the flags ask for (`--steps`, or
+    `--epochs` times the full batches per epoch).
+
+    Raises: ArgError (prefixed): a batch larger than the training set, or more than `MAX_STEPS`
+    steps."""
+    try:
+        loader = BatchLoader(n, flags.batch, seed)
+    except ValueError as err:
+        raise ArgError(f"{exe}: --batch: {err}") from None
+    per_epoch = loader.batches_per_epoch
+    steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch
+    if steps > MAX_STEPS:
+        raise ArgError(f"{exe}: --epochs {flags.epochs} at {per_epoch:,} batches per epoch is "
+                       f"{steps:,} steps, more than the {MAX_STEPS:,} a run may take")
+    return loader, steps
+
+
 def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
           seed: int) -> TrainResult:
     """Instantiate `defn` (binary64) and train it the reference way (`fitModuleLoaderSteps`).
@@ -463,15 +482,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     loss, then prints `mean_loss(train(after)) = v`.
     Raises: ArgError: a batch larger than the training set, or more than `MAX_STEPS` steps.
     """
-    try:
-        loader = BatchLoader(len(train_set), flags.batch, seed)
-    except ValueError as err:
-        raise ArgError(f"{exe}: --batch: {err}") from None
-    per_epoch = loader.batches_per_epoch
-    steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch
-    if steps > MAX_STEPS:
-        raise ArgError(f"{exe}: --epochs {flags.epochs} at {per_epoch:,} batches per epoch is "
-                       f"{steps:,} steps, more than the {MAX_STEPS:,} a run may take")
+    loader, steps = schedule(exe, len(train_set), flags, seed)
     dtype = _DTYPE.get()
     module = instantiate_with_options(defn, dtype, opts)
     opt = make_optimizer(flags.optim, flags.lr)
