@@ -37,7 +37,7 @@ QUICK_CASES = 1500
 FULL_CASES = 10_000
 CASE_TIMEOUT_S = 90.0
 
-# --- the flag set and the values --------------------------------------------------------------------
+# --- the flag set and the values ------------------------------------------------------------------
 
 MODELS = ["mlp", "quickstart_mlp", "softmax_regression", "mlp_classifier", "autoencoder", "cnn",
           "resnet", "transformer"]
@@ -441,7 +441,8 @@ def run_cases(cases: Sequence[tuple[int, list[str]]], workers: int | None = None
                     continue
                 if job is not None and now - slot["started"] > timeout:
                     results[job] = Outcome(job, by_index[job], "hang", None,
-                                           f"no answer after {timeout:.0f} s", now - slot["started"])
+                                           f"no answer after {timeout:.0f} s",
+                                           now - slot["started"])
                     stop(slot)
                     start(slot)
             if progress and now - last_report > 10:

@@ -606,7 +606,8 @@ def _npy_cases(folder):
     ("long.npy", "y.npy", "long.npy: corrupt: its header declares"),
     ("junk.npy", "y.npy", "junk.npy: not a .npy file"),
     ("bighead.npy", "y.npy", "bighead.npy: not a .npy file or a corrupt header"),
-    ("c64.npy", "y.npy", "c64.npy: expected numeric images (integers or floats), got dtype complex64"),
+    ("c64.npy", "y.npy", "c64.npy: expected numeric images (integers or floats), got dtype "
+     "complex64"),
     ("rank3.npy", "y.npy", "rank3.npy: expected images [N, C, H, W] or [N, H, W, C], got shape"),
     ("x.npy", "yfloat.npy", "yfloat.npy: expected integer labels [N], got float64"),
     ("nan.npy", "y.npy", "nan.npy: expected finite pixel values"),
@@ -637,7 +638,8 @@ def test_npy_header_is_checked_before_allocating(in_tmp, monkeypatch):
     (in_tmp / "big.npy").write_bytes(header.getvalue() + bytes(4 * 3 * 8 * 8))
     allocations = []
     real_asarray = np.asarray
-    monkeypatch.setattr(np, "asarray", lambda *a, **k: allocations.append(1) or real_asarray(*a, **k))
+    monkeypatch.setattr(np, "asarray",
+                        lambda *a, **k: allocations.append(1) or real_asarray(*a, **k))
     with pytest.raises(data.DataFileError, match="truncated"):
         data.npy_header(in_tmp / "big.npy")
     assert allocations == []
@@ -666,7 +668,8 @@ def test_non_utf8_csv_is_one_error_line(capsys, in_tmp):
 # --- huge and odd values: one line, exit 2, before anything is allocated --------------------------
 
 @pytest.mark.parametrize("args,text", [
-    (["mlp", "--hidden", "18446744073709551616"], "--hidden must be at most 9,223,372,036,854,775,807"),
+    (["mlp", "--hidden", "18446744073709551616"],
+     "--hidden must be at most 9,223,372,036,854,775,807"),
     (["mlp", "--hidden", "1000000000000000"],
      "--hidden 1000000000000000: the model would have 9,000,000,000,000,001 parameters"),
     (["mlp", "--hidden", "9" * 5000], "--hidden must be at most"),
@@ -678,7 +681,8 @@ def test_non_utf8_csv_is_one_error_line(capsys, in_tmp):
     (["transformer", "--head-dim", "100000000"], "--heads 2 --head-dim 100000000"),
     (["transformer", "--seq-len", "1000"], "--seq-len must be at most"),
     (["transformer", "--batch", str(10**30)], "--batch must be at most"),
-    (["transformer", "--batch", "1000"], "--batch: the batch size 1,000 is larger than the dataset"),
+    (["transformer", "--batch", "1000"],
+     "--batch: the batch size 1,000 is larger than the dataset"),
     (["mlp", "--batch", "1000000000000"], "larger than the dataset"),
     (["mlp", "--steps", str(10**30)], "--steps must be at most 10,000,000"),
     (["mlp", "--epochs", "10000000"], "--epochs 10000000 at 40 batches per epoch"),

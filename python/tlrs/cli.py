@@ -264,7 +264,8 @@ def guarded(call: Callable[[], Any], empty: bool = False) -> int:
         rv = call()
     except ClickException as err:
         if empty and isinstance(err, UsageError):
-            return _report(f"missing command (one of: run, models, info, graph; see `{PROG} --help`)")
+            return _report(
+                f"missing command (one of: run, models, info, graph; see `{PROG} --help`)")
         return _report(err.format_message())
     except typer.Abort:
         return _report("aborted")

@@ -291,8 +291,8 @@ def npy_header(path: str | os.PathLike[str],
                     shape, fortran, dtype = npformat.read_array_header_2_0(
                         f, max_header_size=_NPY_HEADER_MAX)
                 else:
-                    shape, fortran, dtype = npformat._read_array_header(  # noqa: SLF001
-                        f, version, max_header_size=_NPY_HEADER_MAX)
+                    read = getattr(npformat, "_read_array_header")  # noqa: B009 - private
+                    shape, fortran, dtype = read(f, version, max_header_size=_NPY_HEADER_MAX)
             except Exception as err:  # noqa: BLE001 - a foreign file's header may fail any way
                 text = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise DataFileError(f"{path}: not a .npy file or a corrupt header ({text}); "
@@ -391,8 +391,9 @@ def load_npy(x_path: str | os.PathLike[str], y_path: str | os.PathLike[str],
         raise DataFileError(f"{y_path}: labels must be below {MAX_CLASSES:,} (the class count "
                             f"is the largest label + 1), got {labels.max()}")
     if n * (int(labels.max()) + 1) * 8 > MAX_LOAD_BYTES:
-        raise DataFileError(f"{y_path}: one-hot targets for {n:,} labels of {int(labels.max()) + 1:,}"
-                            f" classes need more than the {_fmt_bytes(MAX_LOAD_BYTES)} limit")
+        classes = int(labels.max()) + 1
+        raise DataFileError(f"{y_path}: one-hot targets for {n:,} labels of {classes:,} classes "
+                            f"need more than the {_fmt_bytes(MAX_LOAD_BYTES)} limit")
     return _classes(np.ascontiguousarray(x), labels, x_path)
 
 

@@ -13,7 +13,8 @@ from .trainer import check_model_size, command, mlp_shapes, model_seeds
 DESCRIPTION = "MLP classifier"
 
 
-def build(ds: Dataset, hidden: int, exe: str = "", optim: str = "adam"):  # type: ignore[no-untyped-def]
+def build(ds: Dataset, hidden: int, exe: str = "",  # type: ignore[no-untyped-def]
+          optim: str = "adam"):
     check_model_size(exe or "tlrs run mlp_classifier", f"--hidden {hidden}",
                      mlp_shapes(ds.x.shape[1], hidden, ds.num_classes), optim)
     return models.mlp_classifier(ds.x.shape[1], hidden, ds.num_classes, *model_seeds(4))

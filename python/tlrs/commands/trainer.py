@@ -300,11 +300,11 @@ def check_model_size(exe: str, what: str, shapes: Sequence[Sequence[int]], optim
     slots = len(type(make_optimizer(optim_name, 1.0)).slot_names)
     need = (count * (3 + slots) + activations) * itemsize
     limit = memory_limit()
+    parts = "parameters, gradients, optimizer state" + (", activations" if activations else "")
     if need > limit:
         raise ArgError(f"{exe}: {what}: the model would have {count:,} parameters; training it "
                        f"in {dtype} with {optim_name} needs about {format_bytes(need)} "
-                       f"(parameters, gradients, optimizer state{', activations' if activations else ''}),"
-                       f" more than the {format_bytes(limit)} limit")
+                       f"({parts}), more than the {format_bytes(limit)} limit")
 
 
 @dataclass(frozen=True)
