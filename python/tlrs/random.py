@@ -7,19 +7,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from . import _core
 from ._core import (
     fresh_seed,
     key_of,
-    lcg_units,
     manual_seed,
     next_seed,
     runtime_init_unit,
     seed_stream_state,
-    shuffle_permutation,
     splitmix64,
 )
 
 T = TypeVar("T")
+
+
+def _natural(name: str, value: object, bound: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < bound:
+        raise ValueError(f"{name} must be an integer in [0, {bound}), got {value!r}")
+    return value
+
+
+def lcg_units(seed: int, n: int) -> list[float]:
+    """The layer-initialiser LCG's first `n` units in [0, 1) for `seed`.
+
+    Raises: ValueError: a seed outside [0, 2**64) or a count outside [0, 2**63); MemoryError:
+    a count too large to allocate.
+    """
+    return _core.lcg_units(_natural("seed", seed, 2**64), _natural("n", n, 2**63))
+
+
+def shuffle_permutation(seed: int, n: int) -> tuple[list[int], int]:
+    """The dataset-shuffle LCG's permutation of `n` items for `seed`, and the next seed.
+
+    Raises: as `lcg_units`.
+    """
+    return _core.shuffle_permutation(_natural("seed", seed, 2**64), _natural("n", n, 2**63))
 
 __all__ = [
     "fresh_seed",

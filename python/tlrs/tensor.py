@@ -47,8 +47,8 @@ def _shape(shape: tuple[Shape, ...]) -> list[int]:
         shape = tuple(shape[0])
     out = []
     for d in shape:
-        if not isinstance(d, (int, np.integer)) or d < 0:
-            raise ValueError(f"expected a shape of non-negative integers, got {shape!r}")
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= d < 2**63:
+            raise ValueError(f"expected a shape of non-negative integers below 2**63, got {shape!r}")
         out.append(int(d))
     return out
 

@@ -63,9 +63,12 @@ pub fn save(
     let file_name = path
         .file_name()
         .ok_or_else(|| io_err(path, "cannot write", "not a file path"))?;
+    remove_stale_temps(path);
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
+        "{}{}-{n}",
+        temp_prefix(file_name),
         std::process::id()
     ));
     let write = || -> std::io::Result<()> {
@@ -80,11 +83,44 @@ pub fn save(
     })
 }
 
+/// Temporary files of `target` are `.<name>.tmp-<pid>-<n>` beside it.
+fn temp_prefix(file_name: &std::ffi::OsStr) -> String {
+    format!(".{}.tmp-", file_name.to_string_lossy())
+}
+
+/// Removes the temporary files a killed writer left beside `target` (those whose process is
+/// gone), so an interrupted save leaves no litter once the target is saved or loaded again.
+fn remove_stale_temps(target: &Path) {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let prefix = temp_prefix(name);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let alive = pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists();
+        // Without /proc (not Linux) liveness is unknown: leave the file alone.
+        if !alive && Path::new("/proc/self").exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Reads a checkpoint: (name, tensor) pairs in file order, and the metadata.
 /// Named tensors in file order, and the string metadata.
 pub type Loaded = (Vec<(String, Tensor)>, HashMap<String, String>);
 
 pub fn load(path: &Path) -> Result<Loaded> {
+    remove_stale_temps(path);
     let buf = std::fs::read(path).map_err(|e| io_err(path, "cannot read", e))?;
     let st = SafeTensors::deserialize(&buf)
         .map_err(|e| io_err(path, "corrupt or truncated checkpoint", e))?;
@@ -115,7 +151,9 @@ pub fn load(path: &Path) -> Result<Loaded> {
                 ))
             }
         };
-        out.push((name, Tensor::from_cpu(storage, view.shape().to_vec())?));
+        let t = Tensor::from_cpu(storage, view.shape().to_vec())
+            .map_err(|e| io_err(path, "invalid tensor in", format!("{name}: {e}")))?;
+        out.push((name, t));
     }
     Ok((out, metadata))
 }

@@ -22,17 +22,32 @@ impl Shape {
     pub fn numel(&self) -> usize {
         self.0.iter().product()
     }
-    /// The element count, or an error when it does not fit in memory addresses.
+    /// The element count, or an error when the shape cannot be addressed: its element count
+    /// overflows, or its extent in bytes (the product of its non-zero dims, 8 bytes each, which
+    /// NumPy's strides must hold) exceeds `isize::MAX`. Zero-size tensors of any other shape
+    /// are fine.
     pub fn checked_numel(&self) -> Result<usize> {
-        self.0
+        let too_big = || {
+            Error::shape(
+                "tensor",
+                format!("shape {self} has too many elements to address"),
+            )
+        };
+        let n = self
+            .0
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(d))
-            .ok_or_else(|| {
-                Error::shape(
-                    "tensor",
-                    format!("shape {self} has too many elements to address"),
-                )
-            })
+            .ok_or_else(too_big)?;
+        let extent = self
+            .0
+            .iter()
+            .filter(|&&d| d != 0)
+            .try_fold(8usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(too_big)?;
+        if extent > isize::MAX as usize {
+            return Err(too_big());
+        }
+        Ok(n)
     }
     /// Row-major (C order) strides in elements.
     pub fn strides(&self) -> Vec<usize> {
@@ -120,7 +135,9 @@ pub fn broadcast_shapes(op: &'static str, a: &Shape, b: &Shape) -> Result<Shape>
             ));
         };
     }
-    Ok(Shape(out))
+    let out = Shape(out);
+    crate::storage::check_alloc(op, &out)?;
+    Ok(out)
 }
 
 /// Strides for reading `from` as if it had shape `to` (0 along broadcast axes).

@@ -156,6 +156,25 @@ impl CpuStorage {
     }
 }
 
+/// Refuses an op output of `shape` that cannot be addressed or allocated here (a MemoryError
+/// naming the bytes rather than an abort inside a kernel). Large requests are probed with a
+/// fallible reservation, released at once: the kernel's own allocation then succeeds.
+pub fn check_alloc(op: &'static str, shape: &crate::Shape) -> Result<()> {
+    let n = shape.checked_numel().map_err(|_| {
+        Error::shape(op, format!("the result shape {shape} has too many elements to address"))
+    })?;
+    let bytes = n.checked_mul(8).unwrap_or(usize::MAX);
+    if bytes >= (1 << 30) {
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(bytes).map_err(|_| {
+            Error::OutOfMemory(format!(
+                "{op}: cannot allocate the result of shape {shape} ({bytes} bytes)"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// An empty vector with room for `n` elements, or an out-of-memory error (never an abort).
 pub fn try_alloc<T>(n: usize) -> Result<Vec<T>> {
     let mut out = Vec::new();

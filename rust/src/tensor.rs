@@ -77,7 +77,9 @@ impl Tensor {
     /// A leaf tensor over CPU storage; the storage length must match the shape.
     pub fn from_cpu(storage: CpuStorage, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
-        if storage.len() != shape.numel() {
+        // An unaddressable shape (possible with zero-size dims) is refused here, so no tensor
+        // can reach NumPy or a kernel with strides that overflow.
+        if storage.len() != shape.checked_numel()? {
             return Err(Error::shape(
                 "tensor",
                 format!(
@@ -99,7 +101,7 @@ impl Tensor {
     /// A leaf over any storage (CPU or device); the storage length must match the shape.
     pub fn from_storage(storage: impl Into<Storage>, shape: impl Into<Shape>) -> Result<Tensor> {
         let (storage, shape) = (storage.into(), shape.into());
-        if storage.len() != shape.numel() {
+        if storage.len() != shape.checked_numel()? {
             return Err(Error::shape(
                 "tensor",
                 format!("{} elements cannot have shape {}", storage.len(), shape),

@@ -44,16 +44,17 @@ fn out_size(op: &'static str, n: usize, k: usize, s: usize, p: usize) -> Result<
     if s == 0 {
         return Err(Error::arg(op, "expected a stride >= 1, got 0"));
     }
-    if n + 2 * p < k {
+    let padded = p
+        .checked_mul(2)
+        .and_then(|pp| pp.checked_add(n))
+        .ok_or_else(|| Error::arg(op, format!("padding {p} is too large")))?;
+    if padded < k {
         return Err(Error::shape(
             op,
-            format!(
-                "kernel {k} is larger than the padded input {} (size {n}, padding {p})",
-                n + 2 * p
-            ),
+            format!("kernel {k} is larger than the padded input {padded} (size {n}, padding {p})"),
         ));
     }
-    Ok((n + 2 * p - k) / s + 1)
+    Ok((padded - k) / s + 1)
 }
 
 fn view<'a, T: CpuElem>(op: &'static str, t: &'a Tensor) -> Result<&'a [T]> {
@@ -113,6 +114,9 @@ pub fn conv2d(
         oh: out_size("conv2d", h, kh, stride, padding)?,
         ow: out_size("conv2d", w, kw, stride, padding)?,
     };
+    // The output, and one image's patch matrix (the im2col panel the kernels build).
+    crate::storage::check_alloc("conv2d", &Shape(vec![n, oc, d.oh, d.ow]))?;
+    crate::storage::check_alloc("conv2d", &Shape(vec![c, kh, kw, d.oh, d.ow]))?;
     let s: Storage = match (dev(&x), x.dtype()) {
         (Some(xb), _) => {
             crate::ops::elementwise::check_same_dtype("conv2d", &[&x, weight])?;
@@ -192,6 +196,8 @@ fn pool_dims(
         ));
     }
     let s = stride.unwrap_or(kernel);
+    let (oh, ow) = (out_size(op, h, kernel, s, padding)?, out_size(op, w, kernel, s, padding)?);
+    crate::storage::check_alloc(op, &Shape(vec![n, c, oh, ow]))?;
     Ok(PoolDims {
         planes: n * c,
         h,
@@ -200,8 +206,8 @@ fn pool_dims(
         kw: kernel,
         stride: s,
         pad: padding,
-        oh: out_size(op, h, kernel, s, padding)?,
-        ow: out_size(op, w, kernel, s, padding)?,
+        oh,
+        ow,
     })
 }
 

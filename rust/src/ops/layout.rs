@@ -166,7 +166,11 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
     let (outer, _, inner) = first.shape().split_at_axis(ax);
     let lens: Vec<usize> = xs.iter().map(|t| t.dims()[ax]).collect();
     let mut dims = first.dims().to_vec();
-    dims[ax] = lens.iter().sum();
+    dims[ax] = lens
+        .iter()
+        .try_fold(0usize, |a, &l| a.checked_add(l))
+        .ok_or_else(|| Error::shape("concat", "the result has too many elements to address"))?;
+    crate::storage::check_alloc("concat", &Shape(dims.clone()))?;
     let s: Storage = if dev(first).is_some() {
         let mut pieces = Vec::with_capacity(xs.len());
         for (t, &len) in xs.iter().zip(&lens) {

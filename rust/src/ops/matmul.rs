@@ -109,6 +109,9 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
         a_batch_stride: if abatch.is_empty() { 0 } else { m * ka },
         b_batch_stride: if bbatch.is_empty() { 0 } else { ka * n },
     };
+    let mut dims = batch_dims.to_vec();
+    dims.extend([m, n]);
+    crate::storage::check_alloc("matmul", &Shape(dims.clone()))?;
     let s: Storage = if let Some(x) = dev(a) {
         check_same_dtype("matmul", &[a, b])?;
         let mm = RowMajorMatmul::new(m, n, ka, ta, tb).batched(
@@ -122,8 +125,6 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
         let fast = fast_kernels();
         map_cpu2!("matmul", a.cpu()?, b.cpu()?, |x, y| kernel(x, y, d, fast))?.into()
     };
-    let mut dims = batch_dims.to_vec();
-    dims.extend([m, n]);
     Ok(Tensor::from_op(
         s,
         Shape(dims),

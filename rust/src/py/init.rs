@@ -178,14 +178,16 @@ pub fn runtime_init_unit(seed: u64, index: u64) -> f64 {
 
 /// The layer-initialiser LCG's first `n` unit values for `seed` (one O(n) sweep).
 #[pyfunction]
-pub fn lcg_units(seed: u64, n: usize) -> Vec<f64> {
-    rng::lcg_units(seed, n)
+pub fn lcg_units(seed: u64, n: usize) -> PyResult<Vec<f64>> {
+    guard(|| crate::storage::check_alloc("lcg_units", &crate::Shape(vec![n])))?;
+    Ok(rng::lcg_units(seed, n))
 }
 
 /// The dataset-shuffle LCG: the permutation of `n` items for `seed`, and the next seed.
 #[pyfunction]
-pub fn shuffle_permutation(seed: u64, n: usize) -> (Vec<usize>, u64) {
-    rng::shuffle_permutation(seed, n)
+pub fn shuffle_permutation(seed: u64, n: usize) -> PyResult<(Vec<usize>, u64)> {
+    guard(|| crate::storage::check_alloc("shuffle_permutation", &crate::Shape(vec![n])))?;
+    Ok(rng::shuffle_permutation(seed, n))
 }
 
 /// The global seed stream's (seed, counter), for `with_model` and tests.
@@ -224,6 +226,7 @@ pub fn layer_init(
         }
     };
     let n = init::numel(&shape).map_err(init_err)?;
+    guard(|| crate::storage::check_alloc("layer_init", &crate::Shape(shape.clone())))?;
     let values = s.values(n, seed);
     let storage = CpuStorage::from_f64(parse_dtype(dtype)?, &values);
     guard(|| Tensor::from_cpu(storage, shape)).map(PyTensor::new)

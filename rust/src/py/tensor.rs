@@ -45,6 +45,10 @@ fn vec_from_array<T: numpy::Element + Copy>(a: &PyReadonlyArrayDyn<'_, T>) -> Ve
 
 /// A Tensor from a float32/float64 NumPy array (copied); other dtypes are a TypeError.
 pub fn from_numpy(arr: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<Tensor> {
+    // A broadcast view can name far more elements than it stores: size the copy first.
+    if let Ok(shape) = arr.getattr("shape").and_then(|s| s.extract::<Vec<usize>>()) {
+        guard(|| crate::storage::check_alloc("from_numpy", &crate::Shape(shape)))?;
+    }
     let (storage, shape) = if let Ok(a) = arr.cast::<PyArrayDyn<f32>>() {
         let r = a.readonly();
         (CpuStorage::F32(vec_from_array(&r)), r.shape().to_vec())
@@ -98,6 +102,16 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
             .into_pyarray(py)
             .into_any(),
     })
+}
+
+/// `pow(t, e, m)`: tensors have no modular power.
+fn refuse_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match modulo {
+        Some(m) if !m.is_none() => Err(pyo3::exceptions::PyTypeError::new_err(
+            "pow() with a modulus (3 arguments) is not supported for tensors",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Another operand of an arithmetic operator: a Tensor, or a Python number taken in `like`'s dtype.
@@ -408,7 +422,7 @@ impl PyTensor {
         guard(|| ops::pow(&self.inner, exponent)).map(PyTensor::new)
     }
     fn __rpow__(&self, base: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        let _ = modulo;
+        refuse_modulo(modulo)?;
         // base ** x = exp(x * ln(base)), as a recorded op so x gets a gradient.
         let t = &self.inner;
         guard(|| {
@@ -418,7 +432,7 @@ impl PyTensor {
         .map(PyTensor::new)
     }
     fn __pow__(&self, e: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        let _ = modulo;
+        refuse_modulo(modulo)?;
         guard(|| ops::pow(&self.inner, e)).map(PyTensor::new)
     }
 }
