@@ -10,7 +10,8 @@ from .module import (
     instantiate_float_with_runtime_plan_options,
     instantiate_with_options,
 )
-from ._core import Tensor, __version__, fresh_seed, manual_seed
+from ._core import Tensor, __version__, fresh_seed
+from .random import manual_seed
 from .autograd import grad, is_grad_enabled, no_grad
 from .errors import (
     ArgError,

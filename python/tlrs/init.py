@@ -13,10 +13,31 @@ from ._core import (
     fan_in_out,
     kaiming_linear_weight,
     kaiming_uniform_for_shape,
-    layer_init,
     xavier_linear_weight,
     xavier_uniform_for_shape,
 )
+
+from typing import Any
+
+from . import _core
+from ._core import Tensor
+
+
+def layer_init(scheme: str, shape: Any, seed: int = 0, lo: float = 0.0, hi: float = 1.0,
+               fan_in: int = 0, fan_out: int = 0, dtype: str = "float64") -> Tensor:
+    """A layer initialiser's values (`Torch.Init`, the 32-bit LCG) for `shape`: `scheme` is
+    "zeros", "ones", "uniform" (lo, hi), "xavier_uniform" (fan_in, fan_out) or
+    "kaiming_uniform" (fan_in).
+
+    Raises: ValueError: an unknown scheme, or integers (dims, seed, fans) out of range;
+    MemoryError: a shape too large to allocate.
+    """
+    for name, v, bound in [*((f"shape[{i}]", d, 2**63) for i, d in enumerate(shape)),
+                           ("seed", seed, 2**64), ("fan_in", fan_in, 2**63), ("fan_out", fan_out, 2**63)]:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < bound:
+            raise ValueError(f"layer_init: {name} must be an integer in [0, {bound}), got {v!r}")
+    return _core.layer_init(scheme, list(shape), seed, lo, hi, fan_in, fan_out, dtype)
+
 
 __all__ = [
     "FloatInit",

@@ -6,6 +6,7 @@ sequences; an out-of-range index raises IndexError naming the bound.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -224,3 +225,31 @@ from .layer_ops import *  # noqa: E402,F403 - the layer ops are part of tlrs.ops
 from .layer_ops import __all__ as _layer_all  # noqa: E402
 
 __all__ += _layer_all + ["cat"]
+
+
+def _argument_errors(fn: Any) -> Any:
+    """`fn` with the argument errors the bindings raise made plain: an integer that does not fit
+    the argument (OverflowError) is a ValueError, and a non-tensor where a Tensor is expected
+    is a TypeError, each naming the op."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OverflowError as e:
+            raise ValueError(f"{fn.__name__}: an integer argument is out of range ({e})") from None
+        except AttributeError as e:
+            # Only an argument of the wrong type lacking a Tensor attribute; any other
+            # AttributeError is a bug and stays one.
+            wrong = {type(a).__name__ for a in (*args, *kwargs.values()) if not isinstance(a, Tensor)}
+            if not any(f"'{t}' object has no attribute" in str(e) for t in wrong):
+                raise
+            raise TypeError(f"{fn.__name__}: expected Tensor arguments ({e})") from None
+
+    return call
+
+
+for _name in __all__:
+    _fn = globals()[_name]
+    if callable(_fn):
+        globals()[_name] = _argument_errors(_fn)

@@ -11,7 +11,6 @@ from . import _core
 from ._core import (
     fresh_seed,
     key_of,
-    manual_seed,
     next_seed,
     runtime_init_unit,
     seed_stream_state,
@@ -25,6 +24,11 @@ def _natural(name: str, value: object, bound: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < bound:
         raise ValueError(f"{name} must be an integer in [0, {bound}), got {value!r}")
     return value
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the global seed stream. Raises: ValueError: a seed outside [0, 2**64)."""
+    _core.manual_seed(_natural("seed", seed, 2**64))
 
 
 def lcg_units(seed: int, n: int) -> list[float]:

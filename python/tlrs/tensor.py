@@ -6,6 +6,9 @@ reference's `Float`, IEEE binary64).
 
 from __future__ import annotations
 
+import math
+import os
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,6 +119,14 @@ def ones(*shape: Shape, dtype: Any = None, device: str | None = None, requires_g
     return _core.full(_shape(shape), 1.0, _dtype_name(dtype), requires_grad, _device(device))
 
 
+def _physical_memory() -> int:
+    """This machine's RAM in bytes (a large bound where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
 def arange(start: float, end: float | None = None, step: float = 1.0, dtype: Any = None,
            device: str | None = None, requires_grad: bool = False) -> Tensor:
     """Values from `start` (inclusive) to `end` (exclusive) by `step`, as `torch.arange`."""
@@ -123,6 +134,11 @@ def arange(start: float, end: float | None = None, step: float = 1.0, dtype: Any
         start, end = 0.0, start
     if step == 0:
         raise ValueError("arange: expected a non-zero step, got 0")
+    n = max(0, math.ceil((end - start) / step)) if math.isfinite((end - start) / step) else -1
+    # The NumPy array and the tensor's copy live together for a moment: both must fit in RAM.
+    if n < 0 or n * 16 > _physical_memory():
+        raise MemoryError(f"arange: {n if n >= 0 else 'infinitely many'} values do not fit in "
+                          f"this machine's memory")
     arr = np.arange(start, end, step, dtype=_dtype_name(dtype))
     return _place(_core.tensor_from_numpy(arr), device, requires_grad)
 

@@ -163,13 +163,15 @@ pub fn check_alloc(op: &'static str, shape: &crate::Shape) -> Result<()> {
     let n = shape.checked_numel().map_err(|_| {
         Error::shape(op, format!("the result shape {shape} has too many elements to address"))
     })?;
-    let bytes = n.checked_mul(8).unwrap_or(usize::MAX);
+    check_bytes(op, &format!("the result of shape {shape}"), n.checked_mul(8).unwrap_or(usize::MAX))
+}
+
+/// Refuses to go on when `bytes` (for `what`) cannot be reserved here.
+pub fn check_bytes(op: &'static str, what: &str, bytes: usize) -> Result<()> {
     if bytes >= (1 << 30) {
         let mut probe: Vec<u8> = Vec::new();
         probe.try_reserve_exact(bytes).map_err(|_| {
-            Error::OutOfMemory(format!(
-                "{op}: cannot allocate the result of shape {shape} ({bytes} bytes)"
-            ))
+            Error::OutOfMemory(format!("{op}: cannot allocate {what} ({bytes} bytes)"))
         })?;
     }
     Ok(())

@@ -1,0 +1,226 @@
+"""The op fuzzer behind tests/test_op_fuzz.py and scripts/fuzz-ops: random calls over the public
+op surface with adversarial arguments (huge and zero-size shapes, negative and out-of-range
+axes, NaN/inf, mixed dtypes, ragged lists, wrong types, huge and negative integers, NumPy
+broadcast views), each run in a worker process, so a crash is a finding naming the call.
+
+Each call must give a result, or one of the documented exceptions with a message; where NumPy
+defines the op exactly (IEEE elementwise arithmetic), the result must equal NumPy's bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+SHAPES = ["[]", "[0]", "[3]", "[2, 3]", "[3, 2]", "[1, 3]", "[2, 1]", "[0, 4]", "[2, 0, 3]",
+          "[4, 3, 2]", "[1, 1, 1, 1]", "[2, 3, 4, 5]", "[2**40]", "[0, 2**61]", "[2, 2**62, 2]",
+          "[-1]", "[2**64]", "[3, -2]"]
+DTYPES = ["'float32'", "'float64'", "'float16'", "None", "'int8'"]
+FILLS = ["0.0", "1.5", "-2.0", "float('nan')", "float('inf')", "-float('inf')", "1e300", "-0.0"]
+INTS = ["0", "1", "-1", "2", "-3", "5", "2**31", "2**63", "2**64", "-2**63", "True", "1.5", "None", "'x'"]
+RAGGED = ["[[1,2],[3]]", "[1, None]", "'abc'", "[[[]]]", "[1e400]", "np.zeros((2, 0))"]
+MASKS = ["[True]", "np.ones((2, 3), bool)", "[[1, 0, 1]]", "[]", "'x'"]
+PROBS = ["0.5", "0.0", "1.0", "-0.1", "float('nan')"]
+SCHEMES = ["'zeros'", "'nope'", "3"]
+UNARY = ["neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu", "softplus"]
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
+EXACT = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.divide",
+         "maximum": "np.maximum", "minimum": "np.minimum", "neg": "np.negative",
+         "abs": "np.abs", "sqrt": "np.sqrt"}
+
+
+def _t(r: random.Random, small: bool = False) -> str:
+    """A tensor expression: mostly small real tensors with special values, sometimes adversarial."""
+    if small or r.random() < 0.8:
+        shape = r.choice(["[]", "[3]", "[2, 3]", "[1, 3]", "[2, 1]", "[0, 3]", "[4, 3, 2]",
+                          "[2, 3, 4, 5]", "[1, 2, 5, 5]"])
+        dtype = r.choice(["'float32'", "'float64'"])
+        return f"T({shape}, {dtype}, {r.randrange(1000)})"
+    return r.choice([f"tlrs.zeros(*{r.choice(SHAPES)})", f"tlrs.full({r.choice(SHAPES)}, {r.choice(FILLS)})",
+                     "tlrs.tensor([[1.0, 2.0], [3.0]])", "tlrs.tensor([])", "tlrs.tensor(7.0)",
+                     "tlrs.from_numpy(np.broadcast_to(np.zeros(1), (2**40,)))",
+                     "tlrs.from_numpy(np.arange(6.0).reshape(2, 3).T)", "np.ones(3)", "None", "3.0"])
+
+
+def _axis(r: random.Random) -> str:
+    return r.choice(["None", "0", "1", "-1", "-2", "2", "3", "5", "-7", "2**63", "1.5"])
+
+
+def gen(r: random.Random) -> tuple[str, str | None]:
+    """One call as Python source, and the NumPy expression it must equal (or None)."""
+    kind = r.randrange(16)
+    if kind == 0:
+        return r.choice([f"tlrs.zeros(*{r.choice(SHAPES)})", f"tlrs.ones({r.choice(SHAPES)}, dtype={r.choice(DTYPES)})",
+                         f"tlrs.full({r.choice(SHAPES)}, {r.choice(FILLS)})", f"tlrs.rand(*{r.choice(SHAPES)})",
+                         f"tlrs.randn({r.choice(SHAPES)}, dtype={r.choice(DTYPES)})",
+                         "tlrs.tensor(" + r.choice(RAGGED) + ")",
+                         f"tlrs.arange({r.choice(INTS)})"]), None
+    if kind == 1:
+        op = r.choice(UNARY)
+        x = _t(r)
+        ref = f"{EXACT[op]}(X0)" if op in EXACT else None
+        return f"ops.{op}({x})", ref
+    if kind == 2:
+        op = r.choice(BINARY)
+        a, b = _t(r), r.choice([_t(r), r.choice(FILLS), "2", "True"])
+        ref = f"{EXACT[op]}(X0, X1)" if op in EXACT else None
+        return f"ops.{op}({a}, {b})", ref
+    if kind == 3:
+        return f"ops.{r.choice(['sum', 'mean', 'max'])}({_t(r)}, {_axis(r)}, {r.choice(['False', 'True'])})", None
+    if kind == 4:
+        return r.choice([f"ops.reshape({_t(r)}, {r.choice(SHAPES)})", f"ops.permute({_t(r)}, {r.choice(['[1, 0]', '[0]', '[2, 0, 1]', '[0, 0]', '[-1, 0]'])})",
+                         f"ops.transpose({_t(r)}, {_axis(r)}, {_axis(r)})", f"ops.flatten({_t(r)}, {_axis(r)}, {_axis(r)})",
+                         f"ops.concat([{_t(r)}, {_t(r)}], {_axis(r)})", f"ops.concat([], 0)",
+                         f"ops.slice({_t(r)}, {_axis(r)}, {r.choice(INTS)}, {r.choice(INTS)})",
+                         f"ops.index_select({_t(r)}, {_axis(r)}, {r.choice(['[0]', '[5]', '[-1]', '[]', '[2**63]', 'np.array([0, 1])', '[0.5]'])})"]), None
+    if kind == 5:
+        return f"ops.matmul({_t(r)}, {_t(r)})", None
+    if kind == 6:
+        return r.choice([f"tlrs.zeros(3, 0) @ tlrs.zeros(0, {r.choice(['2', '2**50', '0'])})",
+                         f"tlrs.zeros({r.choice(['2**20', '0', '5'])}, 3) @ tlrs.zeros(3, {r.choice(['2**20', '0', '4'])})"]), None
+    if kind == 7:
+        return r.choice([f"ops.softmax({_t(r)}, {_axis(r)})", f"ops.log_softmax({_t(r)}, {_axis(r)})",
+                         f"ops.cross_entropy({_t(r)}, {r.choice(['[0, 1]', '[5]', '[-1]', '[]', '[0]', _t(r)])})",
+                         f"ops.mse_loss({_t(r)}, {_t(r)})"]), None
+    if kind == 8:
+        return r.choice([f"ops.conv2d({_t(r)}, {_t(r)}, None, {r.choice(INTS)}, {r.choice(INTS)})",
+                         f"ops.max_pool2d({_t(r)}, {r.choice(INTS)}, {r.choice(INTS)}, {r.choice(INTS)})",
+                         f"ops.avg_pool2d({_t(r)}, {r.choice(INTS)})", f"ops.global_avg_pool2d({_t(r)})",
+                         f"ops.conv2d(tlrs.zeros(1, 1, 3, 3), tlrs.zeros(1, 1, 1, 1), padding={r.choice(INTS)})"]), None
+    if kind == 9:
+        return r.choice([f"ops.masked_fill({_t(r)}, {r.choice(MASKS)}, {r.choice(FILLS)})",
+                         f"ops.gather({_t(r)}, {_axis(r)}, {r.choice(['[[0]]', '[[9]]', 'np.zeros((2, 1), int)', '[[-1]]', '[]'])})",
+                         f"ops.scatter_add({_t(r)}, {_axis(r)}, {r.choice(['[[0]]', '[[9]]', 'np.zeros((2, 1), int)'])}, {_t(r)})",
+                         f"ops.embedding({r.choice(['[0, 1]', '[9]', '[-1]', '[]', '[[0], [1]]'])}, {_t(r)})",
+                         f"ops.dropout({_t(r)}, {r.choice(PROBS)})"]), None
+    if kind == 10:
+        x = _t(r) if r.random() < 0.3 else _t(r, small=True)
+        x = x if x.startswith(("T(", "tlrs.")) else "T([2, 3], 'float64', 1)"
+        return r.choice([f"{x}.numpy()", f"{x}.tolist()", f"{x}.item()", f"repr({x})", f"float({x})",
+                         f"len({x})", f"{x}.to({r.choice(DTYPES + [repr('cuda'), repr('cpu')])})",
+                         f"{x}.detach()", f"{x}.sum()", f"{x}.reshape({r.choice(SHAPES)})"]), None
+    if kind == 11:
+        x = _t(r, small=True)
+        e = r.choice(["2", "0.5", "-1", "0", "3.0", "float('nan')"])
+        return r.choice([f"{x} ** {e}", f"pow({x}, {e}, 5)", f"ops.pow({x}, {e})",
+                         f"ops.clamp({x}, {r.choice(FILLS + ['None'])}, {r.choice(FILLS + ['None'])})"]), None
+    if kind == 12:
+        return r.choice([f"tlrs.random.lcg_units({r.choice(INTS)}, {r.choice(INTS + ['2**40'])})",
+                         f"tlrs.random.shuffle_permutation({r.choice(INTS)}, {r.choice(INTS + ['2**40'])})",
+                         f"tlrs.init.layer_init('uniform', {r.choice(SHAPES)})",
+                         f"tlrs.init.layer_init({r.choice(SCHEMES)}, [2])",
+                         f"tlrs.manual_seed({r.choice(INTS)})"]), None
+    if kind == 13:
+        a, b = _t(r), _t(r)
+        op = r.choice(["+", "-", "*", "/"])
+        return f"{a} {op} {b}", None
+    if kind == 14:
+        return f"tlrs.grad(ops.sum({_t(r)}), [{_t(r)}])", None
+    return f"ops.linear({_t(r)}, {_t(r)}, {r.choice(['None', _t(r)])})", None
+
+
+def cases(seed: int, n: int) -> list[tuple[str, str | None]]:
+    r = random.Random(seed)
+    return [gen(r) for _ in range(n)]
+
+
+WORKER = r'''
+import json, math, sys
+import numpy as np
+import tlrs
+from tlrs import ops
+
+def T(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=shape) * 3
+    flat = a.reshape(-1)
+    if flat.size:
+        for i, v in enumerate([np.nan, np.inf, -np.inf, 0.0, -0.0]):
+            if rng.random() < 0.3:
+                flat[rng.integers(flat.size)] = v
+    return tlrs.tensor(a, dtype=dtype)
+
+ALLOWED = (ValueError, TypeError, IndexError, MemoryError, tlrs.AutogradError,
+           tlrs.CudaUnavailableError, tlrs.DeviceError)
+BAD = (OverflowError, SystemError)
+
+def same_bits(got, want):
+    want = np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"NumPy gives {want.dtype}{list(want.shape)}, tlrs {got.dtype}{list(got.shape)}"
+    nan = np.isnan(got)
+    if not np.array_equal(nan, np.isnan(want)):
+        return "NaN positions differ from NumPy"
+    if got[~nan].tobytes() != want[~nan].tobytes():
+        return "values differ from NumPy"
+    return None
+
+np.seterr(all="ignore")
+for line in sys.stdin:
+    i, src, ref = json.loads(line)
+    print(i, file=sys.stderr, flush=True)
+    out = {"i": i}
+    try:
+        X = []
+        env = {"tlrs": tlrs, "ops": ops, "np": np, "T": T}
+        value = eval(src, env)
+        out["outcome"] = "result"
+        if ref is not None and isinstance(value, tlrs.Tensor):
+            # Re-evaluate the operand expressions to get the inputs as NumPy arrays.
+            call = src[src.index("(") + 1:-1]
+            args = eval("[" + call + "]", env)
+            xs = [a.numpy() if isinstance(a, tlrs.Tensor) else a for a in args]
+            if all(isinstance(a, np.ndarray) for a in xs):
+                dt = value.numpy().dtype
+                if all(a.dtype == dt for a in xs):
+                    env.update({f"X{k}": a for k, a in enumerate(xs)})
+                    why = same_bits(value.numpy(), eval(ref, env))
+                    if why:
+                        out["outcome"], out["why"] = "wrong", why
+    except BAD as e:
+        out["outcome"], out["why"] = "bad", f"{type(e).__name__}: {e}"
+    except ALLOWED as e:
+        msg = str(e)
+        bad = not msg or "internal error" in msg or type(e).__name__ == "RuntimeError"
+        out["outcome"] = "bad" if bad else "error"
+        out["why"] = f"{type(e).__name__}: {msg}"
+    except BaseException as e:  # PanicException, RuntimeError, AttributeError, ...
+        out["outcome"], out["why"] = "bad", f"{type(e).__name__}: {e}"
+    print(json.dumps(out), flush=True)
+'''
+
+
+def run(seed: int, n: int, batch: int = 2000) -> dict:
+    """Runs `n` cases; returns the counts and the findings (crashes, bad errors, wrong values)."""
+    all_cases = cases(seed, n)
+    counts = {"cases": n, "result": 0, "error": 0, "crash": 0, "bad": 0, "wrong": 0}
+    findings: list[str] = []
+    start = 0
+    while start < n:
+        chunk = all_cases[start:start + batch]
+        feed = "".join(json.dumps([start + k, src, ref]) + "\n" for k, (src, ref) in enumerate(chunk))
+        proc = subprocess.run([sys.executable, "-c", WORKER], input=feed, capture_output=True,
+                              text=True, timeout=1200)
+        done = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        for d in done:
+            counts[d["outcome"]] += 1
+            if d["outcome"] in ("bad", "wrong"):
+                findings.append(f"{d['outcome']}: {all_cases[d['i']][0]} -> {d.get('why')}")
+        start += len(done)
+        if proc.returncode != 0 or len(done) < len(chunk):
+            counts["crash"] += 1
+            findings.append(f"crash ({proc.returncode}): {all_cases[start][0]}: {proc.stderr[-300:]}")
+            start += 1
+    return {"counts": counts, "findings": findings}
+
+
+if __name__ == "__main__":
+    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    report = run(seed, n)
+    for f in report["findings"]:
+        print(f)
+    print(json.dumps(report["counts"]))
+    sys.exit(0 if not report["findings"] else 1)
