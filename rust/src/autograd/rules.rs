@@ -44,6 +44,19 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
                     // d(x/y)/dy = -(x/y)/y, from the output.
                     need(y).then(|| neg(&mul(g, &div(out, y)?)?)).transpose()?,
                 ),
+                // d(x^y)/dx = y·x^(y-1); d(x^y)/dy = x^y·ln x (from the output).
+                BinaryOp::Pow => (
+                    need(x)
+                        .then(|| {
+                            let one = Tensor::scalar(1.0, y.dtype());
+                            let xm1 = crate::ops::binary(BinaryOp::Pow, x, &crate::ops::sub(y, &one)?)?;
+                            mul(g, &mul(y, &xm1)?)
+                        })
+                        .transpose()?,
+                    need(y)
+                        .then(|| mul(g, &mul(out, &crate::ops::log(x)?)?))
+                        .transpose()?,
+                ),
                 BinaryOp::Maximum | BinaryOp::Minimum => {
                     let wx = select_weight(*b, x, y)?;
                     let wy = select_weight(*b, y, x)?;

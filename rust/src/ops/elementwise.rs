@@ -286,6 +286,8 @@ pub enum BinaryOp {
     Div,
     Maximum,
     Minimum,
+    /// a ** b elementwise (IEEE `pow`, from libm), for tensor exponents and `number ** tensor`.
+    Pow,
 }
 
 impl BinaryOp {
@@ -297,6 +299,7 @@ impl BinaryOp {
             BinaryOp::Div => "div",
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
+            BinaryOp::Pow => "tensor_pow",
         }
     }
 }
@@ -324,6 +327,7 @@ fn binary_kernel<T: Float>(
         BinaryOp::Sub => go!(|x, y| x - y),
         BinaryOp::Mul => go!(|x, y| x * y),
         BinaryOp::Div => go!(|x, y| x / y),
+        BinaryOp::Pow => go!(|x: T, y: T| x.powf(y)),
         BinaryOp::Maximum => go!(|x: T, y: T| if x.is_nan() || x > y {
             x
         } else if y.is_nan() || y > x {

@@ -430,13 +430,10 @@ impl PyTensor {
     }
     fn __rpow__(&self, base: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         refuse_modulo(modulo)?;
-        // base ** x = exp(x * ln(base)), as a recorded op so x gets a gradient.
+        // base ** x by IEEE pow, as a recorded op so x gets a gradient.
         let t = &self.inner;
-        guard(|| {
-            let lnb = Tensor::scalar(base.ln(), t.dtype());
-            ops::exp(&ops::mul(t, &lnb)?)
-        })
-        .map(PyTensor::new)
+        guard(|| ops::binary(ops::BinaryOp::Pow, &Tensor::scalar(base, t.dtype()), t))
+            .map(PyTensor::new)
     }
     fn __pow__(&self, e: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         refuse_modulo(modulo)?;

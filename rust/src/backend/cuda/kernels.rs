@@ -39,7 +39,7 @@ pub const UNARY_OPS: [(&str, &str); 10] = [
 
 /// Binary ops, as CUDA C expressions in `a` and `b`; operands are read through broadcast views.
 /// maximum/minimum propagate a NaN from either side and return `a` on ties (CPU semantics).
-pub const BINARY_OPS: [(&str, &str); 6] = [
+pub const BINARY_OPS: [(&str, &str); 7] = [
     ("add", "a + b"),
     ("sub", "a - b"),
     ("mul", "a * b"),
@@ -52,6 +52,7 @@ pub const BINARY_OPS: [(&str, &str); 6] = [
         "minimum",
         "(isnan(a) || a < b) ? a : ((isnan(b) || b < a) ? b : a)",
     ),
+    ("tensor_pow", "pow$F(a, b)"),
 ];
 
 /// The gradient of each unary op times `g`, from the input `x` and the output `y`; each is the
