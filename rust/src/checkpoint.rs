@@ -94,7 +94,11 @@ fn remove_stale_temps(target: &Path) {
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         return;
     };
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     let prefix = temp_prefix(name);
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;

@@ -161,9 +161,16 @@ impl CpuStorage {
 /// fallible reservation, released at once: the kernel's own allocation then succeeds.
 pub fn check_alloc(op: &'static str, shape: &crate::Shape) -> Result<()> {
     let n = shape.checked_numel().map_err(|_| {
-        Error::shape(op, format!("the result shape {shape} has too many elements to address"))
+        Error::shape(
+            op,
+            format!("the result shape {shape} has too many elements to address"),
+        )
     })?;
-    check_bytes(op, &format!("the result of shape {shape}"), n.checked_mul(8).unwrap_or(usize::MAX))
+    check_bytes(
+        op,
+        &format!("the result of shape {shape}"),
+        n.saturating_mul(8),
+    )
 }
 
 /// Refuses to go on when `bytes` (for `what`) cannot be reserved here.

@@ -135,11 +135,17 @@ pub fn grad(root: &Tensor, wrt: &[Tensor]) -> Result<Vec<Tensor>> {
     let seed = Tensor::full_on(root.shape().clone(), 1.0, root.dtype(), root.device())?;
     // A tensor that does not require grad gets zeros too (this is the module API's rule).
     let tracked: Vec<Tensor> = wrt.iter().filter(|w| w.requires_grad()).cloned().collect();
-    let mut found = grad_of(&[root.clone()], &[Some(seed)], &tracked)?.into_iter();
+    let mut found = grad_of(std::slice::from_ref(root), &[Some(seed)], &tracked)?.into_iter();
     wrt.iter()
-        .map(|w| match if w.requires_grad() { found.next().flatten() } else { None } {
-            Some(g) => Ok(g),
-            None => Tensor::full_on(w.shape().clone(), 0.0, w.dtype(), w.device()),
+        .map(|w| {
+            match if w.requires_grad() {
+                found.next().flatten()
+            } else {
+                None
+            } {
+                Some(g) => Ok(g),
+                None => Tensor::full_on(w.shape().clone(), 0.0, w.dtype(), w.device()),
+            }
         })
         .collect()
 }
@@ -168,7 +174,10 @@ pub fn grad_of(
         }
         let seed = match seed {
             Some(s) => {
-                if s.shape() != out.shape() || s.dtype() != out.dtype() || s.device() != out.device() {
+                if s.shape() != out.shape()
+                    || s.dtype() != out.dtype()
+                    || s.device() != out.device()
+                {
                     return Err(Error::Autograd(format!(
                         "grad: grad_outputs {i} must match output {i} ({} {} on {}), got {} {} on {}",
                         out.dtype(), out.shape(), out.device(), s.dtype(), s.shape(), s.device()

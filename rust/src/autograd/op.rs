@@ -3,8 +3,8 @@
 use crate::backend::cpu::conv::ConvDims;
 use crate::backend::cpu::pool::PoolDims;
 use crate::ops::{BinaryOp, UnaryOp};
-use crate::{DType, Shape};
 use crate::Tensor;
+use crate::{DType, Shape};
 use std::sync::Arc;
 
 /// Where a max or max-pool recorded its winners: on the host for CPU tensors, on the device

@@ -49,7 +49,8 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
                     need(x)
                         .then(|| {
                             let one = Tensor::scalar(1.0, y.dtype());
-                            let xm1 = crate::ops::binary(BinaryOp::Pow, x, &crate::ops::sub(y, &one)?)?;
+                            let xm1 =
+                                crate::ops::binary(BinaryOp::Pow, x, &crate::ops::sub(y, &one)?)?;
                             mul(g, &mul(y, &xm1)?)
                         })
                         .transpose()?,

@@ -60,7 +60,10 @@ mod tests {
 
     #[test]
     fn settings_are_per_thread_and_scoped() {
-        let fast = KernelSettings { fast: true, ..Default::default() };
+        let fast = KernelSettings {
+            fast: true,
+            ..Default::default()
+        };
         set(fast);
         let other = std::thread::spawn(current).join().unwrap_or(fast);
         assert_eq!(other, KernelSettings::default());

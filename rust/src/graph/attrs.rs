@@ -69,12 +69,23 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
         Op::Cast(_, to) => vec![("dtype", Attr::DType(*to))],
         Op::Pow(_, e) => vec![("exponent", Attr::Float(Some(*e)))],
         Op::Clamp(_, lo, hi) => vec![("min", Attr::Float(*lo)), ("max", Attr::Float(*hi))],
-        Op::Sum { axis: a, keepdim, .. }
-        | Op::Mean { axis: a, keepdim, .. }
-        | Op::Max { axis: a, keepdim, .. } => vec![axis(a), ("keepdim", Attr::Flag(*keepdim))],
+        Op::Sum {
+            axis: a, keepdim, ..
+        }
+        | Op::Mean {
+            axis: a, keepdim, ..
+        }
+        | Op::Max {
+            axis: a, keepdim, ..
+        } => vec![axis(a), ("keepdim", Attr::Flag(*keepdim))],
         Op::Permute(_, p) => vec![("dims", Attr::List(p.clone()))],
         Op::Concat(_, a) => vec![("axis", Attr::Count(Some(*a)))],
-        Op::Slice { axis: a, start, end, .. } => vec![
+        Op::Slice {
+            axis: a,
+            start,
+            end,
+            ..
+        } => vec![
             ("axis", Attr::Count(Some(*a))),
             ("start", Attr::Count(Some(*start))),
             ("end", Attr::Count(Some(*end))),
@@ -84,7 +95,10 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
             ("index", Attr::List(index.to_vec())),
         ],
         Op::Matmul { ta, tb, .. } => {
-            vec![("transpose_a", Attr::Flag(*ta)), ("transpose_b", Attr::Flag(*tb))]
+            vec![
+                ("transpose_a", Attr::Flag(*ta)),
+                ("transpose_b", Attr::Flag(*tb)),
+            ]
         }
         Op::Softmax { axis: a, .. } | Op::LogSoftmax { axis: a, .. } => {
             vec![("axis", Attr::Count(Some(*a)))]
@@ -92,7 +106,12 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
         Op::NllLoss { target, .. } => vec![("target", Attr::List(target.to_vec()))],
         Op::Conv2d { d, .. } => geometry(d.stride, d.pad, d.kh, d.kw),
         Op::MaxPool2d { d, .. } | Op::AvgPool2d { d, .. } => geometry(d.stride, d.pad, d.kh, d.kw),
-        Op::Gather { axis: a, index, index_shape, .. } => vec![
+        Op::Gather {
+            axis: a,
+            index,
+            index_shape,
+            ..
+        } => vec![
             ("axis", Attr::Count(Some(*a))),
             ("index", Attr::List(index.to_vec())),
             ("index_shape", Attr::List(index_shape.dims().to_vec())),

@@ -180,22 +180,20 @@ impl Graph {
         }
         for (i, (a, b)) in self.nodes.iter().zip(&other.nodes).enumerate() {
             let same = match (&a.kind, &b.kind) {
-                (NodeKind::Op { op: x, inputs: xi }, NodeKind::Op { op: y, inputs: yi }) => {
-                    if x.name() == y.name() && xi == yi && a.dtype == b.dtype {
-                        if let Some((attr, va, vb)) = super::attrs::first_changed(x, y) {
-                            return Some(format!(
-                                "node %{i} ({}): its attribute `{attr}` differs between two traces \
-                                 with different input values ({va} vs {vb}), so it depends on the \
-                                 data (computed in Python from tensor values) or on random numbers; \
-                                 the compiled graph would replay one value for every batch. Compute \
-                                 it with tlrs ops or use the eager backend",
-                                x.name()
-                            ));
-                        }
-                        true
-                    } else {
-                        false
+                (NodeKind::Op { op: x, inputs: xi }, NodeKind::Op { op: y, inputs: yi })
+                    if x.name() == y.name() && xi == yi && a.dtype == b.dtype =>
+                {
+                    if let Some((attr, va, vb)) = super::attrs::first_changed(x, y) {
+                        return Some(format!(
+                            "node %{i} ({}): its attribute `{attr}` differs between two traces \
+                             with different input values ({va} vs {vb}), so it depends on the \
+                             data (computed in Python from tensor values) or on random numbers; \
+                             the compiled graph would replay one value for every batch. Compute \
+                             it with tlrs ops or use the eager backend",
+                            x.name()
+                        ));
                     }
+                    true
                 }
                 (NodeKind::Leaf(Source::Param(x)), NodeKind::Leaf(Source::Param(y))) => x == y,
                 (NodeKind::Leaf(Source::Input(x)), NodeKind::Leaf(Source::Input(y))) => x == y,

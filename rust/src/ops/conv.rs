@@ -196,7 +196,10 @@ fn pool_dims(
         ));
     }
     let s = stride.unwrap_or(kernel);
-    let (oh, ow) = (out_size(op, h, kernel, s, padding)?, out_size(op, w, kernel, s, padding)?);
+    let (oh, ow) = (
+        out_size(op, h, kernel, s, padding)?,
+        out_size(op, w, kernel, s, padding)?,
+    );
     crate::storage::check_alloc(op, &Shape(vec![n, c, oh, ow]))?;
     Ok(PoolDims {
         planes: n * c,

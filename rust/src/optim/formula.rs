@@ -109,11 +109,26 @@ impl Consts {
             OptimKind::Rmsprop { lr, decay, eps } => {
                 (k.lr, k.a, k.a_rest, k.eps) = (f(c(lr)), f(c(decay)), rest(decay), f(c(eps)));
             }
-            OptimKind::Adam { lr, beta1, beta2, eps }
-            | OptimKind::AdamW { lr, beta1, beta2, eps, .. } => {
+            OptimKind::Adam {
+                lr,
+                beta1,
+                beta2,
+                eps,
+            }
+            | OptimKind::AdamW {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                ..
+            } => {
                 (k.lr, k.eps) = (f(c(lr)), f(c(eps)));
-                (k.a, k.a_rest, k.b, k.b_rest) = (f(c(beta1)), rest(beta1), f(c(beta2)), rest(beta2));
-                (k.bc1, k.bc2) = (f(bias_correction::<T>(beta1, t)), f(bias_correction::<T>(beta2, t)));
+                (k.a, k.a_rest, k.b, k.b_rest) =
+                    (f(c(beta1)), rest(beta1), f(c(beta2)), rest(beta2));
+                (k.bc1, k.bc2) = (
+                    f(bias_correction::<T>(beta1, t)),
+                    f(bias_correction::<T>(beta2, t)),
+                );
                 if let OptimKind::AdamW { weight_decay, .. } = kind {
                     k.lr_wd = f(c(lr) * c(weight_decay));
                 }
@@ -166,9 +181,14 @@ pub fn step<A: Arith>(
         }
         OptimKind::Adadelta { .. } => {
             let v = s[0].mul(&l(k.a))?.add(&g.mul(g)?.mul(&l(k.a_rest))?)?;
-            let ratio = s[1].add(&l(k.eps))?.sqrt()?.div(&v.add(&l(k.eps))?.sqrt()?)?;
+            let ratio = s[1]
+                .add(&l(k.eps))?
+                .sqrt()?
+                .div(&v.add(&l(k.eps))?.sqrt()?)?;
             let delta = ratio.mul(&l(k.neg_lr))?.mul(g)?;
-            let u = s[1].mul(&l(k.a))?.add(&delta.mul(&delta)?.mul(&l(k.a_rest))?)?;
+            let u = s[1]
+                .mul(&l(k.a))?
+                .add(&delta.mul(&delta)?.mul(&l(k.a_rest))?)?;
             (p.add(&delta)?, [v, u])
         }
     })

@@ -159,7 +159,7 @@ pub fn update(
     Ok((Tensor::from_cpu(np, shape)?, slots))
 }
 
-fn view<'a, T: CpuElem>(t: &'a Tensor) -> Result<&'a [T]> {
+fn view<T: CpuElem>(t: &Tensor) -> Result<&[T]> {
     T::view(t.cpu()?).ok_or_else(|| crate::storage::dtype_mismatch("optim", T::DTYPE, t.dtype()))
 }
 
@@ -221,9 +221,18 @@ mod tests {
     #[test]
     fn cached_powers_equal_repeated_multiplication_in_any_order() {
         for &t in &[0u64, 1, 2, 3, 10, 9, 1000, 999, 5, 100_000, 100_001] {
-            assert_eq!(power::<f32>(0.999, t).to_bits(), naive::<f32>(0.999, t).to_bits());
-            assert_eq!(power::<f64>(0.999, t).to_bits(), naive::<f64>(0.999, t).to_bits());
-            assert_eq!(power::<f64>(0.9, t).to_bits(), naive::<f64>(0.9, t).to_bits());
+            assert_eq!(
+                power::<f32>(0.999, t).to_bits(),
+                naive::<f32>(0.999, t).to_bits()
+            );
+            assert_eq!(
+                power::<f64>(0.999, t).to_bits(),
+                naive::<f64>(0.999, t).to_bits()
+            );
+            assert_eq!(
+                power::<f64>(0.9, t).to_bits(),
+                naive::<f64>(0.9, t).to_bits()
+            );
         }
     }
 }

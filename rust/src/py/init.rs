@@ -190,7 +190,13 @@ pub fn lcg_units(seed: u64, n: usize) -> PyResult<Vec<f64>> {
 pub fn shuffle_permutation(seed: u64, n: usize) -> PyResult<(Vec<usize>, u64)> {
     // The Python list costs far more than the Rust buffer: about 48 bytes an item in all.
     let bytes = n.saturating_mul(48);
-    guard(|| crate::storage::check_bytes("shuffle_permutation", &format!("a list of {n} items"), bytes))?;
+    guard(|| {
+        crate::storage::check_bytes(
+            "shuffle_permutation",
+            &format!("a list of {n} items"),
+            bytes,
+        )
+    })?;
     Ok(rng::shuffle_permutation(seed, n))
 }
 

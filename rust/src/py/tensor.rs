@@ -383,7 +383,9 @@ impl PyTensor {
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: Vec<Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let out_of_range = |e: PyErr| {
-            PyValueError::new_err(format!("reshape: expected a shape of integers in the index range, got {shape:?} ({e})"))
+            PyValueError::new_err(format!(
+                "reshape: expected a shape of integers in the index range, got {shape:?} ({e})"
+            ))
         };
         let dims: Vec<isize> = if shape.len() == 1 && shape[0].extract::<isize>().is_err() {
             shape[0].extract().map_err(out_of_range)?

@@ -1,8 +1,8 @@
 //! The CPU thread pool and the kernel-kind switch (reference or fast). Kernels run inside this
 //! pool so `set_num_threads` takes effect without touching rayon's global pool.
 
-use rayon::{ThreadPool, ThreadPoolBuilder};
 use crate::backend::settings;
+use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, OnceLock, RwLock};
 
 static POOL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
