@@ -90,8 +90,8 @@ class Tensor:
         """Converts to a dtype ('float32'/'float64') or moves to a device ('cpu', 'cuda:N')."""
     def cpu(self) -> Tensor:
         """A copy on the CPU (this tensor when it is already there)."""
-    def cuda(self, device: int = 0) -> Tensor:
-        """A copy on CUDA device `device`."""
+    def cuda(self, device: int | None = None) -> Tensor:
+        """A copy on CUDA device `device` (default 0)."""
     def backward(self) -> None:
         """Accumulates gradients of this (scalar) tensor into the leaves' .grad."""
     def __len__(self) -> int:

@@ -104,6 +104,26 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+/// An integer argument: out of the index range is a ValueError naming it (not OverflowError).
+fn int_arg(name: &str, v: &Bound<'_, PyAny>) -> PyResult<isize> {
+    v.extract::<isize>().map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(v.py()) {
+            PyValueError::new_err(format!(
+                "{name} must be an integer in the index range, got {v}"
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+fn opt_int_arg(name: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<isize>> {
+    match v {
+        Some(v) if !v.is_none() => int_arg(name, v).map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// `pow(t, e, m)`: tensors have no modular power.
 fn refuse_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     match modulo {
@@ -224,8 +244,10 @@ impl PyTensor {
         guard(|| self.inner.to_device(Device::Cpu)).map(PyTensor::new)
     }
     /// A copy on CUDA device `device` (default 0).
-    #[pyo3(signature = (device=0))]
-    fn cuda(&self, device: usize) -> PyResult<PyTensor> {
+    #[pyo3(signature = (device=None))]
+    fn cuda(&self, device: Option<Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let device = usize::try_from(opt_int_arg("device", device.as_ref())?.unwrap_or(0))
+            .map_err(|_| PyValueError::new_err("device must be a CUDA ordinal >= 0"))?;
         guard(|| self.inner.to_device(Device::Cuda(device))).map(PyTensor::new)
     }
     fn backward(&self, py: Python<'_>) -> PyResult<()> {
@@ -363,19 +385,37 @@ impl PyTensor {
         guard(|| ops::sigmoid(&self.inner)).map(PyTensor::new)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let dim = opt_int_arg("dim", dim.as_ref())?;
         let t = self.inner.clone();
         py.detach(|| guard(|| ops::sum(&t, dim, keepdim)))
             .map(PyTensor::new)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let dim = opt_int_arg("dim", dim.as_ref())?;
         let t = self.inner.clone();
         py.detach(|| guard(|| ops::mean(&t, dim, keepdim)))
             .map(PyTensor::new)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let dim = opt_int_arg("dim", dim.as_ref())?;
         let t = self.inner.clone();
         py.detach(|| guard(|| ops::max(&t, dim, keepdim)))
             .map(PyTensor::new)
@@ -406,7 +446,8 @@ impl PyTensor {
     fn permute(&self, dims: Vec<isize>) -> PyResult<PyTensor> {
         guard(|| ops::permute(&self.inner, &dims)).map(PyTensor::new)
     }
-    fn transpose(&self, dim0: isize, dim1: isize) -> PyResult<PyTensor> {
+    fn transpose(&self, dim0: Bound<'_, PyAny>, dim1: Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let (dim0, dim1) = (int_arg("dim0", &dim0)?, int_arg("dim1", &dim1)?);
         guard(|| ops::transpose(&self.inner, dim0, dim1)).map(PyTensor::new)
     }
     /// The transpose of a matrix (the last two axes swapped).
@@ -414,10 +455,12 @@ impl PyTensor {
     fn t_(&self) -> PyResult<PyTensor> {
         guard(|| ops::transpose(&self.inner, -2, -1)).map(PyTensor::new)
     }
-    fn softmax(&self, dim: isize) -> PyResult<PyTensor> {
+    fn softmax(&self, dim: Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let dim = int_arg("dim", &dim)?;
         guard(|| ops::softmax(&self.inner, dim)).map(PyTensor::new)
     }
-    fn log_softmax(&self, dim: isize) -> PyResult<PyTensor> {
+    fn log_softmax(&self, dim: Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let dim = int_arg("dim", &dim)?;
         guard(|| ops::log_softmax(&self.inner, dim)).map(PyTensor::new)
     }
     fn matmul(&self, py: Python<'_>, other: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
