@@ -124,6 +124,20 @@ fn opt_int_arg(name: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<isiz
     }
 }
 
+/// A reduction over `dim` (all elements when None), off the GIL.
+fn reduce(
+    py: Python<'_>,
+    t: &Tensor,
+    dim: Option<Bound<'_, PyAny>>,
+    keepdim: bool,
+    op: fn(&Tensor, Option<isize>, bool) -> crate::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let dim = opt_int_arg("dim", dim.as_ref())?;
+    let t = t.clone();
+    py.detach(|| guard(|| op(&t, dim, keepdim)))
+        .map(PyTensor::new)
+}
+
 /// `pow(t, e, m)`: tensors have no modular power.
 fn refuse_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     match modulo {
@@ -391,10 +405,7 @@ impl PyTensor {
         dim: Option<Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<PyTensor> {
-        let dim = opt_int_arg("dim", dim.as_ref())?;
-        let t = self.inner.clone();
-        py.detach(|| guard(|| ops::sum(&t, dim, keepdim)))
-            .map(PyTensor::new)
+        reduce(py, &self.inner, dim, keepdim, ops::sum)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn mean(
@@ -403,10 +414,7 @@ impl PyTensor {
         dim: Option<Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<PyTensor> {
-        let dim = opt_int_arg("dim", dim.as_ref())?;
-        let t = self.inner.clone();
-        py.detach(|| guard(|| ops::mean(&t, dim, keepdim)))
-            .map(PyTensor::new)
+        reduce(py, &self.inner, dim, keepdim, ops::mean)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn max(
@@ -415,10 +423,7 @@ impl PyTensor {
         dim: Option<Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<PyTensor> {
-        let dim = opt_int_arg("dim", dim.as_ref())?;
-        let t = self.inner.clone();
-        py.detach(|| guard(|| ops::max(&t, dim, keepdim)))
-            .map(PyTensor::new)
+        reduce(py, &self.inner, dim, keepdim, ops::max)
     }
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: Vec<Bound<'_, PyAny>>) -> PyResult<PyTensor> {
