@@ -1,5 +1,5 @@
-"""The reference CLI helpers (§2.1–§2.3, Appendix B): values taken, tokens left in order, and the
-exact error texts, including the edge cases of §12.1 items 14–16.
+"""The reference CLI helpers: values taken, tokens left in order, and the
+exact error texts, including their edge cases.
 """
 
 import math
@@ -16,7 +16,7 @@ def message(fn, *args) -> str:
     return str(info.value)
 
 
-# --- take_flag_value_once (§2.1) ---------------------------------------------------------------
+# --- take_flag_value_once ---------------------------------------------------------------
 
 def test_take_flag_value_absent():
     assert cli.take_flag_value_once(["a", "--b", "c"], "key") == (None, ["a", "--b", "c"])
@@ -101,7 +101,7 @@ def test_strip_flag_values_removes_every_occurrence():
     assert cli.strip_flag_values(args, ["x", "y"]) == ["a", "b", "--z", "4"]
 
 
-# --- §2.2 -----------------------------------------------------------------------------------------
+# --- bool flags and `--` ---------------------------------------------------------------------
 
 def test_take_bool_flag_once():
     assert cli.take_bool_flag_once(["a", "--v", "b"], "v") == (True, ["a", "b"])
@@ -268,7 +268,7 @@ def test_take_steps_flag_default():
     assert cli.take_steps_flag_default(["--epochs=9"], 3) == (3, ["--epochs=9"])
 
 
-# --- §2.3 -----------------------------------------------------------------------------------------
+# --- typed values (naturals, floats) ---------------------------------------------------------
 
 def test_nat_defaults_and_positive():
     assert cli.take_nat_flag_default(["--n", "4"], "n", 1) == (4, [])

@@ -1,5 +1,5 @@
-"""ExecConfig and Options: value parsers (§3.2), the consumption order (§3.3), the default-dtype
-policy (§1.6), `--device` as an alias, `to_options` (§3.4), the five log lines (§3.5), and §4.1.
+"""ExecConfig and Options: value parsers, the consumption order, the default-dtype
+policy, `--device` as an alias, `to_options`, the five log lines, and the executability checks.
 """
 
 import pytest
@@ -125,7 +125,7 @@ def test_default_policy_only_in_parse_and_strip():
     assert cfg.dtype == FLOAT
 
 
-# --- consumption order (§3.3) --------------------------------------------------------------------
+# --- consumption order --------------------------------------------------------------------
 
 def test_everything_consumed_and_rest_keeps_order():
     args = ["a", "--cuda", "b", "--backend=compiled", "c", "--fast-kernels", "d", "--dtype",
@@ -293,7 +293,7 @@ def test_options_device_and_validation():
     assert Options(seed=2**70).seed == 2**70
 
 
-# --- log (§3.5) -----------------------------------------------------------------------------------
+# --- log -----------------------------------------------------------------------------------
 
 def test_log_default(capsys):
     parse()[0].log()

@@ -1,5 +1,5 @@
-"""DType: every reference spelling (§1.3/§1.4), the parse rules (§1.5), the default policy (§1.6),
-the executability checks (§1.7, §12.1 item 3) and the exact log lines (§1.8) with `[tlrs]`.
+"""DType: every reference spelling, the parse rules, the default policy,
+the executability checks and the exact log lines with `[tlrs]`.
 """
 
 import pytest
@@ -35,7 +35,7 @@ def message(fn, *args) -> str:
     return str(info.value)
 
 
-# (spelling, kind, mode) from the reference table §1.3, plus float64/f64/double (SPEC §2).
+# (spelling, kind, mode) of the reference's dtype table, plus float64/f64/double (docs/numerics.md).
 SPELLINGS = [
     ("float", "float", None),
     ("float64", "float", None),

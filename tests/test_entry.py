@@ -1,4 +1,4 @@
-"""Entry helpers (reference §5, SPEC §6): `run`'s control flow and output order for both actions,
+"""Entry helpers (docs/runtime.md): `run`'s control flow and output order for both actions,
 banner/flush/ok line, `--help`, `--seed`, `--`, `--cuda`, `--backend compiled`, `with_*` contracts.
 """
 
@@ -16,7 +16,7 @@ from tlrs.errors import ArgError
 from tlrs.random import next_seed, seed_stream_state
 
 EXE = "prog"
-# `config.log` lines (reference §3.5 order, tlrs wording: `[tlrs]` prefix, plain names).
+# `config.log` lines (docs/runtime.md order, tlrs wording: `[tlrs]` prefix, plain names).
 FLOAT_LINE = "[tlrs] dtype: float (IEEE-754 binary64)"
 EXEC_LINE = (
     "[tlrs] Float32 mode: ieee754exec: executable IEEE-754 binary32 kernel"
@@ -299,7 +299,7 @@ def test_cuda_is_checked_before_the_body(capsys, args):
     assert "CUDA was requested" in str(info.value) and "cpu" in str(info.value)
     out = lines(capsys.readouterr().out)
     assert calls == [] and "banner seed=0" not in out and "prog: ok" not in out
-    assert out == []  # refused before anything runs or is logged (SPEC §6)
+    assert out == []  # refused before anything runs or is logged (docs/runtime.md)
     with pytest.raises(tlrs.CudaUnavailableError):
         with_runtime(["--cuda"], lambda *a: calls.append(a))
     assert calls == [] and lines(capsys.readouterr().out) == []

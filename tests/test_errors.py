@@ -1,4 +1,4 @@
-"""Bad input (SPEC §9): mismatched shapes and dtypes, bad indices and axes raise the documented
+"""Bad input (docs/runtime.md): mismatched shapes and dtypes, bad indices and axes raise the documented
 exception classes with messages naming what came, never pyo3's PanicException; long native
 work releases the GIL."""
 

@@ -1,4 +1,4 @@
-"""Kernel switches (SPEC §2): thread count, reference kernels that are bit-identical across thread
+"""Kernel switches (docs/numerics.md): thread count, reference kernels that are bit-identical across thread
 counts and equal to a plain left fold with separate multiply and add, fast kernels within tolerance."""
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""tlrs.models against the reference tables (reference §7), the layer-initialiser LCG (§6.8)
-computed here in plain Python, and NumPy forwards and losses (§6.1)."""
+"""tlrs.models against the reference tables (docs/runtime.md), the layer-initialiser LCG (docs/numerics.md)
+computed here in plain Python, and NumPy forwards and losses."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tensor constructors, NumPy conversion, attributes, dtype/device conversion, repr and the
-Python operators (SPEC §3), each checked against NumPy or a hand-derived value."""
+Python operators (docs/numerics.md), each checked against NumPy or a hand-derived value."""
 
 import operator
 

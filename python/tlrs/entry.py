@@ -1,7 +1,7 @@
-"""Executable entrypoints (reference §5): `with_runtime`, `with_module`, `with_module_runtime`,
+"""Executable entrypoints (docs/runtime.md): `with_runtime`, `with_module`, `with_module_runtime`,
 `RunOptions`, `RunAction`, `run_usage` and `run`, in the reference's control flow and output order.
 
-SPEC §6 fixes: `--help`/`-h` answers with the usage; the parsed `--seed` reaches the program
+docs/runtime.md describes these: `--help`/`-h` answers with the usage; the parsed `--seed` reaches the program
 (`opts.seed` and the global stream); `--cuda` is checked before the body runs; `--backend compiled`
 is refused until it is built; `--cuda --dtype float32` is not refused by dtype.
 """
@@ -125,7 +125,7 @@ def _call_body(opts: Options, body: Callable[[], T]) -> T:
 def _parse_checked(args: Sequence[str]) -> tuple[ExecConfig, list[str]]:
     """Parse (reference default-dtype policy), log, then the dtype and executability checks."""
     cfg, rest = ExecConfig.parse_and_strip(_as_args(args))
-    # SPEC §6: a run that cannot execute (no GPU, compiled backend) fails before anything runs.
+    # docs/runtime.md: a run that cannot execute (no GPU, compiled backend) fails before anything runs.
     check_executable(cfg)
     cfg.log()
     cfg.dtype.check_runnable()
@@ -139,7 +139,7 @@ def _cast_of(cfg: ExecConfig) -> str:
 
 
 def with_runtime(args: Sequence[str], k: Callable[[str, Options, list[str]], T]) -> T:
-    """Parse the runtime flags, log them, and run `k(cast, opts, rest)` (reference §5.1).
+    """Parse the runtime flags, log them, and run `k(cast, opts, rest)` (docs/runtime.md).
 
     Args: args: the argument list (`--seed` is not taken here: it stays in `rest`); k: the program;
     cast is the tensor dtype name (`'float64'` or `'float32'`), opts has seed 0.
@@ -163,12 +163,12 @@ def _instantiate(defn: Any, args: Sequence[str]) -> tuple[str, Any, list[str], O
 
 
 def with_module(defn: Any, args: Sequence[str], k: Callable[[str, Any, list[str]], T]) -> T:
-    """Parse and log the runtime flags, instantiate `defn`, run `k(cast, module, rest)` (§5.2).
+    """Parse and log the runtime flags, instantiate `defn`, run `k(cast, module, rest)`.
 
     Args: defn: a `ModuleDef`; args: the argument list; k: the program, given the dtype name
     (`'float64'`/`'float32'`), the `Module` (following the parsed options) and the rest.
     Returns k's result. Raises: as `with_runtime`; `--cuda` with `--dtype float32` is not refused
-    for its dtype (SPEC §6) but only when CUDA is unusable.
+    for its dtype (docs/runtime.md) but only when CUDA is unusable.
     """
     _check_callable("k", k)
     cast, module, rest, opts = _instantiate(defn, args)
@@ -187,7 +187,7 @@ def with_module_runtime(defn: Any, args: Sequence[str], k: Callable[[Any, list[s
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How `run` frames the program (reference §5.3).
+    """How `run` frames the program (docs/runtime.md).
 
     Args: banner: `Options -> str`, printed (one line) before the body, or None; flush: flush
     stdout right after the banner (only when there is one); print_ok: print `<exe_name>: ok`
@@ -205,7 +205,7 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class RunAction:
-    """The program `run` executes (reference §5.4): build with `RunAction.any` or `.float`.
+    """The program `run` executes (docs/runtime.md): build with `RunAction.any` or `.float`.
 
     Args: kind: `'any'` (dtype selectable, `k(cast, opts, rest)`) or `'float'` (binary64 only,
     `k(opts, rest)`); body: the program. Raises: TypeError/ValueError: bad body or kind.
@@ -247,7 +247,7 @@ def run(
     action: RunAction,
     run_opts: RunOptions | None = RunOptions(),  # noqa: B008 - frozen, never mutated
 ) -> int:
-    """Run a program the reference way (§5.6) and return its exit code, 0.
+    """Run a program the reference way and return its exit code, 0.
 
     Order: drop a leading `--`; `--help`/`-h` anywhere prints `run_usage(exe_name)` and returns 0
     (nothing else happens); take `--seed` (natural, default 0) and reset the global seed stream to

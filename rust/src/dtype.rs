@@ -1,6 +1,6 @@
 //! Element types: the runtime `DType` tag and the `Float` trait that kernels are generic over.
 //! Transcendentals come from the pure-software `libm` crate so results are identical on every
-//! machine and build (SPEC §2).
+//! machine and build (docs/numerics.md).
 
 use std::fmt;
 use std::iter::Sum;

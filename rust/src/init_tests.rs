@@ -1,5 +1,5 @@
 // Unit tests of `init.rs`, kept beside it so that file stays short.
-// Expected values and texts come from the reference document (§6.7, §6.8, Appendix A/B) or
+// Expected values and texts come from the reference's published golden values or
 // from an independent Python/NumPy computation of its formulas, never from this code.
 use super::*;
 

@@ -1,6 +1,6 @@
 //! Random tensors from the global seed stream: each call draws one key from the SplitMix64
 //! stream, and element i is a pure function of (key, i), so values do not depend on the device
-//! or the thread count (SPEC §5).
+//! or the thread count (docs/numerics.md).
 
 use crate::rng::{uniform_at, SeedStream};
 use crate::storage::{try_alloc, CpuStorage};

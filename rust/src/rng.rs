@@ -251,7 +251,7 @@ pub fn epoch_order(seed: u64, n: usize, epoch: usize) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    // Expected values come from the reference document (Appendix A, §5.8, §6.7, §6.8) or from an
+    // Expected values come from the reference's published golden values or from an
     // independent Python integer/binary64 computation of its formulas, never from this code.
     use super::*;
 
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn uniform_at_is_the_session_sampler() {
-        // §6.7: u(seed, i) = sampleNat(keyOf(seed, 0), i) / 2^32, so the goldens carry over.
+        // u(seed, i) = sampleNat(keyOf(seed, 0), i) / 2^32, so the goldens carry over.
         let key = key_of(0, 0);
         assert_eq!(
             uniform_at(key, 0).to_bits(),

@@ -1,4 +1,4 @@
-"""`tlrs run autoencoder`: linear -> tanh -> linear reconstructing its input (reference §7.4)."""
+"""`tlrs run autoencoder`: linear -> tanh -> linear reconstructing its input (docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tlrs run cnn`: the reference two-convolution CNN classifier (reference §7.5)."""
+"""`tlrs run cnn`: the reference two-convolution CNN classifier (docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tlrs run mlp`: the reference's tabular MLP regression (reference §8.4)."""
+"""`tlrs run mlp`: the reference's tabular MLP regression (docs/runtime.md)."""
 
 from __future__ import annotations
 

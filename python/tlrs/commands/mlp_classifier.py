@@ -1,4 +1,4 @@
-"""`tlrs run mlp_classifier`: linear -> ReLU -> linear logits with cross-entropy (§7.2)."""
+"""`tlrs run mlp_classifier`: linear -> ReLU -> linear logits with cross-entropy."""
 
 from __future__ import annotations
 

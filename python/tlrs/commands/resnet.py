@@ -1,4 +1,4 @@
-"""`tlrs run resnet`: the reference ResNet-18 (stem width 8 by default) on small images (§7.7)."""
+"""`tlrs run resnet`: the reference ResNet-18 (stem width 8 by default) on small images."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tlrs run softmax_regression`: one linear layer with cross-entropy (reference §7.3)."""
+"""`tlrs run softmax_regression`: one linear layer with cross-entropy (docs/runtime.md)."""
 
 from __future__ import annotations
 

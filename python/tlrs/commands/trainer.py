@@ -1,5 +1,5 @@
 """The small trainer every `tlrs run` model command shares: the common flags, model seeds from
-the global stream, the reference's training loop and its printed lines (reference §8.4), the
+the global stream, the reference's training loop and its printed lines (docs/runtime.md), the
 TrainLog / plot / checkpoint outputs and held-out accuracy.
 
 A command is `command(name, description, args, body)`: it goes through `tlrs.run` (runtime flags,

@@ -1,5 +1,5 @@
 """`tlrs run transformer`: the reference transformer block on next-character prediction
-(one-hot in, one-hot target, MSE; reference §7.6 and the `transformer` command of §8.3)."""
+(one-hot in, one-hot target, MSE; docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Ready-made models with the reference's parameter order, shapes and initialisation
-(reference §7): each constructor returns `(defn, predict)` where `defn` is a `tlrs.ModuleDef`
+(see docs/runtime.md): each constructor returns `(defn, predict)` where `defn` is a `tlrs.ModuleDef`
 (inputs `[x, target]` without a batch axis; loss MSE or one-hot cross-entropy as the reference
 helpers attach) and `predict(params, x)` gives the model output. Both accept inputs with or
 without one leading batch axis."""

@@ -45,7 +45,7 @@ def conv_out(model: str, what: str, size: int, k: int, stride: int, pad: int) ->
     return (size + 2 * pad - k) // stride + 1
 
 
-# The reference's layer initialisers (`Torch.Init.tensor`, the 32-bit LCG of reference §6.8).
+# The reference's layer initialisers (`Torch.Init.tensor`, the 32-bit LCG; see docs/numerics.md).
 
 def xavier(shape: Shape, seed: int, fan_in: int, fan_out: int, dtype: str) -> Tensor:
     return layer_init("xavier_uniform", list(shape), seed=seed, fan_in=fan_in, fan_out=fan_out,

@@ -1,4 +1,4 @@
-"""The reference two-convolution CNN (§7.5): `two_conv_cnn`, alias `cnn2`."""
+"""The reference two-convolution CNN: `two_conv_cnn`, alias `cnn2`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Vector models (reference §7.1–§7.4): `mlp`, `mlp_classifier`, `softmax_regression`,
+"""Vector models (docs/runtime.md): `mlp`, `mlp_classifier`, `softmax_regression`,
 `autoencoder`. Single samples are vectors; a leading batch axis gives rows."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _two_layer(model: str, in_dim: int, hid_dim: int, out_dim: int, seeds: Seque
 
 def mlp(in_dim: int, hid_dim: int, out_dim: int, seed_w1: int = 0, seed_b1: int = 0,
         seed_w2: int = 0, seed_b2: int = 0, *, dtype: Any = "float64") -> Model:
-    """The reference `mlp` (§7.1): `linear(in→hid) → ReLU → linear(hid→out)` with MSE loss.
+    """The reference `mlp`: `linear(in→hid) → ReLU → linear(hid→out)` with MSE loss.
 
     Params `fc1.weight [hid, in], fc1.bias [hid], fc2.weight [out, hid], fc2.bias [out]`;
     weights Xavier-uniform from the LCG with `seed_w1` / `seed_w2` (with the default seeds both
@@ -56,7 +56,7 @@ def mlp(in_dim: int, hid_dim: int, out_dim: int, seed_w1: int = 0, seed_b1: int 
 def mlp_classifier(in_dim: int, hid_dim: int, num_classes: int, seed_w1: int = 0,
                    seed_b1: int = 0, seed_w2: int = 0, seed_b2: int = 0, *,
                    dtype: Any = "float64") -> Model:
-    """The reference `mlpClassifier` (§7.2): `mlp(in, hid, num_classes)` giving logits, with the
+    """The reference `mlpClassifier`: `mlp(in, hid, num_classes)` giving logits, with the
     one-hot cross-entropy loss (target: one-hot rows [num_classes], mean over rows)."""
     return _two_layer("mlp_classifier", in_dim, hid_dim, num_classes,
                       (seed_w1, seed_b1, seed_w2, seed_b2), ops.relu,
@@ -65,7 +65,7 @@ def mlp_classifier(in_dim: int, hid_dim: int, num_classes: int, seed_w1: int = 0
 
 def autoencoder(in_dim: int, hid_dim: int, seed_w1: int = 0, seed_b1: int = 0,
                 seed_w2: int = 0, seed_b2: int = 0, *, dtype: Any = "float64") -> Model:
-    """The reference `autoencoder` (§7.4): `linear(in→hid) → tanh → linear(hid→in)`, MSE loss
+    """The reference `autoencoder`: `linear(in→hid) → tanh → linear(hid→in)`, MSE loss
     against a separate target `[in]`. Params `encoder.weight [hid, in], encoder.bias [hid],
     decoder.weight [in, hid], decoder.bias [in]`."""
     return _two_layer("autoencoder", in_dim, hid_dim, in_dim, (seed_w1, seed_b1, seed_w2, seed_b2),
@@ -76,7 +76,7 @@ def autoencoder(in_dim: int, hid_dim: int, seed_w1: int = 0, seed_b1: int = 0,
 
 def softmax_regression(in_dim: int, num_classes: int, seed_w: int = 0, seed_b: int = 0, *,
                        dtype: Any = "float64") -> Model:
-    """The reference `softmaxRegression` (§7.3): one `linear(in→num_classes)` giving logits (no
+    """The reference `softmaxRegression`: one `linear(in→num_classes)` giving logits (no
     softmax inside), one-hot cross-entropy loss. Params `linear.weight [C, in], linear.bias [C]`."""
     model = "softmax_regression"
     in_dim, num_classes = c.dim(model, "in_dim", in_dim), c.dim(model, "num_classes", num_classes)

@@ -1,4 +1,4 @@
-"""The reference ResNet-18 (§7.7): `resnet18_model`, `resnet18_program`, `resnet18_init_params`.
+"""The reference ResNet-18: `resnet18_model`, `resnet18_program`, `resnet18_init_params`.
 
 Conv layers carry a bias; batch norm is the stateless per-image variant (mean and biased
 variance over H×W of each image, ε = 1e-6); 82 parameter tensors in the reference order.

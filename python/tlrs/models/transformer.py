@@ -1,4 +1,4 @@
-"""The reference transformer block (§7.6): attention then layer norm, no residual, no FFN."""
+"""The reference transformer block: attention then layer norm, no residual, no FFN."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-//! Reductions. Every sum is a left fold from 0 in index order (SPEC §2): outputs are split
+//! Reductions. Every sum is a left fold from 0 in index order (docs/numerics.md): outputs are split
 //! across threads, a single output's accumulation never is.
 
 use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};

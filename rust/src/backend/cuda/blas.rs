@@ -206,7 +206,7 @@ pub enum GpuMatmulPrecision {
 }
 
 /// The cuBLAS routine a precision selects. TF32 is not one of them: SGEMM under the default
-/// math mode is full fp32; TF32 is a separate opt-in (SPEC §2).
+/// math mode is full fp32; TF32 is a separate opt-in (docs/numerics.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GemmRoutine {
     Sgemm,
@@ -223,7 +223,7 @@ pub struct PrecisionRule {
 }
 
 /// fp32 → SGEMM and fp64 → DGEMM for either tensor dtype: an f64 product at fp32 rounds its
-/// operands to f32; an f32 product at fp64 widens them (SPEC §2: the flag really selects).
+/// operands to f32; an f32 product at fp64 widens them (docs/numerics.md: the flag really selects).
 pub fn precision_rule(dtype: DType, precision: GpuMatmulPrecision) -> PrecisionRule {
     let (routine, compute) = match precision {
         GpuMatmulPrecision::Fp32 => (GemmRoutine::Sgemm, DType::F32),

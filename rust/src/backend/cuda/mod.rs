@@ -1,6 +1,6 @@
 //! The CUDA backend. cudarc loads the driver, cuBLAS and NVRTC at run time (dynamic loading), so
 //! every build compiles this module without a CUDA toolkit; whether CUDA can be used is decided
-//! by `probe`, never by a panic (DESIGN principle 4). `TLRS_CUDA_EMULATOR=1` serves `cuda:0`
+//! by `probe`, never by a panic (docs/runtime.md, Errors). `TLRS_CUDA_EMULATOR=1` serves `cuda:0`
 //! from the host emulator instead, to test the backend where there is no GPU.
 
 pub mod blas;

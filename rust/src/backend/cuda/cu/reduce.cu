@@ -1,5 +1,5 @@
 // Reductions. One thread owns one output and folds left from 0 in increasing index order, as
-// the CPU reference does (SPEC §2): no atomics, no tree, so results repeat bit for bit.
+// the CPU reference does (docs/numerics.md): no atomics, no tree, so results repeat bit for bit.
 
 // y[o] = Σ_r x[out(o) + red(r)]: `out` maps outputs to their first source element, `red`
 // walks the reduced positions (row-major). Covers sum over all, one axis, and sum_to_shape.

@@ -1,4 +1,4 @@
-//! Device matrix products through cuBLAS, at the GPU matmul precision (SPEC §2): fp32 → SGEMM
+//! Device matrix products through cuBLAS, at the GPU matmul precision (docs/numerics.md): fp32 → SGEMM
 //! and fp64 → DGEMM whatever the tensors' dtype, converting operands and result when they differ.
 
 use super::elementwise::cast_buffer;
