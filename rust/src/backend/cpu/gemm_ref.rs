@@ -472,104 +472,10 @@ fn prefetch_rows<T>(base: *const T, off: usize, rows: usize, w: usize, ld: usize
 /// Largest `mr * nr` of any kernel (the edge-tile buffer size).
 const MAX_TILE: usize = 512;
 
-/// Element `start + t*stride` for t in 0..count (stride may be 0 or anything else).
-#[inline]
-fn strided<T: Copy>(
-    s: &[T],
-    start: usize,
-    stride: usize,
-    count: usize,
-) -> impl Iterator<Item = T> + '_ {
-    (0..count).map(move |t| s[start + t * stride])
-}
-
-/// Packs A rows `i0..i0+h`, depth `p0..p0+kc` into the `mr x kc` panel `dst`, row by row
-/// (`dst[i*kc + p]`) if `by_rows`, else column by column (`dst[p*mr + i]`), zero-padding rows
-/// h..mr (their outputs are computed but never stored).
-#[allow(clippy::too_many_arguments)]
-fn pack_a<T: RefGemmElem>(
-    dst: &mut [T],
-    a: View<'_, T>,
-    by_rows: bool,
-    i0: usize,
-    h: usize,
-    p0: usize,
-    kc: usize,
-    mr: usize,
-) {
-    if by_rows {
-        for (ii, d) in dst.chunks_exact_mut(kc).enumerate() {
-            let start = (i0 + ii) * a.rs + p0 * a.cs;
-            if ii >= h {
-                d.fill(T::REF_ZERO);
-            } else if a.cs == 1 {
-                d.copy_from_slice(&a.data[start..start + kc]);
-            } else {
-                d.iter_mut()
-                    .zip(strided(a.data, start, a.cs, kc))
-                    .for_each(|(d, s)| *d = s);
-            }
-        }
-    } else {
-        for (p, d) in dst.chunks_exact_mut(mr).enumerate() {
-            let start = i0 * a.rs + (p0 + p) * a.cs;
-            if a.rs == 1 {
-                d[..h].copy_from_slice(&a.data[start..start + h]);
-            } else {
-                d[..h]
-                    .iter_mut()
-                    .zip(strided(a.data, start, a.rs, h))
-                    .for_each(|(d, s)| *d = s);
-            }
-            d[h..].fill(T::REF_ZERO);
-        }
-    }
-}
-
-/// Packs B depth `p0..p0+kc`, columns `j0..j0+w` into `dst` (kc x nr, row p at `dst[p*nr..]`),
-/// zero-padding columns w..nr.
-fn pack_b<T: RefGemmElem>(
-    dst: &mut [T],
-    b: View<'_, T>,
-    p0: usize,
-    kc: usize,
-    j0: usize,
-    w: usize,
-    nr: usize,
-) {
-    if b.cs <= b.rs {
-        // Walk each row along j: contiguous reads for row-major B.
-        for p in 0..kc {
-            let start = (p0 + p) * b.rs + j0 * b.cs;
-            let d = &mut dst[p * nr..p * nr + w];
-            if b.cs == 1 {
-                d.copy_from_slice(&b.data[start..start + w]);
-            } else {
-                d.iter_mut()
-                    .zip(strided(b.data, start, b.cs, w))
-                    .for_each(|(d, s)| *d = s);
-            }
-        }
-    } else {
-        // Walk each column along p: contiguous reads for column-major (transposed) B.
-        for jj in 0..w {
-            let start = p0 * b.rs + (j0 + jj) * b.cs;
-            let col = dst[jj..].iter_mut().step_by(nr);
-            if b.rs == 1 {
-                col.zip(&b.data[start..start + kc])
-                    .for_each(|(d, &s)| *d = s);
-            } else {
-                col.zip(strided(b.data, start, b.rs, kc))
-                    .for_each(|(d, s)| *d = s);
-            }
-        }
-    }
-    if w < nr {
-        for p in 0..kc {
-            dst[p * nr + w..(p + 1) * nr].fill(T::REF_ZERO);
-        }
-    }
-}
+// Packing the operands into the microkernels' panel layouts.
+#[path = "gemm_ref_pack.rs"]
+mod pack;
+use pack::{pack_a, pack_b};
 
 /// Portable microkernel (any target): the same fold in plain scalar arithmetic, which Rust never
 /// contracts into FMA.
@@ -609,78 +515,10 @@ unsafe fn kernel_scalar<T: RefGemmElem, const MR: usize, const NR: usize, const 
     }
 }
 
-/// Declares an x86 SIMD microkernel with `MR x NV` vector accumulators held in registers.
+// The x86 SIMD microkernels (AVX and AVX-512), one file of their own.
 #[cfg(target_arch = "x86_64")]
-macro_rules! simd_kernel {
-    (
-        $name:ident, $t:ty, $feat:literal, $lanes:literal,
-        $zero:ident, $load:ident, $store:ident, $splat:ident, $mul:ident, $add:ident
-    ) => {
-        /// # Safety
-        /// The CPU supports the target feature, and the `KernelFn` contract holds with
-        /// `NR = NV * lanes`.
-        #[target_feature(enable = $feat)]
-        pub(super) unsafe fn $name<const MR: usize, const NV: usize, const A_ROWS: bool>(
-            kc: usize,
-            a: *const $t,
-            b: *const $t,
-            c: *mut $t,
-            ldc: usize,
-            accumulate: bool,
-        ) {
-            let (a_row, a_step) = if A_ROWS { (kc, 1) } else { (1, MR) };
-            let mut acc = [[$zero(); NV]; MR];
-            if accumulate {
-                for i in 0..MR {
-                    for v in 0..NV {
-                        // SAFETY: the tile's MR rows of NV*lanes elements are inside C.
-                        acc[i][v] = unsafe { $load(c.add(i * ldc + v * $lanes)) };
-                    }
-                }
-            }
-            let (mut ap, mut bp) = (a, b);
-            for _ in 0..kc {
-                let mut bv = [$zero(); NV];
-                for v in 0..NV {
-                    // SAFETY: bp walks the kc rows of NV*lanes elements of the packed B panel.
-                    bv[v] = unsafe { $load(bp.add(v * $lanes)) };
-                }
-                for i in 0..MR {
-                    // SAFETY: A(i, p) of the panel, per the contract.
-                    let ai = $splat(unsafe { *ap.add(i * a_row) });
-                    for v in 0..NV {
-                        // Separate multiply then add, each rounded once: the scalar fold exactly.
-                        acc[i][v] = $add(acc[i][v], $mul(ai, bv[v]));
-                    }
-                }
-                // SAFETY: stays within (or one past) the panels.
-                unsafe {
-                    ap = ap.add(a_step);
-                    bp = bp.add(NV * $lanes);
-                }
-            }
-            for i in 0..MR {
-                for v in 0..NV {
-                    // SAFETY: as for the loads.
-                    unsafe { $store(c.add(i * ldc + v * $lanes), acc[i][v]) };
-                }
-            }
-        }
-    };
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-    simd_kernel! { f32_avx512, f32, "avx512f", 16, _mm512_setzero_ps, _mm512_loadu_ps,
-    _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_add_ps }
-    simd_kernel! { f64_avx512, f64, "avx512f", 8, _mm512_setzero_pd, _mm512_loadu_pd,
-    _mm512_storeu_pd, _mm512_set1_pd, _mm512_mul_pd, _mm512_add_pd }
-    simd_kernel! { f32_avx, f32, "avx", 8, _mm256_setzero_ps, _mm256_loadu_ps,
-    _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_add_ps }
-    simd_kernel! { f64_avx, f64, "avx", 4, _mm256_setzero_pd, _mm256_loadu_pd,
-    _mm256_storeu_pd, _mm256_set1_pd, _mm256_mul_pd, _mm256_add_pd }
-}
+#[path = "gemm_ref_simd.rs"]
+mod x86;
 
 #[cfg(test)]
 #[path = "gemm_ref_tests.rs"]
