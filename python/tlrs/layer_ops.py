@@ -136,6 +136,8 @@ def gather(input: Tensor, dim: int, index: Any) -> Tensor:
 
 def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     """input with src added at `index` along `dim`, in index order (PyTorch `scatter_add`)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_add: src must be a Tensor, got {type(src).__name__}")
     idx = _int_array(index, "scatter_add")
     if list(idx.shape) != list(src.shape):
         raise _core.ShapeError(f"scatter_add: expected index of shape {src.shape} (src's shape), got {list(idx.shape)}")

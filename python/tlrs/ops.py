@@ -36,6 +36,8 @@ def _indices(index: Any, what: str) -> list[int]:
 
 
 def _operand(x: Any, like: Tensor) -> Tensor:
+    if not isinstance(like, Tensor):
+        raise TypeError(f"expected a Tensor as the first operand, got {type(like).__name__}")
     if isinstance(x, Tensor):
         return x
     if isinstance(x, (int, float)):
@@ -227,10 +229,9 @@ from .layer_ops import __all__ as _layer_all  # noqa: E402
 __all__ += _layer_all + ["cat"]
 
 
-def _argument_errors(fn: Any) -> Any:
-    """`fn` with the argument errors the bindings raise made plain: an integer that does not fit
-    the argument (OverflowError) is a ValueError, and a non-tensor where a Tensor is expected
-    is a TypeError, each naming the op."""
+def _integer_arguments(fn: Any) -> Any:
+    """`fn` (an op taking integer arguments: axes, sizes, geometry) with an integer that does not
+    fit its argument (the bindings' OverflowError) made a ValueError naming the op."""
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -238,18 +239,14 @@ def _argument_errors(fn: Any) -> Any:
             return fn(*args, **kwargs)
         except OverflowError as e:
             raise ValueError(f"{fn.__name__}: an integer argument is out of range ({e})") from None
-        except AttributeError as e:
-            # Only an argument of the wrong type lacking a Tensor attribute; any other
-            # AttributeError is a bug and stays one.
-            wrong = {type(a).__name__ for a in (*args, *kwargs.values()) if not isinstance(a, Tensor)}
-            if not any(f"'{t}' object has no attribute" in str(e) for t in wrong):
-                raise
-            raise TypeError(f"{fn.__name__}: expected Tensor arguments ({e})") from None
 
     return call
 
 
-for _name in __all__:
-    _fn = globals()[_name]
-    if callable(_fn):
-        globals()[_name] = _argument_errors(_fn)
+# Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
+_INT_ARG_OPS = ("sum", "mean", "max", "reshape", "flatten", "permute", "transpose", "concat",
+                "slice", "index_select", "softmax", "log_softmax", "cross_entropy", "conv2d",
+                "max_pool2d", "avg_pool2d", "gather", "scatter_add", "embedding", "layer_norm",
+                "multi_head_attention", "batch_norm", "batch_norm_per_image", "cat")
+for _name in _INT_ARG_OPS:
+    globals()[_name] = _integer_arguments(globals()[_name])
