@@ -20,6 +20,7 @@ from ._core import (
 from typing import Any
 
 from . import _core
+from ._args import natural
 from ._core import Tensor
 
 
@@ -34,8 +35,7 @@ def layer_init(scheme: str, shape: Any, seed: int = 0, lo: float = 0.0, hi: floa
     """
     for name, v, bound in [*((f"shape[{i}]", d, 2**63) for i, d in enumerate(shape)),
                            ("seed", seed, 2**64), ("fan_in", fan_in, 2**63), ("fan_out", fan_out, 2**63)]:
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < bound:
-            raise ValueError(f"layer_init: {name} must be an integer in [0, {bound}), got {v!r}")
+        natural(f"layer_init: {name}", v, bound)
     return _core.layer_init(scheme, list(shape), seed, lo, hi, fan_in, fan_out, dtype)
 
 

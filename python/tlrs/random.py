@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from . import _core
+from ._args import natural
 from ._core import (
     fresh_seed,
     key_of,
@@ -20,15 +21,9 @@ from ._core import (
 T = TypeVar("T")
 
 
-def _natural(name: str, value: object, bound: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < bound:
-        raise ValueError(f"{name} must be an integer in [0, {bound}), got {value!r}")
-    return value
-
-
 def manual_seed(seed: int) -> None:
     """Seeds the global seed stream. Raises: ValueError: a seed outside [0, 2**64)."""
-    _core.manual_seed(_natural("seed", seed, 2**64))
+    _core.manual_seed(natural("seed", seed, 2**64))
 
 
 def lcg_units(seed: int, n: int) -> list[float]:
@@ -37,7 +32,7 @@ def lcg_units(seed: int, n: int) -> list[float]:
     Raises: ValueError: a seed outside [0, 2**64) or a count outside [0, 2**63); MemoryError:
     a count too large to allocate.
     """
-    return _core.lcg_units(_natural("seed", seed, 2**64), _natural("n", n, 2**63))
+    return _core.lcg_units(natural("seed", seed, 2**64), natural("n", n, 2**63))
 
 
 def shuffle_permutation(seed: int, n: int) -> tuple[list[int], int]:
@@ -45,7 +40,7 @@ def shuffle_permutation(seed: int, n: int) -> tuple[list[int], int]:
 
     Raises: as `lcg_units`.
     """
-    return _core.shuffle_permutation(_natural("seed", seed, 2**64), _natural("n", n, 2**63))
+    return _core.shuffle_permutation(natural("seed", seed, 2**64), natural("n", n, 2**63))
 
 __all__ = [
     "fresh_seed",
