@@ -24,7 +24,8 @@ RAGGED = ["[[1,2],[3]]", "[1, None]", "'abc'", "[[[]]]", "[1e400]", "np.zeros((2
 MASKS = ["[True]", "np.ones((2, 3), bool)", "[[1, 0, 1]]", "[]", "'x'"]
 PROBS = ["0.5", "0.0", "1.0", "-0.1", "float('nan')"]
 SCHEMES = ["'zeros'", "'nope'", "3"]
-UNARY = ["neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu", "softplus"]
+UNARY = ["neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu", "softplus", "silu",
+         "leaky_relu", "elu", "hardtanh", "log1p", "expm1", "rsqrt", "erf"]
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
 EXACT = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.divide",
          "maximum": "np.maximum", "minimum": "np.minimum", "neg": "np.negative",

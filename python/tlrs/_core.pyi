@@ -122,6 +122,9 @@ class Tensor:
         """Elementwise self ** exponent (a number)."""
     def __rpow__(self, base: float, mod: None = None, /) -> Tensor:
         """Elementwise base ** self, recorded for autograd."""
+    # ---- generated from the op table by scripts/gen_stub.py: methods ----
+    def neg(self) -> Tensor:
+        """Elementwise -x."""
     def exp(self) -> Tensor:
         """Elementwise e ** x."""
     def log(self) -> Tensor:
@@ -131,11 +134,20 @@ class Tensor:
     def abs(self) -> Tensor:
         """Elementwise absolute value."""
     def relu(self) -> Tensor:
-        """Elementwise max(x, 0)."""
+        """Elementwise max(x, 0); NaN stays NaN."""
     def tanh(self) -> Tensor:
         """Elementwise hyperbolic tangent."""
     def sigmoid(self) -> Tensor:
-        """Elementwise logistic sigmoid."""
+        """Elementwise logistic sigmoid 1 / (1 + e ** -x)."""
+    def log1p(self) -> Tensor:
+        """Elementwise log(1 + x), accurate near 0."""
+    def expm1(self) -> Tensor:
+        """Elementwise e ** x - 1, accurate near 0."""
+    def rsqrt(self) -> Tensor:
+        """Elementwise 1 / sqrt(x)."""
+    def erf(self) -> Tensor:
+        """Elementwise error function."""
+    # ---- end of generated methods ----
     def sum(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Sum over `dim` (all elements when None)."""
     def mean(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -161,6 +173,82 @@ class Tensor:
     def pow(self, exponent: float) -> Tensor:
         """Elementwise x ** exponent."""
 
+# ---- elementwise op table (elementwise.rs) ----
+
+# ---- generated from the op table by scripts/gen_stub.py: functions ----
+__all__ = [
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "abs",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "gelu",
+    "softplus",
+    "silu",
+    "leaky_relu",
+    "elu",
+    "hardtanh",
+    "log1p",
+    "expm1",
+    "rsqrt",
+    "erf",
+    "maximum",
+    "minimum",
+]
+
+def neg(input: Tensor) -> Tensor:
+    """Elementwise -x."""
+def exp(input: Tensor) -> Tensor:
+    """Elementwise e ** x."""
+def log(input: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+def sqrt(input: Tensor) -> Tensor:
+    """Elementwise square root."""
+def abs(input: Tensor) -> Tensor:
+    """Elementwise absolute value."""
+def relu(input: Tensor) -> Tensor:
+    """Elementwise max(x, 0); NaN stays NaN."""
+def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic sigmoid 1 / (1 + e ** -x)."""
+def gelu(input: Tensor) -> Tensor:
+    """Elementwise GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (the exact form)."""
+def softplus(input: Tensor) -> Tensor:
+    """Elementwise log(1 + e ** x), and x itself above 20 (PyTorch's beta=1, threshold=20)."""
+def silu(input: Tensor) -> Tensor:
+    """Elementwise SiLU (swish), x * sigmoid(x)."""
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """Elementwise x where x > 0, else negative_slope * x."""
+def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """Elementwise x where x > 0, else alpha * (e ** x - 1)."""
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """Elementwise clamp to [min_val, max_val]; NaN stays NaN."""
+def log1p(input: Tensor) -> Tensor:
+    """Elementwise log(1 + x), accurate near 0."""
+def expm1(input: Tensor) -> Tensor:
+    """Elementwise e ** x - 1, accurate near 0."""
+def rsqrt(input: Tensor) -> Tensor:
+    """Elementwise 1 / sqrt(x)."""
+def erf(input: Tensor) -> Tensor:
+    """Elementwise error function."""
+def add(input: Tensor, other: Tensor) -> Tensor:
+    """Broadcasting a + b."""
+def sub(input: Tensor, other: Tensor) -> Tensor:
+    """Broadcasting a - b."""
+def mul(input: Tensor, other: Tensor) -> Tensor:
+    """Broadcasting a * b."""
+def div(input: Tensor, other: Tensor) -> Tensor:
+    """Broadcasting a / b."""
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum; NaN propagates, ties split the gradient."""
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum; NaN propagates, ties split the gradient."""
+# ---- end of generated functions ----
+
 # ---- construction and ops (ops.rs) ----
 
 def tensor_from_numpy(
@@ -172,38 +260,6 @@ def full(
     device: str = "cpu",
 ) -> Tensor:
     """A tensor of `shape` filled with `value`, on `device` ('cpu', 'cuda', 'cuda:N')."""
-def neg(x: Tensor) -> Tensor:
-    """Elementwise -x."""
-def exp(x: Tensor) -> Tensor:
-    """Elementwise e ** x."""
-def log(x: Tensor) -> Tensor:
-    """Elementwise natural logarithm."""
-def sqrt(x: Tensor) -> Tensor:
-    """Elementwise square root."""
-def abs(x: Tensor) -> Tensor:
-    """Elementwise absolute value."""
-def relu(x: Tensor) -> Tensor:
-    """Elementwise max(x, 0)."""
-def tanh(x: Tensor) -> Tensor:
-    """Elementwise hyperbolic tangent."""
-def sigmoid(x: Tensor) -> Tensor:
-    """Elementwise logistic sigmoid."""
-def gelu(x: Tensor) -> Tensor:
-    """Elementwise GELU activation."""
-def softplus(x: Tensor) -> Tensor:
-    """Elementwise log(1 + e ** x)."""
-def add(a: Tensor, b: Tensor) -> Tensor:
-    """Broadcasting a + b."""
-def sub(a: Tensor, b: Tensor) -> Tensor:
-    """Broadcasting a - b."""
-def mul(a: Tensor, b: Tensor) -> Tensor:
-    """Broadcasting a * b."""
-def div(a: Tensor, b: Tensor) -> Tensor:
-    """Broadcasting a / b."""
-def maximum(a: Tensor, b: Tensor) -> Tensor:
-    """Broadcasting elementwise maximum."""
-def minimum(a: Tensor, b: Tensor) -> Tensor:
-    """Broadcasting elementwise minimum."""
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product a @ b."""
 def mse_loss(a: Tensor, b: Tensor) -> Tensor:

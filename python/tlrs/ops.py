@@ -15,12 +15,16 @@ import numpy as np
 from . import _core
 from ._core import Tensor
 
+# The elementwise op table's functions (rust/src/op_table/), as the native module defines
+# them: neg, exp, ..., silu, leaky_relu(input, negative_slope=0.01), ..., maximum, minimum.
+from ._core import *  # noqa: F403
+
 __all__ = [
-    "abs", "add", "clamp", "concat", "cross_entropy", "div", "exp", "flatten", "gelu",
-    "index_select", "linear", "log", "log_softmax", "matmul", "max", "maximum", "mean",
-    "minimum", "mse_loss", "mul", "neg", "permute", "pow", "relu", "reshape", "sigmoid",
-    "slice", "softmax", "softplus", "sqrt", "sub", "sum", "tanh", "transpose",
+    "add", "clamp", "concat", "cross_entropy", "div", "flatten", "index_select", "linear",
+    "log_softmax", "matmul", "max", "mean", "mse_loss", "mul", "permute", "pow", "reshape",
+    "slice", "softmax", "sub", "sum", "transpose",
 ]
+__all__ += _core.__all__
 
 
 def _indices(index: Any, what: str) -> list[int]:
@@ -65,69 +69,9 @@ def div(input: Tensor, other: Tensor | float) -> Tensor:
     return _core.div(input, _operand(other, input))
 
 
-def maximum(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise maximum (NaN propagates; ties split the gradient)."""
-    return _core.maximum(input, other)
-
-
-def minimum(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise minimum (NaN propagates; ties split the gradient)."""
-    return _core.minimum(input, other)
-
-
-def neg(input: Tensor) -> Tensor:
-    """-input."""
-    return _core.neg(input)
-
-
-def exp(input: Tensor) -> Tensor:
-    """e ** input."""
-    return _core.exp(input)
-
-
-def log(input: Tensor) -> Tensor:
-    """Natural logarithm."""
-    return _core.log(input)
-
-
-def sqrt(input: Tensor) -> Tensor:
-    """Square root."""
-    return _core.sqrt(input)
-
-
-def abs(input: Tensor) -> Tensor:  # noqa: A001 - the torch name
-    """Absolute value."""
-    return _core.abs(input)
-
-
 def pow(input: Tensor, exponent: float) -> Tensor:  # noqa: A001 - the torch name
     """input ** exponent for a scalar exponent."""
     return _core.pow(input, float(exponent))
-
-
-def relu(input: Tensor) -> Tensor:
-    """max(input, 0)."""
-    return _core.relu(input)
-
-
-def tanh(input: Tensor) -> Tensor:
-    """Hyperbolic tangent."""
-    return _core.tanh(input)
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + exp(-input))."""
-    return _core.sigmoid(input)
-
-
-def gelu(input: Tensor) -> Tensor:
-    """0.5 * x * (1 + erf(x / sqrt(2))) (the exact form, PyTorch's default)."""
-    return _core.gelu(input)
-
-
-def softplus(input: Tensor) -> Tensor:
-    """log(1 + exp(x)), and x itself above 20 (PyTorch's beta=1, threshold=20)."""
-    return _core.softplus(input)
 
 
 def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002

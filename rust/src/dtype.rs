@@ -59,6 +59,7 @@ pub trait Float:
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn log1p(self) -> Self;
+    fn expm1(self) -> Self;
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
     fn erf(self) -> Self;
@@ -68,7 +69,7 @@ pub trait Float:
 }
 
 macro_rules! impl_float {
-    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $sqrt:path, $tanh:path, $erf:path, $pow:path, $abs:path) => {
+    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $pow:path, $abs:path) => {
         impl Float for $t {
             const DTYPE: DType = $d;
             const ZERO: Self = 0.0;
@@ -93,6 +94,10 @@ macro_rules! impl_float {
             #[inline(always)]
             fn log1p(self) -> Self {
                 $log1p(self)
+            }
+            #[inline(always)]
+            fn expm1(self) -> Self {
+                $expm1(self)
             }
             #[inline(always)]
             fn sqrt(self) -> Self {
@@ -128,6 +133,7 @@ impl_float!(
     libm::expf,
     libm::logf,
     libm::log1pf,
+    libm::expm1f,
     libm::sqrtf,
     libm::tanhf,
     libm::erff,
@@ -140,6 +146,7 @@ impl_float!(
     libm::exp,
     libm::log,
     libm::log1p,
+    libm::expm1,
     libm::sqrt,
     libm::tanh,
     libm::erf,

@@ -9,6 +9,7 @@ pub mod dtype;
 pub mod error;
 pub mod graph;
 pub mod init;
+pub mod op_table;
 pub mod ops;
 pub mod optim;
 pub mod random;

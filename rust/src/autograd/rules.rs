@@ -2,6 +2,7 @@
 //! can later be traced into the compiled graph.
 
 use super::Op;
+use crate::op_table::binary_ops;
 use crate::ops::conv::{avg_pool2d_grad, conv2d_grads, max_pool2d_grad};
 use crate::ops::elementwise::{clamp_grad, pow_grad, select_weight, unary_grad};
 use crate::ops::index::{gather_grad, masked_fill_grad, scatter_src_grad};
@@ -9,7 +10,9 @@ use crate::ops::layout::{index_select_grad, permute_raw, reshape_to, unslice};
 use crate::ops::loss::nll_grad;
 use crate::ops::reduce::{max_grad, reduced_shape};
 use crate::ops::softmax::softmax_grad;
-use crate::ops::{broadcast_to, div, matmul_t, mul, neg, slice, sum_to_shape, BinaryOp};
+use crate::ops::{
+    binary, broadcast_to, div, log, matmul_t, mul, neg, slice, sub, sum_to_shape, BinaryOp,
+};
 use crate::{Result, Tensor};
 
 /// `g` (shaped like a reduction's output) spread back over `x`'s shape.
@@ -23,6 +26,40 @@ fn fit(t: Tensor, like: &Tensor) -> Result<Tensor> {
     sum_to_shape(&t, like.shape())
 }
 
+/// A rule of the binary table: (g, a, b, out) to the gradient for one input.
+fn rule<F>(f: F, g: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Tensor>
+where
+    F: FnOnce(&Tensor, &Tensor, &Tensor, &Tensor) -> Result<Tensor>,
+{
+    f(g, a, b, out)
+}
+
+// The gradients of a binary op from its table entry (op_table/binary.rs), each computed only
+// for an input that requires one; shaped like the broadcast output.
+macro_rules! binary_grad_rules {
+    ($( $V:ident $name:ident {
+        doc: $doc:literal,
+        py: $py:ident,
+        f: $f:expr,
+        cuda: $cuda:literal,
+        da: $da:expr,
+        db: $db:expr $(,)?
+    } )*) => {
+        type Grads = (Option<Tensor>, Option<Tensor>);
+
+        fn binary_grads(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, g: &Tensor) -> Result<Grads> {
+            let need = |t: &Tensor| t.requires_grad();
+            Ok(match op {
+                $( BinaryOp::$V => (
+                    need(a).then(|| rule($da, g, a, b, out)).transpose()?,
+                    need(b).then(|| rule($db, g, a, b, out)).transpose()?,
+                ), )*
+            })
+        }
+    };
+}
+binary_ops!(binary_grad_rules);
+
 pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
     let need = |t: &Tensor| t.requires_grad();
     Ok(match op {
@@ -32,38 +69,7 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
         Op::Pow(x, e) => vec![Some(pow_grad(x, *e, g)?)],
         Op::Clamp(x, lo, hi) => vec![Some(clamp_grad(x, *lo, *hi, g)?)],
         Op::Binary(b, x, y) => {
-            let (gx, gy) = match b {
-                BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
-                BinaryOp::Sub => (Some(g.clone()), need(y).then(|| neg(g)).transpose()?),
-                BinaryOp::Mul => (
-                    need(x).then(|| mul(g, y)).transpose()?,
-                    need(y).then(|| mul(g, x)).transpose()?,
-                ),
-                BinaryOp::Div => (
-                    need(x).then(|| div(g, y)).transpose()?,
-                    // d(x/y)/dy = -(x/y)/y, from the output.
-                    need(y).then(|| neg(&mul(g, &div(out, y)?)?)).transpose()?,
-                ),
-                // d(x^y)/dx = y·x^(y-1); d(x^y)/dy = x^y·ln x (from the output).
-                BinaryOp::Pow => (
-                    need(x)
-                        .then(|| {
-                            let one = Tensor::scalar(1.0, y.dtype());
-                            let xm1 =
-                                crate::ops::binary(BinaryOp::Pow, x, &crate::ops::sub(y, &one)?)?;
-                            mul(g, &mul(y, &xm1)?)
-                        })
-                        .transpose()?,
-                    need(y)
-                        .then(|| mul(g, &mul(out, &crate::ops::log(x)?)?))
-                        .transpose()?,
-                ),
-                BinaryOp::Maximum | BinaryOp::Minimum => {
-                    let wx = select_weight(*b, x, y)?;
-                    let wy = select_weight(*b, y, x)?;
-                    (Some(mul(g, &wx)?), Some(mul(g, &wy)?))
-                }
-            };
+            let (gx, gy) = binary_grads(*b, x, y, out, g)?;
             vec![
                 gx.map(|t| sum_to_shape(&t, x.shape())).transpose()?,
                 gy.map(|t| sum_to_shape(&t, y.shape())).transpose()?,

@@ -124,13 +124,16 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
             ("mask", Attr::Mask(mask.to_vec())),
             ("value", Attr::Float(Some(*value))),
         ],
+        // A table op's scalar parameters (leaky_relu's slope, hardtanh's bounds).
+        Op::Unary(u, _) => u
+            .params()
+            .into_iter()
+            .map(|(name, v)| (name, Attr::Float(Some(v))))
+            .collect(),
         // The rest carry nothing beyond their inputs and the node's (compared) output shape.
-        Op::ToDevice(_)
-        | Op::Unary(..)
-        | Op::Binary(..)
-        | Op::SumTo(_)
-        | Op::BroadcastTo(_)
-        | Op::Reshape(_) => vec![],
+        Op::ToDevice(_) | Op::Binary(..) | Op::SumTo(_) | Op::BroadcastTo(_) | Op::Reshape(_) => {
+            vec![]
+        }
     }
 }
 

@@ -1,124 +1,35 @@
-//! Elementwise ops: unary maps, scalar-parameter maps (pow, clamp) and broadcast binary ops.
+//! Elementwise ops: the unary and binary ops of the op table (`op_table/`), the scalar-parameter
+//! maps pow and clamp, and broadcasting.
 //! Each element is one correctly rounded operation (or a libm call) in the tensor's dtype.
 
 use crate::autograd::Op;
 use crate::backend::cpu::elementwise as k;
+use crate::backend::cpu::table_kernels as tk;
 use crate::backend::cuda::ops as cu;
-use crate::dtype::Float;
 use crate::shape::{broadcast_shapes, broadcast_strides};
 use crate::storage::{CpuStorage, Storage};
 use crate::{map_cpu, map_cpu2, Device, Result, Tensor};
 
 pub(crate) use super::device::{dev, on_dev};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnaryOp {
-    Neg,
-    Exp,
-    Log,
-    Sqrt,
-    Abs,
-    Relu,
-    Tanh,
-    Sigmoid,
-    Gelu,
-    Softplus,
-}
-
-impl UnaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::Softplus => "softplus",
-        }
-    }
-}
-
-// Softplus returns x itself above this, as PyTorch does (beta = 1, threshold = 20).
-const SOFTPLUS_THRESHOLD: f64 = 20.0;
-
-fn unary_kernel<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
-    let half = T::from_f64(0.5);
-    let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
-    let thr = T::from_f64(SOFTPLUS_THRESHOLD);
-    match op {
-        UnaryOp::Neg => k::map(x, |v| -v),
-        UnaryOp::Exp => k::map(x, |v| v.exp()),
-        UnaryOp::Log => k::map(x, |v| v.ln()),
-        UnaryOp::Sqrt => k::map(x, |v| v.sqrt()),
-        UnaryOp::Abs => k::map(x, |v| v.abs()),
-        // NaN propagates (it is not > 0, but it is kept).
-        UnaryOp::Relu => k::map(x, |v| {
-            if v > T::ZERO || v.is_nan() {
-                v
-            } else {
-                T::ZERO
-            }
-        }),
-        UnaryOp::Tanh => k::map(x, |v| v.tanh()),
-        UnaryOp::Sigmoid => k::map(x, |v| T::ONE / (T::ONE + (-v).exp())),
-        UnaryOp::Gelu => k::map(x, |v| half * v * (T::ONE + (v * inv_sqrt2).erf())),
-        UnaryOp::Softplus => k::map(x, |v| if v > thr { v } else { v.exp().log1p() }),
-    }
-}
-
-/// d(op)/dx times g, from the input `x` and the output `y`.
-fn unary_grad_kernel<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T]) -> Vec<T> {
-    let half = T::from_f64(0.5);
-    let two = T::from_f64(2.0);
-    let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
-    let inv_sqrt_2pi = T::from_f64(0.398_942_280_401_432_7);
-    let thr = T::from_f64(SOFTPLUS_THRESHOLD);
-    match op {
-        UnaryOp::Neg => k::map(g, |g| -g),
-        UnaryOp::Exp => k::zip_map(g, y, |g, y| g * y),
-        UnaryOp::Log => k::zip_map(g, x, |g, x| g / x),
-        UnaryOp::Sqrt => k::zip_map(g, y, |g, y| g / (two * y)),
-        UnaryOp::Abs => k::zip_map(g, x, |g, x| {
-            if x > T::ZERO {
-                g
-            } else if x < T::ZERO {
-                -g
-            } else {
-                T::ZERO
-            }
-        }),
-        UnaryOp::Relu => k::zip_map(g, x, |g, x| if x > T::ZERO { g } else { T::ZERO }),
-        UnaryOp::Tanh => k::zip_map(g, y, |g, y| g * (T::ONE - y * y)),
-        UnaryOp::Sigmoid => k::zip_map(g, y, |g, y| g * (y * (T::ONE - y))),
-        UnaryOp::Gelu => k::zip_map(g, x, |g, x| {
-            let cdf = half * (T::ONE + (x * inv_sqrt2).erf());
-            let pdf = inv_sqrt_2pi * (-(half * x * x)).exp();
-            g * (cdf + x * pdf)
-        }),
-        UnaryOp::Softplus => k::zip_map(g, x, |g, x| {
-            if x > thr {
-                g
-            } else {
-                g * (T::ONE / (T::ONE + (-x).exp()))
-            }
-        }),
-    }
-}
+pub use crate::op_table::{BinaryOp, UnaryOp};
 
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    op.check()
+        .map_err(|msg| crate::Error::arg(op.name(), msg))?;
     let s: Storage = match x.storage() {
-        Storage::Cpu(c) => map_cpu!(c, |v| unary_kernel(op, v)).into(),
-        Storage::Cuda(c) => cu::unary(op.name(), &c.0)?.into(),
+        Storage::Cpu(c) => map_cpu!(c, |v| tk::unary(op, v)).into(),
+        Storage::Cuda(c) => cu::unary(op.name(), &c.0, &param_values(op))?.into(),
     };
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
         Op::Unary(op, x.clone()),
     ))
+}
+
+fn param_values(op: UnaryOp) -> Vec<f64> {
+    op.params().into_iter().map(|(_, v)| v).collect()
 }
 
 pub(crate) fn unary_grad(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Tensor> {
@@ -129,15 +40,16 @@ pub(crate) fn unary_grad(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Res
             xb,
             on_dev(op.name(), x, y)?,
             on_dev(op.name(), x, g)?,
+            &param_values(op),
         )?;
         return Tensor::from_storage(s, x.shape().clone());
     }
     let s = match (x.cpu()?, y.cpu()?, g.cpu()?) {
         (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
-            CpuStorage::F32(unary_grad_kernel(op, x, y, g))
+            CpuStorage::F32(tk::unary_grad(op, x, y, g))
         }
         (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
-            CpuStorage::F64(unary_grad_kernel(op, x, y, g))
+            CpuStorage::F64(tk::unary_grad(op, x, y, g))
         }
         _ => {
             return Err(crate::storage::dtype_mismatch(
@@ -150,36 +62,25 @@ pub(crate) fn unary_grad(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Res
     Tensor::from_cpu(s, x.shape().clone())
 }
 
-pub fn neg(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Neg, x)
+// One public function per table entry: `neg(&x)`, `leaky_relu(&x, negative_slope)`, ...
+macro_rules! unary_functions {
+    ($( $V:ident $name:ident {
+        doc: $doc:literal,
+        method: [$($method:ident)?],
+        params: [$($p:ident = $d:literal),*],
+        require: [$($req:expr => $msg:literal),*],
+        f: $f:expr,
+        df: $src:ident $df:expr,
+        cuda: $cuda:literal,
+        cuda_df: $cuda_df:literal $(,)?
+    } )*) => {$(
+        #[doc = $doc]
+        pub fn $name(x: &Tensor $(, $p: f64)*) -> Result<Tensor> {
+            unary(UnaryOp::$V { $($p),* }, x)
+        }
+    )*};
 }
-pub fn exp(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Exp, x)
-}
-pub fn log(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Log, x)
-}
-pub fn sqrt(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Sqrt, x)
-}
-pub fn abs(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Abs, x)
-}
-pub fn relu(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Relu, x)
-}
-pub fn tanh(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Tanh, x)
-}
-pub fn sigmoid(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Sigmoid, x)
-}
-pub fn gelu(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Gelu, x)
-}
-pub fn softplus(x: &Tensor) -> Result<Tensor> {
-    unary(UnaryOp::Softplus, x)
-}
+crate::op_table::unary_ops!(unary_functions);
 
 /// x ** exponent (a scalar exponent; libm `pow`).
 pub fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
@@ -278,73 +179,6 @@ pub(crate) fn clamp_grad(
     Tensor::from_cpu(s, x.shape().clone())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Maximum,
-    Minimum,
-    /// a ** b elementwise (IEEE `pow`, from libm), for tensor exponents and `number ** tensor`.
-    Pow,
-}
-
-impl BinaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Pow => "tensor_pow",
-        }
-    }
-}
-
-fn binary_kernel<T: Float>(
-    op: BinaryOp,
-    a: &[T],
-    sa: &[usize],
-    b: &[T],
-    sb: &[usize],
-    out: &crate::Shape,
-    same: bool,
-) -> Vec<T> {
-    macro_rules! go {
-        ($f:expr) => {
-            if same {
-                k::zip_map(a, b, $f)
-            } else {
-                k::broadcast_map(a, sa, b, sb, out, $f)
-            }
-        };
-    }
-    match op {
-        BinaryOp::Add => go!(|x, y| x + y),
-        BinaryOp::Sub => go!(|x, y| x - y),
-        BinaryOp::Mul => go!(|x, y| x * y),
-        BinaryOp::Div => go!(|x, y| x / y),
-        BinaryOp::Pow => go!(|x: T, y: T| x.powf(y)),
-        BinaryOp::Maximum => go!(|x: T, y: T| if x.is_nan() || x > y {
-            x
-        } else if y.is_nan() || y > x {
-            y
-        } else {
-            x
-        }),
-        BinaryOp::Minimum => go!(|x: T, y: T| if x.is_nan() || x < y {
-            x
-        } else if y.is_nan() || y < x {
-            y
-        } else {
-            x
-        }),
-    }
-}
-
 pub(crate) fn check_same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {
         return Err(crate::Error::Device {
@@ -419,7 +253,7 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         broadcast_strides(a.shape(), &out),
         broadcast_strides(b.shape(), &out),
     );
-    let s = map_cpu2!(op.name(), a.cpu()?, b.cpu()?, |x, y| binary_kernel(
+    let s = map_cpu2!(op.name(), a.cpu()?, b.cpu()?, |x, y| tk::binary(
         op, x, &sa, y, &sb, &out, same
     ))?;
     Ok(Tensor::from_op(
@@ -429,24 +263,22 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     ))
 }
 
-pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    binary(BinaryOp::Add, a, b)
+// One public function per binary table entry: `add(&a, &b)`, ...
+macro_rules! binary_functions {
+    ($( $V:ident $name:ident {
+        doc: $doc:literal,
+        py: $py:ident,
+        f: $f:expr,
+        cuda: $cuda:literal,
+        da: $da:expr,
+        db: $db:expr $(,)?
+    } )*) => {$(
+        pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+            binary(BinaryOp::$V, a, b)
+        }
+    )*};
 }
-pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    binary(BinaryOp::Sub, a, b)
-}
-pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    binary(BinaryOp::Mul, a, b)
-}
-pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    binary(BinaryOp::Div, a, b)
-}
-pub fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    binary(BinaryOp::Maximum, a, b)
-}
-pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    binary(BinaryOp::Minimum, a, b)
-}
+crate::op_table::binary_ops!(binary_functions);
 
 /// Where `a` wins a maximum/minimum: 1, where it ties: 0.5, else 0 (ties split the gradient,
 /// as PyTorch does).

@@ -15,10 +15,8 @@ pub mod softmax;
 
 pub use attention::multi_head_attention;
 pub use conv::{avg_pool2d, conv2d, global_avg_pool2d, max_pool2d};
-pub use elementwise::{
-    abs, add, binary, clamp, div, exp, gelu, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
-    softplus, sqrt, sub, tanh, unary, BinaryOp, UnaryOp,
-};
+// Every op of the elementwise table, plus binary/unary, pow and clamp.
+pub use elementwise::*;
 pub use index::{embedding, gather, masked_fill, scatter_add};
 pub use layout::{concat, flatten, index_select, permute, reshape, slice, transpose};
 pub use loss::{cross_entropy, mse_loss, Target};

@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod cuda;
+mod elementwise;
 mod errors;
 mod graph;
 mod init;
@@ -35,25 +36,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add_fns {
         ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
     }
+    elementwise::register(m)?;
     add_fns!(
         ops::tensor_from_numpy,
         ops::full,
-        ops::neg,
-        ops::exp,
-        ops::log,
-        ops::sqrt,
-        ops::abs,
-        ops::relu,
-        ops::tanh,
-        ops::sigmoid,
-        ops::gelu,
-        ops::softplus,
-        ops::add,
-        ops::sub,
-        ops::mul,
-        ops::div,
-        ops::maximum,
-        ops::minimum,
         ops::matmul,
         ops::mse_loss,
         ops::pow,
@@ -127,5 +113,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         optim::optim_update,
         nn_ops::assign_,
     );
-    Ok(())
+    elementwise::set_star_exports(m)
 }

@@ -38,17 +38,6 @@ pub fn full(
     }))
 }
 
-macro_rules! unary_fns {
-    ($($name:ident),*) => {$(
-        #[pyfunction]
-        pub fn $name(py: Python<'_>, x: PyRef<'_, T>) -> PyResult<T> {
-            let x = x.inner.clone();
-            run(py, move || ops::$name(&x))
-        }
-    )*};
-}
-unary_fns!(neg, exp, log, sqrt, abs, relu, tanh, sigmoid, gelu, softplus);
-
 macro_rules! binary_fns {
     ($($name:ident),*) => {$(
         #[pyfunction]
@@ -58,7 +47,7 @@ macro_rules! binary_fns {
         }
     )*};
 }
-binary_fns!(add, sub, mul, div, maximum, minimum, matmul, mse_loss);
+binary_fns!(matmul, mse_loss);
 
 #[pyfunction]
 pub fn pow(py: Python<'_>, x: PyRef<'_, T>, exponent: f64) -> PyResult<T> {

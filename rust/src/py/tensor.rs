@@ -377,27 +377,6 @@ impl PyTensor {
         }
         Ok(format!("tensor({body}{extra})"))
     }
-    fn exp(&self) -> PyResult<PyTensor> {
-        guard(|| ops::exp(&self.inner)).map(PyTensor::new)
-    }
-    fn log(&self) -> PyResult<PyTensor> {
-        guard(|| ops::log(&self.inner)).map(PyTensor::new)
-    }
-    fn sqrt(&self) -> PyResult<PyTensor> {
-        guard(|| ops::sqrt(&self.inner)).map(PyTensor::new)
-    }
-    fn abs(&self) -> PyResult<PyTensor> {
-        guard(|| ops::abs(&self.inner)).map(PyTensor::new)
-    }
-    fn relu(&self) -> PyResult<PyTensor> {
-        guard(|| ops::relu(&self.inner)).map(PyTensor::new)
-    }
-    fn tanh(&self) -> PyResult<PyTensor> {
-        guard(|| ops::tanh(&self.inner)).map(PyTensor::new)
-    }
-    fn sigmoid(&self) -> PyResult<PyTensor> {
-        guard(|| ops::sigmoid(&self.inner)).map(PyTensor::new)
-    }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn sum(
         &self,

@@ -9,3 +9,4 @@ pub mod parallel;
 pub mod pool;
 pub mod reduce;
 pub mod softmax;
+pub mod table_kernels;

@@ -8,70 +8,13 @@ use cudarc::driver::LaunchConfig;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::dtype::DType;
+use crate::op_table::{BINARY_INFO, UNARY_INFO};
 
 /// Threads per block for the elementwise and reduction kernels.
 pub const BLOCK: u32 = 256;
 
 /// The hardware limit on gridDim.x; kernels loop grid-stride, so a capped grid still covers n.
 pub const MAX_GRID: u32 = i32::MAX as u32;
-
-/// Unary ops with their CUDA C expression in `v`. `$F` becomes the math-function suffix ("f"
-/// for float) and `$T` the element type. Each mirrors the CPU reference formula term for term
-/// (ops/elementwise.rs) so that with `--fmad=false` the rounding steps are the same ones.
-pub const UNARY_OPS: [(&str, &str); 10] = [
-    ("neg", "-v"),
-    ("exp", "exp$F(v)"),
-    ("log", "log$F(v)"),
-    ("sqrt", "sqrt$F(v)"),
-    ("abs", "fabs$F(v)"),
-    // NaN stays NaN, as on the CPU (a plain `v > 0 ? v : 0` would turn it into 0).
-    ("relu", "(v > ($T)0 || isnan(v)) ? v : ($T)0"),
-    ("tanh", "tanh$F(v)"),
-    ("sigmoid", "($T)1 / (($T)1 + exp$F(-v))"),
-    // Exact GELU with erf; (0.5·v)·(1 + erf(v/√2)) in the CPU's order.
-    (
-        "gelu",
-        "($T)0.5 * v * (($T)1 + erf$F(v * ($T)0.70710678118654752440))",
-    ),
-    // PyTorch's threshold 20: above it softplus(v) is v to working precision.
-    ("softplus", "(v > ($T)20) ? v : log1p$F(exp$F(v))"),
-];
-
-/// Binary ops, as CUDA C expressions in `a` and `b`; operands are read through broadcast views.
-/// maximum/minimum propagate a NaN from either side and return `a` on ties (CPU semantics).
-pub const BINARY_OPS: [(&str, &str); 7] = [
-    ("add", "a + b"),
-    ("sub", "a - b"),
-    ("mul", "a * b"),
-    ("div", "a / b"),
-    (
-        "maximum",
-        "(isnan(a) || a > b) ? a : ((isnan(b) || b > a) ? b : a)",
-    ),
-    (
-        "minimum",
-        "(isnan(a) || a < b) ? a : ((isnan(b) || b < a) ? b : a)",
-    ),
-    ("tensor_pow", "pow$F(a, b)"),
-];
-
-/// The gradient of each unary op times `g`, from the input `x` and the output `y`; each is the
-/// CPU reference formula (ops/elementwise.rs) term for term.
-pub const UNARY_GRADS: [(&str, &str); 10] = [
-    ("neg", "-g"),
-    ("exp", "g * y"),
-    ("log", "g / x"),
-    ("sqrt", "g / (($T)2 * y)"),
-    ("abs", "(x > ($T)0) ? g : ((x < ($T)0) ? -g : ($T)0)"),
-    ("relu", "(x > ($T)0) ? g : ($T)0"),
-    ("tanh", "g * (($T)1 - y * y)"),
-    ("sigmoid", "g * (y * (($T)1 - y))"),
-    (
-        "gelu",
-        "g * (($T)0.5 * (($T)1 + erf$F(x * ($T)0.70710678118654752440)) + x * (($T)0.39894228040143267794 * exp$F(-(($T)0.5 * x * x))))",
-    ),
-    ("softplus", "(x > ($T)20) ? g : g * (($T)1 / (($T)1 + exp$F(-x)))"),
-];
 
 /// The kernel families, one NVRTC program (and one module) per family and dtype.
 pub const FAMILIES: [&str; 4] = ["elementwise", "layout", "reduce", "nn"];
@@ -96,8 +39,9 @@ __device__ __forceinline__ u64 gather_offset(const Gather& g, u64 i) {
          i += (u64)gridDim.x * blockDim.x)
 "#;
 
+// The unary templates take the op's scalar parameters after `n` ($PARAMS: ", $T name" each).
 const UNARY_TEMPLATE: &str = r#"
-extern "C" __global__ void $NAME_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n) {
+extern "C" __global__ void $NAME_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n$PARAMS) {
     GRID_LOOP(i, n) {
         $T v = x[i];
         y[i] = $EXPR;
@@ -107,7 +51,7 @@ extern "C" __global__ void $NAME_$S(const $T* __restrict__ x, $T* __restrict__ y
 
 const UNARY_GRAD_TEMPLATE: &str = r#"
 extern "C" __global__ void $NAME_grad_$S(const $T* __restrict__ xs, const $T* __restrict__ ys,
-                                        const $T* __restrict__ gs, $T* __restrict__ out, u64 n) {
+                                        const $T* __restrict__ gs, $T* __restrict__ out, u64 n$PARAMS) {
     GRID_LOOP(i, n) {
         $T x = xs[i];
         $T y = ys[i];
@@ -181,15 +125,22 @@ fn instantiate(template: &str, name: &str, expr: &str, dtype: DType) -> String {
 pub fn source(family: &str, dtype: DType) -> Option<String> {
     let mut src = instantiate(PRELUDE, "", "", dtype);
     if family == "elementwise" {
-        for (name, expr) in UNARY_OPS {
-            src.push_str(&instantiate(UNARY_TEMPLATE, name, expr, dtype));
+        // The op table (op_table/) gives each op's expressions; the templates add the loop.
+        for op in UNARY_INFO {
+            let params: String = op.params.iter().map(|(p, _)| format!(", $T {p}")).collect();
+            for (template, expr) in [(UNARY_TEMPLATE, op.cuda), (UNARY_GRAD_TEMPLATE, op.cuda_df)] {
+                let t = template.replace("$PARAMS", &params);
+                src.push_str(&instantiate(&t, op.name, expr, dtype));
+            }
         }
-        for (name, expr) in UNARY_GRADS {
-            src.push_str(&instantiate(UNARY_GRAD_TEMPLATE, name, expr, dtype));
-        }
-        for (name, expr) in BINARY_OPS {
-            src.push_str(&instantiate(BINARY_TEMPLATE, name, expr, dtype));
-            src.push_str(&instantiate(BINARY_SCALAR_TEMPLATE, name, expr, dtype));
+        for op in BINARY_INFO {
+            src.push_str(&instantiate(BINARY_TEMPLATE, op.name, op.cuda, dtype));
+            src.push_str(&instantiate(
+                BINARY_SCALAR_TEMPLATE,
+                op.name,
+                op.cuda,
+                dtype,
+            ));
         }
     }
     src.push_str(&instantiate(family_file(family)?, "", "", dtype));

@@ -26,9 +26,10 @@ fn run(
     Ok(y)
 }
 
-/// A unary op by its name (`UnaryOp::name`), e.g. "exp".
-pub fn unary(op: &str, x: &DeviceBuffer) -> Result<DeviceBuffer> {
-    run(op, &[x], x.len(), vec![])
+/// A unary op by its name (`UnaryOp::name`), e.g. "exp", with its scalar parameters in table
+/// order (they follow `n` in the kernel's signature).
+pub fn unary(op: &str, x: &DeviceBuffer, params: &[f64]) -> Result<DeviceBuffer> {
+    run(op, &[x], x.len(), scalars(params))
 }
 
 /// The gradient of a unary op times `g`, from its input `x` and output `y`.
@@ -37,8 +38,13 @@ pub fn unary_grad(
     x: &DeviceBuffer,
     y: &DeviceBuffer,
     g: &DeviceBuffer,
+    params: &[f64],
 ) -> Result<DeviceBuffer> {
-    run(&format!("{op}_grad"), &[x, y, g], x.len(), vec![])
+    run(&format!("{op}_grad"), &[x, y, g], x.len(), scalars(params))
+}
+
+fn scalars(params: &[f64]) -> Vec<Arg<'static>> {
+    params.iter().map(|&v| Arg::Scalar(v)).collect()
 }
 
 /// Drops size-1 dimensions and merges neighbours that are contiguous in every view, so most

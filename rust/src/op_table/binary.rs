@@ -1,0 +1,77 @@
+//! The binary elementwise ops (NumPy broadcasting), one declaration each; see `op_table/mod.rs`
+//! for the entry syntax. `f` is the CPU formula on two elements `a`, `b` of type `T`; `cuda`
+//! the same formula in CUDA C. `da`/`db` are the gradient rules, written with tensor ops on
+//! (g, a, b, out) and run only for inputs that require a gradient; they are summed back to each
+//! input's shape by the caller. `doc` is the docstring; `py` says how Python reaches the op: `export` (the native
+//! function is the public one), `wrapped` (ops.py wraps it to accept numbers) or `none`.
+
+macro_rules! binary_ops {
+    ($m:ident) => {
+        $m! {
+            Add add {
+                doc: "Broadcasting a + b.",
+                py: wrapped,
+                f: |a, b| a + b,
+                cuda: "a + b",
+                da: |g, _a, _b, _out| Ok(g.clone()),
+                db: |g, _a, _b, _out| Ok(g.clone()),
+            }
+            Sub sub {
+                doc: "Broadcasting a - b.",
+                py: wrapped,
+                f: |a, b| a - b,
+                cuda: "a - b",
+                da: |g, _a, _b, _out| Ok(g.clone()),
+                db: |g, _a, _b, _out| neg(g),
+            }
+            Mul mul {
+                doc: "Broadcasting a * b.",
+                py: wrapped,
+                f: |a, b| a * b,
+                cuda: "a * b",
+                da: |g, _a, b, _out| mul(g, b),
+                db: |g, a, _b, _out| mul(g, a),
+            }
+            // d(a/b)/db = -(a/b)/b, from the output.
+            Div div {
+                doc: "Broadcasting a / b.",
+                py: wrapped,
+                f: |a, b| a / b,
+                cuda: "a / b",
+                da: |g, _a, b, _out| div(g, b),
+                db: |g, _a, b, out| neg(&mul(g, &div(out, b)?)?),
+            }
+            // NaN from either side propagates; ties return `a` and split the gradient.
+            Maximum maximum {
+                doc: "Elementwise maximum; NaN propagates, ties split the gradient.",
+                py: export,
+                f: |a: T, b: T| if a.is_nan() || a > b { a } else if b.is_nan() || b > a { b } else { a },
+                cuda: "(isnan(a) || a > b) ? a : ((isnan(b) || b > a) ? b : a)",
+                da: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Maximum, a, b)?),
+                db: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Maximum, b, a)?),
+            }
+            Minimum minimum {
+                doc: "Elementwise minimum; NaN propagates, ties split the gradient.",
+                py: export,
+                f: |a: T, b: T| if a.is_nan() || a < b { a } else if b.is_nan() || b < a { b } else { a },
+                cuda: "(isnan(a) || a < b) ? a : ((isnan(b) || b < a) ? b : a)",
+                da: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Minimum, a, b)?),
+                db: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Minimum, b, a)?),
+            }
+            // a ** b (IEEE pow from libm) for tensor exponents and `number ** tensor`:
+            // d/da = b a^(b-1); d/db = a^b ln a (from the output).
+            Pow tensor_pow {
+                doc: "a ** b elementwise.",
+                py: none,
+                f: |a: T, b: T| a.powf(b),
+                cuda: "pow$F(a, b)",
+                da: |g, a, b, _out| {
+                    let bm1 = sub(b, &Tensor::scalar(1.0, b.dtype()))?;
+                    mul(g, &mul(b, &binary(BinaryOp::Pow, a, &bm1)?)?)
+                },
+                db: |g, a, _b, out| mul(g, &mul(out, &log(a)?)?),
+            }
+        }
+    };
+}
+pub(crate) use binary_ops;
