@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
 import tlrs
 from tlrs import models, optim
 

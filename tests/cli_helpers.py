@@ -2,6 +2,7 @@
 error, write small `.npy` image sets."""
 
 import numpy as np
+
 from tlrs.cli import main
 
 

@@ -12,7 +12,6 @@ import argparse
 import functools
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 

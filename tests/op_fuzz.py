@@ -73,7 +73,7 @@ def gen(r: random.Random) -> tuple[str, str | None]:
     if kind == 4:
         return r.choice([f"ops.reshape({_t(r)}, {r.choice(SHAPES)})", f"ops.permute({_t(r)}, {r.choice(['[1, 0]', '[0]', '[2, 0, 1]', '[0, 0]', '[-1, 0]'])})",
                          f"ops.transpose({_t(r)}, {_axis(r)}, {_axis(r)})", f"ops.flatten({_t(r)}, {_axis(r)}, {_axis(r)})",
-                         f"ops.concat([{_t(r)}, {_t(r)}], {_axis(r)})", f"ops.concat([], 0)",
+                         f"ops.concat([{_t(r)}, {_t(r)}], {_axis(r)})", "ops.concat([], 0)",
                          f"ops.slice({_t(r)}, {_axis(r)}, {r.choice(INTS)}, {r.choice(INTS)})",
                          f"ops.index_select({_t(r)}, {_axis(r)}, {r.choice(['[0]', '[5]', '[-1]', '[]', '[2**63]', 'np.array([0, 1])', '[0.5]'])})"]), None
     if kind == 5:

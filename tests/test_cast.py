@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import Options, instantiate_with_options
 

@@ -3,8 +3,8 @@ help, info, models, `run hello` with flags before and after the name, and one-li
 """
 
 import os
-import subprocess
 import re
+import subprocess
 import sys
 from pathlib import Path
 

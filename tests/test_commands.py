@@ -16,8 +16,15 @@ import pytest
 from tlrs import data, models
 from tlrs.cli import main
 from tlrs.commands import (
-    DEFAULT_MODELS, autoencoder, cnn, mlp, mlp_classifier, quickstart_mlp, resnet,
-    softmax_regression, transformer,
+    DEFAULT_MODELS,
+    autoencoder,
+    cnn,
+    mlp,
+    mlp_classifier,
+    quickstart_mlp,
+    resnet,
+    softmax_regression,
+    transformer,
 )
 from tlrs.entry import run_usage
 from tlrs.module import Module, format_float
@@ -127,8 +134,8 @@ def test_same_seed_same_output_other_seed_other_init(capsys):
 
 def test_default_seed_is_the_reference_model_init():
     # --seed 0: one draw from the global stream, then the reference's nn.withModel seeds.
-    from tlrs.random import manual_seed, next_seed
     from tlrs.commands.trainer import model_seeds
+    from tlrs.random import manual_seed, next_seed
 
     manual_seed(0)
     s0 = next_seed(0, 0)

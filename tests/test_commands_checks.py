@@ -9,11 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+
 from tlrs import data
 
 sys.path.insert(0, os.path.dirname(__file__))
 from cli_helpers import assert_one_error, npy_images, run_cli  # noqa: E402
-
 
 needs_mpl = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
                                reason="matplotlib is not installed")

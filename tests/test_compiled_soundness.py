@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import Options, TraceError, ops
 

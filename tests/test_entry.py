@@ -10,8 +10,16 @@ import types
 import pytest
 
 import tlrs
-from tlrs.entry import (RunAction, RunOptions, require_cuda, run, run_usage, with_module,
-                        with_module_runtime, with_runtime)
+from tlrs.entry import (
+    RunAction,
+    RunOptions,
+    require_cuda,
+    run,
+    run_usage,
+    with_module,
+    with_module_runtime,
+    with_runtime,
+)
 from tlrs.errors import ArgError
 from tlrs.random import next_seed, seed_stream_state
 

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import ops
 

@@ -3,6 +3,7 @@ gradients for leaves and interior tensors alike, checked against central finite 
 
 import numpy as np
 import pytest
+
 import tlrs
 import tlrs.cuda
 from tlrs import ops

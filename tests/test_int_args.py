@@ -1,6 +1,7 @@
 """Integer arguments out of range are ValueErrors naming the argument, never OverflowError."""
 
 import pytest
+
 import tlrs
 from tlrs import ops
 

@@ -3,6 +3,7 @@ counts and equal to a plain left fold with separate multiply and add, fast kerne
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import ops
 

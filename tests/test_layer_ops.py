@@ -9,6 +9,7 @@ a few dozen float32 roundings of O(1) terms per output).
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import ops
 

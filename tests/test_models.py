@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import models as M
 
@@ -62,7 +63,9 @@ def np_pool(x, kh, kw, stride):
 
 def np_attention_ln(x, wq, wk, wv, wo, gamma, beta, heads):
     (b, n, _), hd = x.shape, wq.shape[1] // heads
-    split = lambda p: p.reshape(b, n, heads, hd).transpose(0, 2, 1, 3)
+    def split(p):
+        return p.reshape(b, n, heads, hd).transpose(0, 2, 1, 3)
+
     q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
     s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd)
     a = np.exp(s - s.max(-1, keepdims=True))

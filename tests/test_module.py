@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import ops, optim
 from tlrs.config import Options

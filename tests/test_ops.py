@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import ops
 

@@ -4,6 +4,7 @@ kernels), including negative bases with integral exponents and zero bases; its g
 
 import numpy as np
 import pytest
+
 import tlrs
 import tlrs.cuda
 from tlrs import ops

@@ -5,6 +5,7 @@ import threading
 
 import numpy as np
 import pytest
+
 import tlrs
 from tlrs import Options, models, optim
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import tlrs._core as core
 
 ROOT = Path(__file__).resolve().parents[1]

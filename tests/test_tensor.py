@@ -5,6 +5,7 @@ import operator
 
 import numpy as np
 import pytest
+
 import tlrs
 
 F64_TOL = {"rtol": 1e-12, "atol": 0.0}

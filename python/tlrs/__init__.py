@@ -1,18 +1,10 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
 from . import cuda, init, models, ops, optim, random
+from ._core import Tensor, __version__, fresh_seed
+from .autograd import grad, is_grad_enabled, no_grad
 from .config import ExecConfig, Options
 from .entry import RunAction, RunOptions, run, run_usage, with_module, with_module_runtime, with_runtime
-from .module import (
-    Module,
-    ModuleDef,
-    instantiate_float_with_runtime_init_options,
-    instantiate_float_with_runtime_plan_options,
-    instantiate_with_options,
-)
-from ._core import Tensor, __version__, fresh_seed
-from .random import manual_seed
-from .autograd import grad, is_grad_enabled, no_grad
 from .errors import (
     ArgError,
     AutogradError,
@@ -24,6 +16,14 @@ from .errors import (
     TraceError,
 )
 from .kernels import fast_kernels, get_fast_kernels, get_num_threads, set_fast_kernels, set_num_threads
+from .module import (
+    Module,
+    ModuleDef,
+    instantiate_float_with_runtime_init_options,
+    instantiate_float_with_runtime_plan_options,
+    instantiate_with_options,
+)
+from .random import manual_seed
 from .tensor import arange, from_numpy, full, ones, rand, randn, tensor, zeros
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "get_fast_kernels",
     "get_num_threads",
     "grad",
+    "cuda",
     "init",
     "is_grad_enabled",
     "manual_seed",

@@ -24,14 +24,19 @@ from typer.core import TyperCommand, TyperGroup
 try:  # typer >= 0.22 carries its own copy of click
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - older typer on top of click
-    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from . import _core
 from .cli_args import (
-    drop_dash_dash, format_bytes, format_nat, has_help, require_no_args, shorten,
+    drop_dash_dash,
+    format_bytes,
+    format_nat,
+    has_help,
+    require_no_args,
+    shorten,
 )
-from .entry import RunAction, RunOptions, run, runtime_flags_help
 from .compiled import TraceError
+from .entry import RunAction, RunOptions, run, runtime_flags_help
 from .errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
 
 PROG = "tlrs"
@@ -174,7 +179,7 @@ class _PassThroughCommand(TyperCommand):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.args = list(args)
-        return ctx.args
+        return list(args)
 
 
 class _Group(TyperGroup):

@@ -195,7 +195,7 @@ def format_bytes(n: int) -> str:
     if n < 1024:
         return f"{n} bytes"
     value, unit = float(n), "bytes"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):  # noqa: B007 - read after the loop
         value /= 1024.0
         if value < 1024.0:
             break

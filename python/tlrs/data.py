@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.lib import format as npformat
@@ -94,7 +95,11 @@ def quickstart_grid() -> Dataset:
     with target `0.8·relu(x1 + x2) - 0.4·relu(x2 - x1) + 0.2`; x [25, 2], y [25, 1]."""
     axis = np.linspace(-1.0, 1.0, 5)
     x = np.array([[a, b] for a in axis for b in axis])
-    relu = lambda v: np.maximum(v, 0.0)  # noqa: E731
+
+    def relu(v: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.maximum(v, 0.0)
+        return out
+
     y = 0.8 * relu(x[:, 0] + x[:, 1]) - 0.4 * relu(x[:, 1] - x[:, 0]) + 0.2
     return Dataset(x, y[:, None], None, "builtin:quickstart_grid")
 
@@ -324,7 +329,8 @@ def _npy(path: str, what: str) -> np.ndarray:
     if math.prod(shape) == 0:
         return np.empty(shape, dtype=dtype)
     try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+        arr: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
+        return arr
     except (OSError, ValueError) as err:
         text = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise DataFileError(f"{path}: not a readable .npy array ({text}); expected {what}") \
@@ -399,9 +405,9 @@ def load_npy(x_path: str | os.PathLike[str], y_path: str | os.PathLike[str],
 
 # --- scikit-learn -------------------------------------------------------------------------------
 
-def _sklearn_datasets():  # type: ignore[no-untyped-def]
+def _sklearn_datasets() -> Any:
     try:
-        from sklearn import datasets
+        from sklearn import datasets  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise ImportError("the --dataset option needs scikit-learn: install tlrs[datasets] "
                           "(scikit-learn)") from None
@@ -410,7 +416,8 @@ def _sklearn_datasets():  # type: ignore[no-untyped-def]
 
 def _standardise(a: np.ndarray) -> np.ndarray:
     std = a.std(axis=0)
-    return (a - a.mean(axis=0)) / np.where(std > 0, std, 1.0)
+    out: np.ndarray = (a - a.mean(axis=0)) / np.where(std > 0, std, 1.0)
+    return out
 
 
 def load_sklearn(name: str) -> Dataset:

@@ -7,21 +7,20 @@ are checked, with the reference's messages ("initializer list longer than parame
 
 from __future__ import annotations
 
+from typing import Any
+
+from . import _core
+from ._args import natural
 from ._core import (
     FloatInit,
     Plan,
+    Tensor,
     fan_in_out,
     kaiming_linear_weight,
     kaiming_uniform_for_shape,
     xavier_linear_weight,
     xavier_uniform_for_shape,
 )
-
-from typing import Any
-
-from . import _core
-from ._args import natural
-from ._core import Tensor
 
 
 def layer_init(scheme: str, shape: Any, seed: int = 0, lo: float = 0.0, hi: float = 1.0,

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._core import Tensor
 
 # The elementwise op table's functions (rust/src/op_table/), as the native module defines
 # them: neg, exp, ..., silu, leaky_relu(input, negative_slope=0.01), ..., maximum, minimum.
 from ._core import *  # noqa: F403
+from ._core import Tensor
 
 __all__ = [
     "add", "clamp", "concat", "cross_entropy", "div", "flatten", "index_select", "linear",

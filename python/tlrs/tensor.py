@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-
 from collections.abc import Sequence
 from typing import Any
 

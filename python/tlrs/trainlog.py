@@ -38,9 +38,14 @@ def _json_value(v: float) -> float | str:
     return v
 
 
-def _from_json_value(v: Any) -> float:
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v) \
-        if isinstance(v, str) else float(v)
+_JSON_FLOATS: dict[str, float | str] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _from_json_value(v: Any) -> float | str:
+    # Another string stays as it came (a log written by something else).
+    if isinstance(v, str):
+        return _JSON_FLOATS.get(v, v)
+    return float(v)
 
 
 def trainlog_dict(
@@ -126,7 +131,7 @@ def read_trainlog(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A TrainLog read back, with "NaN"/"Infinity"/"-Infinity" turned into floats again and the
     reference readers' defaults (title `Training`, colour `#0a7`) filled in."""
     with open(path, encoding="utf-8") as f:
-        log = json.load(f)
+        log: dict[str, Any] = json.load(f)
     log.setdefault("title", "Training")
     log.setdefault("notes", [])
     for s in log.get("series", []):

@@ -1,12 +1,14 @@
 //! tlrs: tensors (f32, f64), autograd, ops and CPU kernels (reference and fast), RNGs and init
 //! plans, exposed to Python through PyO3 when the `python` feature is on.
 
+pub mod alloc;
 pub mod autograd;
 pub mod backend;
 pub mod checkpoint;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod geometry;
 pub mod graph;
 pub mod init;
 pub mod op_table;

@@ -156,45 +156,7 @@ impl CpuStorage {
     }
 }
 
-/// Refuses an op output of `shape` that cannot be addressed or allocated here (a MemoryError
-/// naming the bytes rather than an abort inside a kernel). Large requests are probed with a
-/// fallible reservation, released at once: the kernel's own allocation then succeeds.
-pub fn check_alloc(op: &'static str, shape: &crate::Shape) -> Result<()> {
-    let n = shape.checked_numel().map_err(|_| {
-        Error::shape(
-            op,
-            format!("the result shape {shape} has too many elements to address"),
-        )
-    })?;
-    check_bytes(
-        op,
-        &format!("the result of shape {shape}"),
-        n.saturating_mul(8),
-    )
-}
-
-/// Refuses to go on when `bytes` (for `what`) cannot be reserved here.
-pub fn check_bytes(op: &'static str, what: &str, bytes: usize) -> Result<()> {
-    if bytes >= (1 << 30) {
-        let mut probe: Vec<u8> = Vec::new();
-        probe.try_reserve_exact(bytes).map_err(|_| {
-            Error::OutOfMemory(format!("{op}: cannot allocate {what} ({bytes} bytes)"))
-        })?;
-    }
-    Ok(())
-}
-
-/// An empty vector with room for `n` elements, or an out-of-memory error (never an abort).
-pub fn try_alloc<T>(n: usize) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(n).map_err(|_| {
-        Error::OutOfMemory(format!(
-            "cannot allocate {n} elements ({} bytes)",
-            n.saturating_mul(std::mem::size_of::<T>())
-        ))
-    })?;
-    Ok(out)
-}
+pub use crate::alloc::{check_alloc, check_bytes, try_alloc};
 
 /// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &Vec<T>`
 /// and `expr: Vec<T>`; the result keeps the dtype.

@@ -308,7 +308,7 @@ impl Tensor {
         }
         let s: Storage = match &*self.0.storage {
             Storage::Cpu(c) => c.to_dtype(dtype).into(),
-            Storage::Cuda(c) => crate::backend::cuda::ops::cast(c, dtype)?.into(),
+            Storage::Cuda(c) => crate::backend::cuda::ops::cast_buffer(&c.0, dtype)?.into(),
         };
         Ok(Tensor::from_op(
             s,

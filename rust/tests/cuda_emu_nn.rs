@@ -5,14 +5,15 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tlrs::backend::cpu::conv::{self as cconv, ConvDims};
+use tlrs::backend::cpu::conv as cconv;
 use tlrs::backend::cpu::matmul::GemmElem;
-use tlrs::backend::cpu::pool::{self as cpool, PoolDims};
+use tlrs::backend::cpu::pool as cpool;
 use tlrs::backend::cpu::softmax as csoft;
 use tlrs::backend::cuda::blas::GpuMatmulPrecision;
 use tlrs::backend::cuda::ops::{matmul as dmat, nn};
 use tlrs::backend::cuda::{DeviceBuffer, Gpu};
 use tlrs::dtype::Float;
+use tlrs::geometry::{ConvDims, PoolDims};
 use tlrs::{DType, Tensor};
 
 fn dev() -> Arc<Gpu> {

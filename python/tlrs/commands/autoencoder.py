@@ -5,11 +5,20 @@ from __future__ import annotations
 from .. import data, models
 from ..cli import register
 from ..config import Options
-from ..module import ModuleDef
 from ..data import Dataset
+from ..module import ModuleDef
 from .sources import exclusive, notes, tabular, take_dataset, take_images
-from .trainer import check_model_size, command, finish, mlp_shapes, model_seeds, \
-    require_no_more, take_nat, take_train_flags, train
+from .trainer import (
+    check_model_size,
+    command,
+    finish,
+    mlp_shapes,
+    model_seeds,
+    require_no_more,
+    take_nat,
+    take_train_flags,
+    train,
+)
 
 DESCRIPTION = "autoencoder reconstruction"
 

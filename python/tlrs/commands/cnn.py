@@ -5,12 +5,11 @@ from __future__ import annotations
 from .. import models
 from ..cli import register
 from ..config import Options
-from ..module import ModuleDef
 from ..data import Dataset
-from .sources import run_classifier, take_image_source
 from ..errors import ArgError
-from .trainer import check_model_size, command, require_no_more, reseed, take_nat, \
-    take_train_flags
+from ..module import ModuleDef
+from .sources import run_classifier, take_image_source
+from .trainer import check_model_size, command, require_no_more, reseed, take_nat, take_train_flags
 
 DESCRIPTION = "two-conv CNN image classifier"
 _UNIFORM = ("uniform", -0.1, 0.1)

@@ -6,9 +6,19 @@ from .. import data, models
 from ..cli import register
 from ..config import Options
 from ..module import ModuleDef
-from .sources import exclusive, load_file, notes, take_dataset, tabular
-from .trainer import check_model_size, command, finish, mlp_shapes, model_seeds, \
-    require_no_more, take_nat, take_path, take_train_flags, train
+from .sources import exclusive, load_file, notes, tabular, take_dataset
+from .trainer import (
+    check_model_size,
+    command,
+    finish,
+    mlp_shapes,
+    model_seeds,
+    require_no_more,
+    take_nat,
+    take_path,
+    take_train_flags,
+    train,
+)
 
 DESCRIPTION = "MLP regression (Auto MPG layout)"
 

@@ -7,11 +7,10 @@ import sys
 from .. import data, models
 from ..cli import register
 from ..config import Options
-from ..module import ModuleDef
 from ..data import Dataset
+from ..module import ModuleDef
 from .sources import run_classifier, take_image_source
-from .trainer import check_model_size, command, require_no_more, reseed, take_nat, \
-    take_train_flags
+from .trainer import check_model_size, command, require_no_more, reseed, take_nat, take_train_flags
 
 DESCRIPTION = "ResNet-18 image classifier"
 BUILTIN_SIZE = 36  # the smallest even size whose stage-4 maps are 2x2 (33 is the least)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from .. import data, models
 from ..cli import register
 from ..config import Options
-from ..module import ModuleDef
 from ..data import Dataset
+from ..module import ModuleDef
 from .sources import classifier_body
 from .trainer import command, model_seeds
 

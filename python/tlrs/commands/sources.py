@@ -13,8 +13,16 @@ from ..data import Dataset
 from ..errors import ArgError
 from ..module import ModuleDef
 from .trainer import (
-    TrainFlags, _prefixed, finish, print_accuracy, require_no_more, schedule, take_nat, take_path,
-    take_train_flags, train,
+    TrainFlags,
+    _prefixed,
+    finish,
+    print_accuracy,
+    require_no_more,
+    schedule,
+    take_nat,
+    take_path,
+    take_train_flags,
+    train,
 )
 
 __all__ = ["CLASSIFICATION_SETS", "IMAGE_SETS", "ImageFlags", "ImageSource", "classifier_body",
@@ -126,7 +134,8 @@ def notes(ds: Dataset, opts: Options) -> list[str]:
     return [f"dataset={ds.name}", f"device={opts.device}", f"seed={format_nat(opts.seed)}"]
 
 
-Build = Callable[[Dataset], tuple[ModuleDef, Callable[[Any, Any], Any]]]
+BuildResult = tuple[ModuleDef, Callable[[Any, Any], Any]]
+Build = Callable[[Dataset], BuildResult]
 
 
 def run_classifier(exe: str, opts: Options, ds: Dataset, flags: TrainFlags, build: Build,
@@ -142,7 +151,7 @@ def run_classifier(exe: str, opts: Options, ds: Dataset, flags: TrainFlags, buil
 
 
 def classifier_body(rest: list[str], exe: str, opts: Options, *, builtin: Callable[[], Dataset],
-                    build: Build, title: str, lr: float, batch: int, epochs: int,
+                    build: Callable[..., BuildResult], title: str, lr: float, batch: int, epochs: int,
                     hidden: int | None = None) -> None:
     """The whole body of a tabular classifier command: `--dataset`, `--hidden N` (only when
     `hidden`, its default, is given; then `build(ds, N)` is called instead of `build(ds)`), the
@@ -154,6 +163,6 @@ def classifier_body(rest: list[str], exe: str, opts: Options, *, builtin: Callab
     require_no_more(rest, exe)
     ds = tabular(name) if name is not None else builtin()
     run_classifier(exe, opts, ds, flags,
-                   build if hidden is None  # type: ignore[call-arg]
-                   else (lambda d: build(d, hidden, exe, flags.optim)),  # type: ignore[call-arg]
+                   build if hidden is None
+                   else (lambda d: build(d, hidden, exe, flags.optim)),
                    title)

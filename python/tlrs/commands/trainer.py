@@ -8,6 +8,7 @@ A command is `command(name, description, args, body)`: it goes through `tlrs.run
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import itertools
@@ -23,15 +24,19 @@ from typing import Any
 import numpy as np
 
 from .. import optim
-from ..cli import exe_name, format_bytes, memory_limit
+from ..cli import exe_name, memory_limit
 from ..cli_args import (
-    drop_dash_dash, format_nat, has_help, parse_float_lit, parse_nat, require_no_args,
+    drop_dash_dash,
+    format_bytes,
+    format_nat,
+    has_help,
+    parse_float_lit,
+    parse_nat,
+    require_no_args,
     take_flag_value_once,
 )
 from ..config import Options
 from ..data import BatchLoader, Dataset
-import contextvars
-
 from ..entry import RunAction, RunOptions, run, run_usage
 from ..errors import ArgError
 from ..init import layer_init
@@ -415,7 +420,11 @@ def _progress(total: int, label: str) -> Iterator[Callable[[Sequence[float]], No
         yield lambda losses: None
         return
     from rich.progress import (
-        BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn,
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
     )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from .. import data, models
-from ..errors import ArgError
 from ..cli import register
 from ..config import Options
+from ..errors import ArgError
 from ..module import ModuleDef
 from .sources import notes
-from .trainer import check_model_size, command, finish, model_seeds, require_no_more, take_nat, \
-    take_train_flags, train
+from .trainer import check_model_size, command, finish, model_seeds, require_no_more, take_nat, take_train_flags, train
 
 DESCRIPTION = "transformer block, next-character one-hot regression"
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from .. import ops
 from .._core import Tensor
-from ..module import ModuleDef
 from ..errors import ShapeError
+from ..module import ModuleDef
 from . import _common as c
 
 __all__ = ["resnet18_init_params", "resnet18_model", "resnet18_program", "resnet18_spec"]

@@ -1,7 +1,6 @@
 //! The record an op result keeps: which op, its inputs, and what its gradient rule needs.
 
-use crate::backend::cpu::conv::ConvDims;
-use crate::backend::cpu::pool::PoolDims;
+use crate::geometry::{ConvDims, PoolDims};
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::Tensor;
 use crate::{DType, Shape};

@@ -1,10 +1,11 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
 use crate::autograd::{Argmax, Op};
-use crate::backend::cpu::conv::{self as k, ConvDims};
+use crate::backend::cpu::conv as k;
 use crate::backend::cpu::parallel::fast_kernels;
-use crate::backend::cpu::pool::{self as pk, PoolDims};
+use crate::backend::cpu::pool as pk;
 use crate::backend::cuda::ops as cu;
+use crate::geometry::{ConvDims, PoolDims};
 use crate::ops::device::{dev, on_dev};
 use crate::ops::layout::reshape_to;
 use crate::ops::reduce::mean;

@@ -6,42 +6,8 @@
 use super::matmul::{product, GemmElem};
 use super::parallel::{install, worth_threads};
 use crate::dtype::Float;
+use crate::geometry::ConvDims;
 use rayon::prelude::*;
-
-/// Sizes of one convolution.
-#[derive(Debug, Clone, Copy)]
-pub struct ConvDims {
-    pub n: usize,
-    pub c: usize,
-    pub h: usize,
-    pub w: usize,
-    pub oc: usize,
-    pub kh: usize,
-    pub kw: usize,
-    pub stride: usize,
-    pub pad: usize,
-    pub oh: usize,
-    pub ow: usize,
-}
-
-impl ConvDims {
-    /// Output columns `ow` whose input column `ow*s + kx - p` lies inside [0, w).
-    fn valid_cols(&self, kx: usize) -> (usize, usize) {
-        let (s, p) = (self.stride, self.pad);
-        let lo = if kx >= p { 0 } else { (p - kx).div_ceil(s) };
-        // Largest ow with ow*s + kx - p <= w - 1.
-        let hi = if self.w + p > kx {
-            ((self.w + p - kx - 1) / s + 1).min(self.ow)
-        } else {
-            0
-        };
-        (lo, hi.max(lo))
-    }
-    fn in_row(&self, oy: usize, ky: usize) -> Option<usize> {
-        let r = oy * self.stride + ky;
-        (r >= self.pad && r - self.pad < self.h).then(|| r - self.pad)
-    }
-}
 
 /// Bias gradient: per output channel, a fold over (n, oy, ox).
 pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {

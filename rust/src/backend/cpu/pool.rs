@@ -2,32 +2,7 @@
 //! maximum in row-major window order is recorded for backward) and average pooling.
 
 use crate::dtype::Float;
-
-#[derive(Debug, Clone, Copy)]
-pub struct PoolDims {
-    pub planes: usize,
-    pub h: usize,
-    pub w: usize,
-    pub kh: usize,
-    pub kw: usize,
-    pub stride: usize,
-    pub pad: usize,
-    pub oh: usize,
-    pub ow: usize,
-}
-
-impl PoolDims {
-    /// Input rows/cols of the window at (oy, ox), clipped to the image.
-    fn window(&self, oy: usize, ox: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
-        let clip = |o: usize, k: usize, n: usize| {
-            let start = (o * self.stride) as isize - self.pad as isize;
-            let lo = start.max(0) as usize;
-            let hi = ((start + k as isize).max(0) as usize).min(n);
-            lo..hi.max(lo)
-        };
-        (clip(oy, self.kh, self.h), clip(ox, self.kw, self.w))
-    }
-}
+use crate::geometry::PoolDims;
 
 /// Max over each window; also returns the flat input index that won (within its plane).
 pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {

@@ -13,8 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use super::blas::{GemmCall, Op};
 use super::buffer::Value;
-use super::gpu::dtype_suffix;
-use super::kernels;
+use super::kernels::{self, dtype_suffix};
 use crate::{DType, Error, Result};
 
 const HOST_PRELUDE: &str = r#"// Host build of tlrs CUDA kernels (emulator).

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKe
 use super::blas::{GemmCall, Operand};
 use super::buffer::{elem_bytes, resolve, Arg, DeviceBuffer, Mem, Value};
 use super::emu::Emulator;
-use super::kernels;
+use super::kernels::{self, dtype_suffix};
 use crate::{DType, Error, Result};
 
 /// The environment variable that selects the emulator for `cuda:0`.
@@ -167,7 +167,7 @@ impl Gpu {
             }
             Backend::Emu(_) => {
                 let words = bytes.div_ceil(8).max(1);
-                let mut v: Vec<u64> = crate::storage::try_alloc(words)?;
+                let mut v: Vec<u64> = crate::alloc::try_alloc(words)?;
                 v.resize(words, 0);
                 Mem::Emu(v.into_boxed_slice())
             }
@@ -218,7 +218,7 @@ impl Gpu {
     /// Copies a device buffer back into host values of its element size.
     pub fn download<T: Copy + Default>(&self, buf: &DeviceBuffer) -> Result<Vec<T>> {
         debug_assert_eq!(std::mem::size_of::<T>(), elem_bytes(buf.dtype()));
-        let mut out: Vec<T> = crate::storage::try_alloc(buf.len())?;
+        let mut out: Vec<T> = crate::alloc::try_alloc(buf.len())?;
         out.resize(buf.len(), T::default());
         let bytes = std::mem::size_of_val(out.as_slice());
         // SAFETY: T is a plain numeric type; the byte view covers exactly `out`.
@@ -488,12 +488,5 @@ impl Real {
             }
         }
         .map_err(|e| cuda_err("cuBLAS GEMM", e))
-    }
-}
-
-pub fn dtype_suffix(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "f32",
-        DType::F64 => "f64",
     }
 }

@@ -104,6 +104,11 @@ fn type_names(dtype: DType) -> (&'static str, &'static str, &'static str, &'stat
     }
 }
 
+/// The dtype part of kernel and program names ("f32", "f64").
+pub fn dtype_suffix(dtype: DType) -> &'static str {
+    type_names(dtype).0
+}
+
 /// A kernel's exported name, e.g. `kernel_name("exp", DType::F32) == "exp_f32"`.
 pub fn kernel_name(op: &str, dtype: DType) -> String {
     format!("{op}_{}", type_names(dtype).0)

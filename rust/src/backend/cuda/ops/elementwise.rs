@@ -1,10 +1,9 @@
 //! Device elementwise ops: unary maps and their gradients, broadcast binary ops, scalar-parameter
-//! maps, fills, masks and dtype casts.
+//! maps, fills and masks. Casts are in convert.rs, the samplers in random.rs.
 
-use crate::backend::cuda::{Arg, DeviceBuffer, Gather, Gpu};
+use crate::backend::cuda::{Arg, DeviceBuffer, Gather};
 use crate::shape::broadcast_strides;
 use crate::{DType, Result, Shape};
-use std::sync::Arc;
 
 const FAMILY: &str = "elementwise";
 
@@ -204,84 +203,6 @@ pub fn masked_fill(x: &DeviceBuffer, mask: &[bool], value: f64) -> Result<Device
     let flags: Vec<usize> = mask.iter().map(|&m| m as usize).collect();
     let m = x.gpu().upload_indices(&flags)?;
     run("masked_fill", &[x, &m], x.len(), vec![Arg::Scalar(value)])
-}
-
-/// The same values in `dtype` (a copy when it is already that dtype).
-pub fn cast_buffer(x: &DeviceBuffer, dtype: DType) -> Result<DeviceBuffer> {
-    if dtype == x.dtype() {
-        return super::layout::copy(x);
-    }
-    let gpu = x.gpu();
-    let y = gpu.alloc(dtype, x.len())?;
-    let n = x.len();
-    gpu.launch(
-        FAMILY,
-        "cast",
-        x.dtype(),
-        n,
-        &[Arg::Buf(x), Arg::Buf(&y), Arg::U64(n as u64)],
-    )?;
-    Ok(y)
-}
-
-/// Inverted-dropout scales for `n` elements: `1/keep` (in binary64, then rounded to `dtype`)
-/// where `keep > uniform_at(key, i)`, else 0; the same values as random.rs makes on the CPU.
-pub fn dropout_mask(
-    gpu: &Arc<Gpu>,
-    dtype: DType,
-    n: usize,
-    key: u64,
-    keep: f64,
-) -> Result<DeviceBuffer> {
-    sample(
-        gpu,
-        "dropout_mask",
-        dtype,
-        n,
-        key,
-        [Arg::F64(keep), Arg::F64(1.0 / keep)],
-    )
-}
-
-/// `lo + u(i) * width` with the RuntimeInit sampler of `key` (= key_of(seed, 0)); `lo` and
-/// `width` are rounded to `dtype` first, as init.rs does for binary32.
-pub fn init_uniform(
-    gpu: &Arc<Gpu>,
-    dtype: DType,
-    n: usize,
-    key: u64,
-    lo: f64,
-    width: f64,
-) -> Result<DeviceBuffer> {
-    sample(
-        gpu,
-        "init_uniform",
-        dtype,
-        n,
-        key,
-        [Arg::Scalar(lo), Arg::Scalar(width)],
-    )
-}
-
-/// A new buffer filled by `kernel(y, n, key, params...)`, a counter-based sampler.
-fn sample(
-    gpu: &Arc<Gpu>,
-    kernel: &str,
-    dtype: DType,
-    n: usize,
-    key: u64,
-    params: [Arg<'_>; 2],
-) -> Result<DeviceBuffer> {
-    let y = gpu.alloc(dtype, n)?;
-    let mut args = vec![Arg::Buf(&y), Arg::U64(n as u64), Arg::U64(key)];
-    args.extend(params);
-    gpu.launch(FAMILY, kernel, dtype, n, &args)?;
-    Ok(y)
-}
-
-/// Device storage converted to `dtype` (Tensor::to_dtype on a device tensor).
-pub fn cast(s: &crate::storage::CudaStorage, dtype: DType) -> Result<DeviceBuffer> {
-    cast_buffer(&s.0, dtype)
 }
 
 #[cfg(test)]

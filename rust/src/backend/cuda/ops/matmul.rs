@@ -1,7 +1,7 @@
 //! Device matrix products through cuBLAS, at the GPU matmul precision (docs/numerics.md): fp32 → SGEMM
 //! and fp64 → DGEMM whatever the tensors' dtype, converting operands and result when they differ.
 
-use super::elementwise::cast_buffer;
+use super::convert::cast_buffer;
 use crate::backend::cuda::blas::{precision_rule, GpuMatmulPrecision, RowMajorMatmul};
 use crate::backend::cuda::DeviceBuffer;
 use crate::{DType, Error, Result};

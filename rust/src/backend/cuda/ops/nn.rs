@@ -5,11 +5,10 @@
 
 use std::sync::Arc;
 
-use crate::backend::cpu::conv::ConvDims;
-use crate::backend::cpu::pool::PoolDims;
 use crate::backend::cuda::blas::RowMajorMatmul;
 use crate::backend::cuda::gpu::Gpu;
 use crate::backend::cuda::{Arg, DeviceBuffer};
+use crate::geometry::{ConvDims, PoolDims};
 use crate::{DType, Error, Result};
 
 use super::matmul::gemm;

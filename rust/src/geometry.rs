@@ -1,0 +1,68 @@
+//! The geometry of windowed ops (convolution, pooling): sizes and the window arithmetic, shared
+//! by the op layer, autograd records and both backends.
+
+/// Sizes of one convolution.
+#[derive(Debug, Clone, Copy)]
+pub struct ConvDims {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub oc: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub stride: usize,
+    pub pad: usize,
+    pub oh: usize,
+    pub ow: usize,
+}
+
+impl ConvDims {
+    /// Output columns `ow` whose input column `ow*s + kx - p` lies inside [0, w).
+    pub(crate) fn valid_cols(&self, kx: usize) -> (usize, usize) {
+        let (s, p) = (self.stride, self.pad);
+        let lo = if kx >= p { 0 } else { (p - kx).div_ceil(s) };
+        // Largest ow with ow*s + kx - p <= w - 1.
+        let hi = if self.w + p > kx {
+            ((self.w + p - kx - 1) / s + 1).min(self.ow)
+        } else {
+            0
+        };
+        (lo, hi.max(lo))
+    }
+    pub(crate) fn in_row(&self, oy: usize, ky: usize) -> Option<usize> {
+        let r = oy * self.stride + ky;
+        (r >= self.pad && r - self.pad < self.h).then(|| r - self.pad)
+    }
+}
+
+/// Sizes of one pooling op over [N*C, H, W] planes.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolDims {
+    pub planes: usize,
+    pub h: usize,
+    pub w: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub stride: usize,
+    pub pad: usize,
+    pub oh: usize,
+    pub ow: usize,
+}
+
+impl PoolDims {
+    /// Input rows/cols of the window at (oy, ox), clipped to the image.
+    pub(crate) fn window(
+        &self,
+        oy: usize,
+        ox: usize,
+    ) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        let clip = |o: usize, k: usize, n: usize| {
+            let start = (o * self.stride) as isize - self.pad as isize;
+            let lo = start.max(0) as usize;
+            let hi = ((start + k as isize).max(0) as usize).min(n);
+            lo..hi.max(lo)
+        };
+        (clip(oy, self.kh, self.h), clip(ox, self.kw, self.w))
+    }
+}
