@@ -65,3 +65,12 @@ impl Error {
         }
     }
 }
+
+/// Operands of two dtypes where one was expected (tlrs never promotes).
+pub fn dtype_mismatch(op: &'static str, a: crate::DType, b: crate::DType) -> Error {
+    Error::DType {
+        op,
+        expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
+        got: format!("{a} and {b}"),
+    }
+}

@@ -1,68 +1,12 @@
-//! Where a tensor's elements live: one enum over devices and dtypes. Kernels are written once,
-//! generic over `Float`, and reached through the dispatch macros below.
+//! Where a tensor's elements live: one enum over the devices, each variant a backend's storage
+//! (backend/cpu/storage.rs, backend/cuda/storage.rs). Matching on it here, once per operation,
+//! is the one place the device is chosen (see `Storage::unary` and friends).
 
 use crate::backend::cuda::DeviceBuffer;
-use crate::{DType, Device, Error, Result};
+use crate::backend::BackendStorage;
+use crate::op_table::{BinaryOp, UnaryOp};
+use crate::{DType, Device, Error, Result, Shape};
 use std::borrow::Cow;
-use std::sync::Arc;
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum CpuStorage {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-}
-
-/// Device memory: one immutable buffer on a CUDA device (or the emulator), shared by reference.
-#[derive(Clone)]
-pub struct CudaStorage(pub Arc<DeviceBuffer>);
-
-impl std::fmt::Debug for CudaStorage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// Device buffers compare by identity: comparing contents would need a copy to the host.
-impl PartialEq for CudaStorage {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl CudaStorage {
-    pub fn new(buf: DeviceBuffer) -> Self {
-        CudaStorage(Arc::new(buf))
-    }
-    pub fn dtype(&self) -> DType {
-        self.0.dtype()
-    }
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-    pub fn ordinal(&self) -> usize {
-        self.0.gpu().ordinal()
-    }
-    /// The values copied to the host.
-    pub fn download(&self) -> Result<CpuStorage> {
-        let gpu = self.0.gpu();
-        Ok(match self.dtype() {
-            DType::F32 => CpuStorage::F32(gpu.download::<f32>(&self.0)?),
-            DType::F64 => CpuStorage::F64(gpu.download::<f64>(&self.0)?),
-        })
-    }
-    /// Copies host values to device `ordinal`.
-    pub fn upload(ordinal: usize, s: &CpuStorage) -> Result<Self> {
-        let gpu = crate::backend::cuda::gpu(ordinal)?;
-        let buf = match s {
-            CpuStorage::F32(v) => gpu.upload(DType::F32, v)?,
-            CpuStorage::F64(v) => gpu.upload(DType::F64, v)?,
-        };
-        Ok(CudaStorage::new(buf))
-    }
-}
 
 impl From<CpuStorage> for Storage {
     fn from(s: CpuStorage) -> Self {
@@ -86,117 +30,10 @@ pub enum Storage {
     Cuda(CudaStorage),
 }
 
-impl CpuStorage {
-    pub fn dtype(&self) -> DType {
-        match self {
-            CpuStorage::F32(_) => DType::F32,
-            CpuStorage::F64(_) => DType::F64,
-        }
-    }
-    pub fn len(&self) -> usize {
-        match self {
-            CpuStorage::F32(v) => v.len(),
-            CpuStorage::F64(v) => v.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    pub fn zeros(dtype: DType, n: usize) -> Self {
-        match dtype {
-            DType::F32 => CpuStorage::F32(vec![0.0; n]),
-            DType::F64 => CpuStorage::F64(vec![0.0; n]),
-        }
-    }
-    pub fn full(dtype: DType, n: usize, v: f64) -> Self {
-        match dtype {
-            DType::F32 => CpuStorage::F32(vec![v as f32; n]),
-            DType::F64 => CpuStorage::F64(vec![v; n]),
-        }
-    }
-    pub fn from_f64(dtype: DType, v: &[f64]) -> Self {
-        match dtype {
-            DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
-            DType::F64 => CpuStorage::F64(v.to_vec()),
-        }
-    }
-    /// Like `full`, but an impossible size or a failed allocation is an error, not an abort.
-    pub fn try_full(dtype: DType, n: usize, v: f64) -> Result<Self> {
-        Ok(match dtype {
-            DType::F32 => {
-                let mut out = try_alloc(n)?;
-                out.resize(n, v as f32);
-                CpuStorage::F32(out)
-            }
-            DType::F64 => {
-                let mut out = try_alloc(n)?;
-                out.resize(n, v);
-                CpuStorage::F64(out)
-            }
-        })
-    }
-    /// Values widened to f64 (exact for both dtypes).
-    pub fn to_f64_vec(&self) -> Vec<f64> {
-        match self {
-            CpuStorage::F32(v) => v.iter().map(|&x| x as f64).collect(),
-            CpuStorage::F64(v) => v.clone(),
-        }
-    }
-    /// Converts to another dtype (rounding to nearest when narrowing).
-    pub fn to_dtype(&self, dtype: DType) -> Self {
-        match (self, dtype) {
-            (CpuStorage::F32(v), DType::F64) => {
-                CpuStorage::F64(v.iter().map(|&x| x as f64).collect())
-            }
-            (CpuStorage::F64(v), DType::F32) => {
-                CpuStorage::F32(v.iter().map(|&x| x as f32).collect())
-            }
-            _ => self.clone(),
-        }
-    }
-}
-
 pub use crate::alloc::{check_alloc, check_bytes, try_alloc};
-
-/// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &Vec<T>`
-/// and `expr: Vec<T>`; the result keeps the dtype.
-#[macro_export]
-macro_rules! map_cpu {
-    ($s:expr, |$v:ident| $body:expr) => {
-        match $s {
-            $crate::storage::CpuStorage::F32($v) => $crate::storage::CpuStorage::F32($body),
-            $crate::storage::CpuStorage::F64($v) => $crate::storage::CpuStorage::F64($body),
-        }
-    };
-}
-
-/// Applies a generic kernel to two CPU storages of the same dtype; mixed dtypes are an error.
-#[macro_export]
-macro_rules! map_cpu2 {
-    ($op:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
-        match ($a, $b) {
-            ($crate::storage::CpuStorage::F32($x), $crate::storage::CpuStorage::F32($y)) => {
-                Ok($crate::storage::CpuStorage::F32($body))
-            }
-            ($crate::storage::CpuStorage::F64($x), $crate::storage::CpuStorage::F64($y)) => {
-                Ok($crate::storage::CpuStorage::F64($body))
-            }
-            (a, b) => Err($crate::Error::DType {
-                op: $op,
-                expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
-                got: format!("{} and {}", a.dtype(), b.dtype()),
-            }),
-        }
-    };
-}
-
-pub fn dtype_mismatch(op: &'static str, a: DType, b: DType) -> Error {
-    Error::DType {
-        op,
-        expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
-        got: format!("{a} and {b}"),
-    }
-}
+pub use crate::backend::cpu::{CpuElem, CpuStorage};
+pub use crate::backend::cuda::CudaStorage;
+pub use crate::error::dtype_mismatch;
 
 impl Storage {
     pub fn dtype(&self) -> DType {
@@ -242,30 +79,79 @@ impl Storage {
     }
 }
 
-/// Typed access to CPU storage, for kernels that handle several tensors of one dtype.
-pub trait CpuElem: crate::dtype::Float {
-    fn view(s: &CpuStorage) -> Option<&[Self]>;
-    fn wrap(v: Vec<Self>) -> CpuStorage;
-}
-impl CpuElem for f32 {
-    fn view(s: &CpuStorage) -> Option<&[f32]> {
-        match s {
-            CpuStorage::F32(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(v: Vec<f32>) -> CpuStorage {
-        CpuStorage::F32(v)
+/// Operands on two devices where one was expected.
+fn device_mismatch(op: &'static str, a: &Storage, b: &Storage) -> Error {
+    Error::Device {
+        op,
+        expected: format!("one device ({})", a.device()),
+        got: format!("{} and {}", a.device(), b.device()),
     }
 }
-impl CpuElem for f64 {
-    fn view(s: &CpuStorage) -> Option<&[f64]> {
-        match s {
-            CpuStorage::F64(v) => Some(v),
-            _ => None,
+
+// The one place an operation picks its device: each method matches the storages once and
+// calls that backend's `BackendStorage` implementation (backend/storage_ops.rs).
+macro_rules! on_one_device {
+    ($op:expr, ($first:expr $(, $other:expr)*), |$s:ident $(, $o:ident)*| $call:expr) => {
+        match ($first, $($other),*) {
+            (Storage::Cpu($s), $(Storage::Cpu($o)),*) => $call.map(Storage::Cpu),
+            (Storage::Cuda($s), $(Storage::Cuda($o)),*)
+                if true $(&& $s.ordinal() == $o.ordinal())* => $call.map(Storage::Cuda),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let first: &Storage = $first;
+                let other = [$($other),*]
+                    .into_iter()
+                    .find(|o: &&Storage| o.device() != first.device())
+                    .unwrap_or(first);
+                Err(device_mismatch($op, first, other))
+            }
         }
+    };
+}
+
+impl Storage {
+    pub fn unary(&self, op: UnaryOp) -> Result<Storage> {
+        on_one_device!(op.name(), (self), |s| s.unary(op))
     }
-    fn wrap(v: Vec<f64>) -> CpuStorage {
-        CpuStorage::F64(v)
+    pub fn unary_grad(&self, op: UnaryOp, y: &Storage, g: &Storage) -> Result<Storage> {
+        on_one_device!(op.name(), (self, y, g), |s, y, g| s.unary_grad(op, y, g))
+    }
+    pub fn binary(
+        &self,
+        op: BinaryOp,
+        shape: &Shape,
+        rhs: &Storage,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Storage> {
+        on_one_device!(op.name(), (self, rhs), |a, b| a
+            .binary(op, shape, b, rhs_shape, out))
+    }
+    pub fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_left: bool) -> Result<Storage> {
+        on_one_device!(op.name(), (self), |x| x.binary_scalar(op, s, scalar_left))
+    }
+    pub fn select_weight(
+        &self,
+        max: bool,
+        shape: &Shape,
+        rhs: &Storage,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Storage> {
+        let name = if max { "maximum" } else { "minimum" };
+        on_one_device!(name, (self, rhs), |a, b| a
+            .select_weight(max, shape, b, rhs_shape, out))
+    }
+    pub fn pow(&self, e: f64) -> Result<Storage> {
+        on_one_device!("pow", (self), |x| x.pow(e))
+    }
+    pub fn pow_grad(&self, e: f64, g: &Storage) -> Result<Storage> {
+        on_one_device!("pow", (self, g), |x, g| x.pow_grad(e, g))
+    }
+    pub fn clamp(&self, lo: Option<f64>, hi: Option<f64>) -> Result<Storage> {
+        on_one_device!("clamp", (self), |x| x.clamp(lo, hi))
+    }
+    pub fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Storage) -> Result<Storage> {
+        on_one_device!("clamp", (self, g), |x, g| x.clamp_grad(lo, hi, g))
     }
 }

@@ -3,3 +3,6 @@
 pub mod cpu;
 pub mod cuda;
 pub mod settings;
+pub mod storage_ops;
+
+pub use storage_ops::BackendStorage;

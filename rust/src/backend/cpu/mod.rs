@@ -9,4 +9,8 @@ pub mod parallel;
 pub mod pool;
 pub mod reduce;
 pub mod softmax;
+pub mod storage;
+pub mod storage_ops;
 pub mod table_kernels;
+
+pub use storage::{CpuElem, CpuStorage};

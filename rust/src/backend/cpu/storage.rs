@@ -1,0 +1,147 @@
+//! Host storage: a tensor's elements in one `Vec` of its dtype, and the macros that apply a
+//! kernel written once, generic over `Float`, to whichever dtype a storage holds.
+
+use crate::alloc::try_alloc;
+use crate::{DType, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuStorage {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl CpuStorage {
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            CpuStorage::F32(v) => v.len(),
+            CpuStorage::F64(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn zeros(dtype: DType, n: usize) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(vec![0.0; n]),
+            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+        }
+    }
+    pub fn full(dtype: DType, n: usize, v: f64) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(vec![v as f32; n]),
+            DType::F64 => CpuStorage::F64(vec![v; n]),
+        }
+    }
+    pub fn from_f64(dtype: DType, v: &[f64]) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
+            DType::F64 => CpuStorage::F64(v.to_vec()),
+        }
+    }
+    /// Like `full`, but an impossible size or a failed allocation is an error, not an abort.
+    pub fn try_full(dtype: DType, n: usize, v: f64) -> Result<Self> {
+        Ok(match dtype {
+            DType::F32 => {
+                let mut out = try_alloc(n)?;
+                out.resize(n, v as f32);
+                CpuStorage::F32(out)
+            }
+            DType::F64 => {
+                let mut out = try_alloc(n)?;
+                out.resize(n, v);
+                CpuStorage::F64(out)
+            }
+        })
+    }
+    /// Values widened to f64 (exact for both dtypes).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            CpuStorage::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            CpuStorage::F64(v) => v.clone(),
+        }
+    }
+    /// Converts to another dtype (rounding to nearest when narrowing).
+    pub fn to_dtype(&self, dtype: DType) -> Self {
+        match (self, dtype) {
+            (CpuStorage::F32(v), DType::F64) => {
+                CpuStorage::F64(v.iter().map(|&x| x as f64).collect())
+            }
+            (CpuStorage::F64(v), DType::F32) => {
+                CpuStorage::F32(v.iter().map(|&x| x as f32).collect())
+            }
+            _ => self.clone(),
+        }
+    }
+}
+
+/// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &Vec<T>`
+/// and `expr: Vec<T>`; the result keeps the dtype.
+#[macro_export]
+macro_rules! map_cpu {
+    ($s:expr, |$v:ident| $body:expr) => {
+        match $s {
+            $crate::backend::cpu::CpuStorage::F32($v) => {
+                $crate::backend::cpu::CpuStorage::F32($body)
+            }
+            $crate::backend::cpu::CpuStorage::F64($v) => {
+                $crate::backend::cpu::CpuStorage::F64($body)
+            }
+        }
+    };
+}
+
+/// Applies a generic kernel to two CPU storages of the same dtype; mixed dtypes are an error.
+#[macro_export]
+macro_rules! map_cpu2 {
+    ($op:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        match ($a, $b) {
+            (
+                $crate::backend::cpu::CpuStorage::F32($x),
+                $crate::backend::cpu::CpuStorage::F32($y),
+            ) => Ok($crate::backend::cpu::CpuStorage::F32($body)),
+            (
+                $crate::backend::cpu::CpuStorage::F64($x),
+                $crate::backend::cpu::CpuStorage::F64($y),
+            ) => Ok($crate::backend::cpu::CpuStorage::F64($body)),
+            (a, b) => Err($crate::Error::DType {
+                op: $op,
+                expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
+                got: format!("{} and {}", a.dtype(), b.dtype()),
+            }),
+        }
+    };
+}
+
+/// Typed access to CPU storage, for kernels that handle several tensors of one dtype.
+pub trait CpuElem: crate::dtype::Float {
+    fn view(s: &CpuStorage) -> Option<&[Self]>;
+    fn wrap(v: Vec<Self>) -> CpuStorage;
+}
+impl CpuElem for f32 {
+    fn view(s: &CpuStorage) -> Option<&[f32]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(v: Vec<f32>) -> CpuStorage {
+        CpuStorage::F32(v)
+    }
+}
+impl CpuElem for f64 {
+    fn view(s: &CpuStorage) -> Option<&[f64]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(v: Vec<f64>) -> CpuStorage {
+        CpuStorage::F64(v)
+    }
+}

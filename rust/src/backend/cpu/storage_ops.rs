@@ -1,0 +1,166 @@
+//! The CPU's `BackendStorage`: each op runs its generic kernel on the storage's dtype. Each
+//! element is one correctly rounded operation (or a libm call), so both kernel kinds agree.
+
+use super::elementwise::{broadcast_map, map, zip_map};
+use super::storage::CpuStorage;
+use super::table_kernels as tk;
+use crate::backend::storage_ops::BackendStorage;
+use crate::dtype::lit;
+use crate::op_table::{BinaryOp, UnaryOp};
+use crate::shape::broadcast_strides;
+use crate::{map_cpu, map_cpu2, Result, Shape};
+
+impl BackendStorage for CpuStorage {
+    fn unary(&self, op: UnaryOp) -> Result<Self> {
+        Ok(map_cpu!(self, |v| tk::unary(op, v)))
+    }
+
+    fn unary_grad(&self, op: UnaryOp, y: &Self, g: &Self) -> Result<Self> {
+        Ok(match (self, y, g) {
+            (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
+                CpuStorage::F32(tk::unary_grad(op, x, y, g))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
+                CpuStorage::F64(tk::unary_grad(op, x, y, g))
+            }
+            _ => {
+                return Err(crate::error::dtype_mismatch(
+                    op.name(),
+                    self.dtype(),
+                    g.dtype(),
+                ))
+            }
+        })
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        shape: &Shape,
+        rhs: &Self,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Self> {
+        let same = shape == rhs_shape;
+        let (sa, sb) = (
+            broadcast_strides(shape, out),
+            broadcast_strides(rhs_shape, out),
+        );
+        map_cpu2!(op.name(), self, rhs, |x, y| tk::binary(
+            op, x, &sa, y, &sb, out, same
+        ))
+    }
+
+    fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_left: bool) -> Result<Self> {
+        let scalar = Shape(vec![]);
+        let out = Shape(vec![self.len()]);
+        let s = CpuStorage::full(self.dtype(), 1, s);
+        if scalar_left {
+            s.binary(op, &scalar, self, &out, &out)
+        } else {
+            self.binary(op, &out, &s, &scalar, &out)
+        }
+    }
+
+    fn select_weight(
+        &self,
+        max: bool,
+        shape: &Shape,
+        rhs: &Self,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Self> {
+        let (sa, sb) = (
+            broadcast_strides(shape, out),
+            broadcast_strides(rhs_shape, out),
+        );
+        let name = if max { "maximum" } else { "minimum" };
+        map_cpu2!(name, self, rhs, |x, y| {
+            let (zero, half, one) = (lit(x, 0.0), lit(x, 0.5), lit(x, 1.0));
+            broadcast_map(x, &sa, y, &sb, out, |x, y| {
+                let wins = if max { x > y } else { x < y };
+                if x == y {
+                    half
+                } else if wins || x.is_nan() {
+                    one
+                } else {
+                    zero
+                }
+            })
+        })
+    }
+
+    fn pow(&self, e: f64) -> Result<Self> {
+        Ok(map_cpu!(self, |v| {
+            let e = lit(v, e);
+            map(v, |x| x.powf(e))
+        }))
+    }
+
+    fn pow_grad(&self, e: f64, g: &Self) -> Result<Self> {
+        map_cpu2!("pow", self, g, |x, g| {
+            let (e, em1) = (lit(x, e), lit(x, e - 1.0));
+            zip_map(g, x, |g, x| g * (e * x.powf(em1)))
+        })
+    }
+
+    fn clamp(&self, lo: Option<f64>, hi: Option<f64>) -> Result<Self> {
+        Ok(map_cpu!(self, |v| {
+            let lo = lo.map(|m| lit(v, m));
+            let hi = hi.map(|m| lit(v, m));
+            map(v, |x| {
+                let x = match lo {
+                    Some(lo) if x < lo => lo,
+                    _ => x,
+                };
+                match hi {
+                    Some(hi) if x > hi => hi,
+                    _ => x,
+                }
+            })
+        }))
+    }
+
+    fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Self) -> Result<Self> {
+        map_cpu2!("clamp", self, g, |x, g| {
+            let lo = lo.map(|m| lit(x, m));
+            let hi = hi.map(|m| lit(x, m));
+            let zero = lit(x, 0.0);
+            zip_map(g, x, |g, x| {
+                let inside = lo.is_none_or(|lo| x >= lo) && hi.is_none_or(|hi| x <= hi);
+                if inside {
+                    g
+                } else {
+                    zero
+                }
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scalar_by_value_equals_a_broadcast_scalar() {
+        let x = CpuStorage::F64(vec![1.5, -2.0, 0.25]);
+        let n = Shape(vec![3]);
+        let s = CpuStorage::F64(vec![4.0]);
+        let scalar = Shape(vec![]);
+        for op in [
+            BinaryOp::Sub,
+            BinaryOp::Div,
+            BinaryOp::Pow,
+            BinaryOp::Maximum,
+        ] {
+            let right = x.binary_scalar(op, 4.0, false).unwrap();
+            assert_eq!(right, x.binary(op, &n, &s, &scalar, &n).unwrap(), "{op:?}");
+            let left = x.binary_scalar(op, 4.0, true).unwrap();
+            assert_eq!(left, s.binary(op, &scalar, &x, &n, &n).unwrap(), "{op:?}");
+        }
+        // 4 - x by hand.
+        let left = x.binary_scalar(BinaryOp::Sub, 4.0, true).unwrap();
+        assert_eq!(left, CpuStorage::F64(vec![2.5, 6.0, 3.75]));
+    }
+}

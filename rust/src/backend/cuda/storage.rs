@@ -1,0 +1,58 @@
+//! Device storage: one immutable buffer on a CUDA device (or the emulator), shared by reference.
+
+use super::{gpu, DeviceBuffer};
+use crate::backend::cpu::CpuStorage;
+use crate::{DType, Result};
+use std::sync::Arc;
+
+/// A device buffer shared by the tensors that hold it.
+#[derive(Clone)]
+pub struct CudaStorage(pub Arc<DeviceBuffer>);
+
+impl std::fmt::Debug for CudaStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Device buffers compare by identity: comparing contents would need a copy to the host.
+impl PartialEq for CudaStorage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl CudaStorage {
+    pub fn new(buf: DeviceBuffer) -> Self {
+        CudaStorage(Arc::new(buf))
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.dtype()
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn ordinal(&self) -> usize {
+        self.0.gpu().ordinal()
+    }
+    /// The values copied to the host.
+    pub fn download(&self) -> Result<CpuStorage> {
+        let gpu = self.0.gpu();
+        Ok(match self.dtype() {
+            DType::F32 => CpuStorage::F32(gpu.download::<f32>(&self.0)?),
+            DType::F64 => CpuStorage::F64(gpu.download::<f64>(&self.0)?),
+        })
+    }
+    /// Copies host values to device `ordinal`.
+    pub fn upload(ordinal: usize, s: &CpuStorage) -> Result<Self> {
+        let gpu = gpu(ordinal)?;
+        let buf = match s {
+            CpuStorage::F32(v) => gpu.upload(DType::F32, v)?,
+            CpuStorage::F64(v) => gpu.upload(DType::F64, v)?,
+        };
+        Ok(CudaStorage::new(buf))
+    }
+}

@@ -1,0 +1,64 @@
+//! The CUDA `BackendStorage`: each op launches its kernel (ops/) on the buffer's GPU and wraps
+//! the new buffer. The kernels repeat the CPU formulas term for term (no fused multiply-add).
+
+use super::ops as cu;
+use super::storage::CudaStorage;
+use crate::backend::storage_ops::BackendStorage;
+use crate::op_table::{BinaryOp, UnaryOp};
+use crate::{Result, Shape};
+
+fn params(op: UnaryOp) -> Vec<f64> {
+    op.params().into_iter().map(|(_, v)| v).collect()
+}
+
+impl BackendStorage for CudaStorage {
+    fn unary(&self, op: UnaryOp) -> Result<Self> {
+        cu::unary(op.name(), &self.0, &params(op)).map(CudaStorage::new)
+    }
+
+    fn unary_grad(&self, op: UnaryOp, y: &Self, g: &Self) -> Result<Self> {
+        cu::unary_grad(op.name(), &self.0, &y.0, &g.0, &params(op)).map(CudaStorage::new)
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        shape: &Shape,
+        rhs: &Self,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Self> {
+        cu::binary(op.name(), &self.0, shape, &rhs.0, rhs_shape, out).map(CudaStorage::new)
+    }
+
+    fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_left: bool) -> Result<Self> {
+        cu::binary_scalar(op.name(), &self.0, s, scalar_left).map(CudaStorage::new)
+    }
+
+    fn select_weight(
+        &self,
+        max: bool,
+        shape: &Shape,
+        rhs: &Self,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Self> {
+        cu::select_weight(max, &self.0, shape, &rhs.0, rhs_shape, out).map(CudaStorage::new)
+    }
+
+    fn pow(&self, e: f64) -> Result<Self> {
+        cu::pow(&self.0, e).map(CudaStorage::new)
+    }
+
+    fn pow_grad(&self, e: f64, g: &Self) -> Result<Self> {
+        cu::pow_grad(&self.0, &g.0, e).map(CudaStorage::new)
+    }
+
+    fn clamp(&self, lo: Option<f64>, hi: Option<f64>) -> Result<Self> {
+        cu::clamp(&self.0, lo, hi).map(CudaStorage::new)
+    }
+
+    fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Self) -> Result<Self> {
+        cu::clamp_grad(&self.0, &g.0, lo, hi).map(CudaStorage::new)
+    }
+}

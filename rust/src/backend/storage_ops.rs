@@ -1,0 +1,45 @@
+//! The operations every device implements on its own storage. `Storage` (storage.rs) matches on
+//! the device once and calls these; the op layer (ops/) checks arguments and records autograd
+//! and never looks at the device itself. Implementations: backend/cpu/storage_ops.rs and
+//! backend/cuda/storage_ops.rs.
+//!
+//! Operands arrive checked: one device, one dtype, shapes that broadcast to `out`.
+
+use crate::op_table::{BinaryOp, UnaryOp};
+use crate::{Result, Shape};
+
+pub trait BackendStorage: Sized {
+    /// `op` on every element.
+    fn unary(&self, op: UnaryOp) -> Result<Self>;
+    /// d(op)/dx times `g`, from the input (`self`) or the output `y`, as the op table says.
+    fn unary_grad(&self, op: UnaryOp, y: &Self, g: &Self) -> Result<Self>;
+    /// `op` over `self` (shaped `shape`) and `rhs` (shaped `rhs_shape`) broadcast to `out`.
+    fn binary(
+        &self,
+        op: BinaryOp,
+        shape: &Shape,
+        rhs: &Self,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Self>;
+    /// `self op s`, or `s op self` when `scalar_left`, for a scalar passed by value.
+    fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_left: bool) -> Result<Self>;
+    /// maximum/minimum gradient weights of `self` against `rhs`: 1 wins (or NaN), 0.5 ties,
+    /// 0 loses, over the broadcast shape `out`.
+    fn select_weight(
+        &self,
+        max: bool,
+        shape: &Shape,
+        rhs: &Self,
+        rhs_shape: &Shape,
+        out: &Shape,
+    ) -> Result<Self>;
+    /// `x ** e` for a scalar exponent (libm `pow`).
+    fn pow(&self, e: f64) -> Result<Self>;
+    /// `g * (e * x^(e-1))`, with `e - 1` rounded to the element type once.
+    fn pow_grad(&self, e: f64, g: &Self) -> Result<Self>;
+    /// Clamped to [lo, hi], either side open; NaN stays NaN.
+    fn clamp(&self, lo: Option<f64>, hi: Option<f64>) -> Result<Self>;
+    /// `g` where `lo <= x <= hi`, else 0.
+    fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Self) -> Result<Self>;
+}
