@@ -476,3 +476,19 @@ fn long_sums_fold_in_fixed_chunks() {
         }
     }
 }
+
+#[test]
+fn the_emulator_poisons_new_device_memory() {
+    cuda();
+    let gpu = tlrs::backend::cuda::gpu(0).unwrap();
+    assert!(gpu.is_emulated());
+    let b64 = gpu.alloc(DType::F64, 3).unwrap();
+    let v: Vec<f64> = gpu.download(&b64).unwrap();
+    assert!(v.iter().all(|x| x.is_nan()), "{v:?}");
+    let b32 = gpu.alloc(DType::F32, 5).unwrap();
+    let v: Vec<f32> = gpu.download(&b32).unwrap();
+    assert!(v.iter().all(|x| x.is_nan()), "{v:?}");
+    // Uploaded values replace the poison.
+    let up = gpu.upload(DType::F64, &[1.0f64, 2.0]).unwrap();
+    assert_eq!(gpu.download::<f64>(&up).unwrap(), vec![1.0, 2.0]);
+}

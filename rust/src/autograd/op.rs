@@ -11,7 +11,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub enum Argmax {
     Host(Arc<Vec<usize>>),
-    Device(Arc<crate::backend::cuda::DeviceBuffer>),
+    Device(Arc<crate::backend::cuda::IndexBuffer>),
 }
 
 #[derive(Clone)]

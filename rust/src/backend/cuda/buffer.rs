@@ -141,9 +141,46 @@ impl DeviceBuffer {
     }
 }
 
+/// Device memory of u64 indices (gather offsets, masks, class targets, argmax winners): a type
+/// of its own, so an index buffer cannot be read as floats or passed where values go. Kernels
+/// take it as `const u64*` (or `u64*` where they write the winners).
+pub struct IndexBuffer(DeviceBuffer);
+
+impl IndexBuffer {
+    /// Wraps 8-byte words; only `Gpu::alloc_indices`/`upload_indices` make one.
+    pub(crate) fn from_words(words: DeviceBuffer) -> Self {
+        IndexBuffer(words)
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        self.0.gpu()
+    }
+    pub(crate) fn words(&self) -> &DeviceBuffer {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for IndexBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "IndexBuffer({} x u64 on cuda:{})",
+            self.len(),
+            self.gpu().ordinal()
+        )
+    }
+}
+
 /// One kernel argument. `Scalar` is converted to the kernel's element type.
 pub enum Arg<'a> {
     Buf(&'a DeviceBuffer),
+    /// An index buffer (`const u64*` / `u64*` in the kernel).
+    Index(&'a IndexBuffer),
     /// A buffer that may be absent: a null pointer when `None`.
     OptBuf(Option<&'a DeviceBuffer>),
     U64(u64),
@@ -169,6 +206,11 @@ impl<'a> From<&'a DeviceBuffer> for Arg<'a> {
         Arg::Buf(b)
     }
 }
+impl<'a> From<&'a IndexBuffer> for Arg<'a> {
+    fn from(b: &'a IndexBuffer) -> Self {
+        Arg::Index(b)
+    }
+}
 impl From<Gather> for Arg<'_> {
     fn from(g: Gather) -> Self {
         Arg::Gather(g)
@@ -189,6 +231,7 @@ pub(crate) fn resolve(args: &[Arg<'_>], dtype: DType) -> Vec<Value> {
     args.iter()
         .map(|a| match a {
             Arg::Buf(b) => Value::U64(b.address()),
+            Arg::Index(b) => Value::U64(b.words().address()),
             Arg::OptBuf(b) => Value::U64(b.map_or(0, |b| b.address())),
             Arg::U64(v) => Value::U64(*v),
             Arg::I64(v) => Value::I64(*v),

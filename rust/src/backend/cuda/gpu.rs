@@ -11,7 +11,7 @@ use cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::blas::{GemmCall, Operand};
-use super::buffer::{elem_bytes, resolve, Arg, DeviceBuffer, Mem, Value};
+use super::buffer::{elem_bytes, resolve, Arg, DeviceBuffer, IndexBuffer, Mem, Value};
 use super::emu::Emulator;
 use super::kernels::{self, dtype_suffix};
 use crate::{DType, Error, Result};
@@ -141,6 +141,11 @@ fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
+/// What the emulator fills new device memory with: a quiet NaN read as f64, and read as either
+/// f32 half, so a kernel reading memory that nothing wrote shows up as NaN in the results
+/// (a real GPU leaves it uninitialised; zeros would hide the bug).
+pub const EMU_POISON: u64 = 0x7FFC_DEAD_7FFC_DEAD;
+
 impl Gpu {
     pub fn ordinal(&self) -> usize {
         self.ordinal
@@ -168,7 +173,8 @@ impl Gpu {
             Backend::Emu(_) => {
                 let words = bytes.div_ceil(8).max(1);
                 let mut v: Vec<u64> = crate::alloc::try_alloc(words)?;
-                v.resize(words, 0);
+                // Poison, not zeros: a kernel that reads memory nothing wrote sees NaN.
+                v.resize(words, EMU_POISON);
                 Mem::Emu(v.into_boxed_slice())
             }
         };
@@ -210,9 +216,20 @@ impl Gpu {
     }
 
     /// An index buffer (u64 per entry), e.g. gather offsets computed on the host.
-    pub fn upload_indices(self: &Arc<Self>, idx: &[usize]) -> Result<DeviceBuffer> {
+    pub fn upload_indices(self: &Arc<Self>, idx: &[usize]) -> Result<IndexBuffer> {
         let v: Vec<u64> = idx.iter().map(|&i| i as u64).collect();
-        self.upload(DType::F64, &v)
+        // F64 only sizes the words (8 bytes each); the buffer is never read as floats.
+        self.upload(DType::F64, &v).map(IndexBuffer::from_words)
+    }
+
+    /// `len` uninitialised indices, for a kernel to write (argmax winners).
+    pub fn alloc_indices(self: &Arc<Self>, len: usize) -> Result<IndexBuffer> {
+        self.alloc(DType::F64, len).map(IndexBuffer::from_words)
+    }
+
+    /// The indices copied back to the host.
+    pub fn download_indices(&self, buf: &IndexBuffer) -> Result<Vec<u64>> {
+        self.download::<u64>(buf.words())
     }
 
     /// Copies a device buffer back into host values of its element size.

@@ -14,7 +14,7 @@ pub mod probe;
 pub mod storage;
 pub mod storage_ops;
 
-pub use buffer::{Arg, DeviceBuffer, Gather, MAX_RANK};
+pub use buffer::{Arg, DeviceBuffer, Gather, IndexBuffer, MAX_RANK};
 pub use gpu::{emulated, gpu, set_tf32, synchronize_all, tf32_allowed, Gpu, EMULATOR_ENV};
 pub use probe::{device_count, diagnostics, probe, CudaInfo, CudaUnavailable, MissingLibrary};
 pub use storage::CudaStorage;

@@ -202,7 +202,17 @@ pub fn full_like(like: &DeviceBuffer, dtype: DType, len: usize, v: f64) -> Resul
 pub fn masked_fill(x: &DeviceBuffer, mask: &[bool], value: f64) -> Result<DeviceBuffer> {
     let flags: Vec<usize> = mask.iter().map(|&m| m as usize).collect();
     let m = x.gpu().upload_indices(&flags)?;
-    run("masked_fill", &[x, &m], x.len(), vec![Arg::Scalar(value)])
+    let (gpu, n) = (x.gpu(), x.len());
+    let y = gpu.alloc(x.dtype(), n)?;
+    let args = [
+        Arg::Buf(x),
+        Arg::Index(&m),
+        Arg::Buf(&y),
+        Arg::U64(n as u64),
+        Arg::Scalar(value),
+    ];
+    gpu.launch(FAMILY, "masked_fill", x.dtype(), n, &args)?;
+    Ok(y)
 }
 
 #[cfg(test)]

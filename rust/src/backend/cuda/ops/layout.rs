@@ -158,7 +158,7 @@ pub fn take(x: &DeviceBuffer, offsets: &[usize]) -> Result<DeviceBuffer> {
         n,
         &[
             Arg::Buf(x),
-            Arg::Buf(&idx),
+            Arg::Index(&idx),
             Arg::Buf(&y),
             Arg::U64(n as u64),
         ],
@@ -199,8 +199,8 @@ pub fn scatter_add(
     let args = [
         Arg::OptBuf(base),
         Arg::Buf(src),
-        Arg::Buf(&rp),
-        Arg::Buf(&cs),
+        Arg::Index(&rp),
+        Arg::Index(&cs),
         Arg::Buf(&y),
         Arg::U64(out_len as u64),
     ];
@@ -219,7 +219,12 @@ pub fn put_into_zeros(x: &DeviceBuffer, pos: &[usize], out_len: usize) -> Result
         "put",
         x.dtype(),
         n,
-        &[Arg::Buf(x), Arg::Buf(&p), Arg::Buf(&y), Arg::U64(n as u64)],
+        &[
+            Arg::Buf(x),
+            Arg::Index(&p),
+            Arg::Buf(&y),
+            Arg::U64(n as u64),
+        ],
     )?;
     Ok(y)
 }

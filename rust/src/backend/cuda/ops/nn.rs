@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::backend::cuda::blas::RowMajorMatmul;
 use crate::backend::cuda::gpu::Gpu;
-use crate::backend::cuda::{Arg, DeviceBuffer};
+use crate::backend::cuda::{Arg, DeviceBuffer, IndexBuffer};
 use crate::geometry::{ConvDims, PoolDims};
 use crate::{DType, Error, Result};
 
@@ -184,7 +184,7 @@ fn upload_targets(
     rows: usize,
     classes: usize,
     target: &[usize],
-) -> Result<DeviceBuffer> {
+) -> Result<IndexBuffer> {
     if target.len() != rows {
         return Err(Error::shape(
             "cross_entropy",
@@ -445,7 +445,7 @@ fn window(o: usize, k: usize, stride: usize, pad: usize, size: usize) -> std::op
 /// an empty window), as backend/cpu/pool.rs `max_pool`.
 pub fn max_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, Vec<usize>)> {
     let (y, arg) = max_pool2d_on_device(x, d)?;
-    let host: Vec<u64> = x.gpu().download(&arg)?;
+    let host: Vec<u64> = x.gpu().download_indices(&arg)?;
     let arg = host
         .into_iter()
         .map(|a| usize::try_from(a).unwrap_or(usize::MAX))
@@ -454,13 +454,12 @@ pub fn max_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, Vec<us
 }
 
 /// Max pooling with the winners left on the device (the op layer's form: no host round trip).
-pub fn max_pool2d_on_device(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, DeviceBuffer)> {
+pub fn max_pool2d_on_device(x: &DeviceBuffer, d: PoolDims) -> Result<(DeviceBuffer, IndexBuffer)> {
     let (xn, yn) = pool_sizes("max_pool2d", &d)?;
     check_len("max_pool2d", "an input [N, C, H, W]", x, xn)?;
     let (gpu, dtype) = (x.gpu(), x.dtype());
     let y = gpu.alloc(dtype, yn)?;
-    // Index buffers hold u64s; F64 is the 8-byte tag.
-    let arg = gpu.alloc(DType::F64, yn)?;
+    let arg = gpu.alloc_indices(yn)?;
     let mut args = vec![x.into(), (&y).into(), (&arg).into(), yn.into()];
     args.extend(pool_args(&d));
     launch(gpu, "max_pool", dtype, yn, &args)?;
@@ -504,7 +503,7 @@ pub fn max_pool2d_grad(g: &DeviceBuffer, arg: &[usize], d: PoolDims) -> Result<D
 /// The gradient from winners that `max_pool2d_on_device` left on the device.
 pub fn max_pool2d_grad_on_device(
     g: &DeviceBuffer,
-    arg: &DeviceBuffer,
+    arg: &IndexBuffer,
     d: PoolDims,
 ) -> Result<DeviceBuffer> {
     let (xn, yn) = pool_sizes("max_pool2d", &d)?;

@@ -2,8 +2,8 @@
 //! index order, and max with its argmax.
 
 use super::elementwise::collapse;
-use crate::backend::cuda::{Arg, DeviceBuffer, Gather};
-use crate::{DType, Result, Shape};
+use crate::backend::cuda::{Arg, DeviceBuffer, Gather, IndexBuffer};
+use crate::{Result, Shape};
 
 const FAMILY: &str = "reduce";
 
@@ -104,15 +104,15 @@ pub fn max_axis(
     outer: usize,
     len: usize,
     inner: usize,
-) -> Result<(DeviceBuffer, DeviceBuffer)> {
+) -> Result<(DeviceBuffer, IndexBuffer)> {
     let gpu = x.gpu();
     let n = outer * inner;
     let y = gpu.alloc(x.dtype(), n)?;
-    let arg = gpu.alloc(DType::F64, n)?;
+    let arg = gpu.alloc_indices(n)?;
     let args = [
         Arg::Buf(x),
         Arg::Buf(&y),
-        Arg::Buf(&arg),
+        Arg::Index(&arg),
         Arg::U64(n as u64),
         Arg::U64(len as u64),
         Arg::U64(inner as u64),
@@ -125,7 +125,7 @@ pub fn max_axis(
 /// [outer, len, inner].
 pub fn max_grad(
     g: &DeviceBuffer,
-    arg: &DeviceBuffer,
+    arg: &IndexBuffer,
     outer: usize,
     len: usize,
     inner: usize,
@@ -134,7 +134,7 @@ pub fn max_grad(
     let n = outer * inner;
     let args = [
         Arg::Buf(g),
-        Arg::Buf(arg),
+        Arg::Index(arg),
         Arg::Buf(&y),
         Arg::U64(n as u64),
         Arg::U64(len as u64),
