@@ -251,6 +251,9 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 
 # ---- construction and ops (ops.rs) ----
 
+def dtype_spellings() -> list[tuple[str, str]]:
+    """Every accepted dtype spelling with its canonical name ("float32" or "float64")."""
+
 def tensor_from_numpy(
     array: npt.NDArray[np.float32] | npt.NDArray[np.float64], requires_grad: bool = False
 ) -> Tensor:

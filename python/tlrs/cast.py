@@ -9,12 +9,11 @@ from typing import Any
 import numpy as np
 
 from ._core import Tensor
-from .dtype import DType
+from .dtype import TENSOR_DTYPE_SPELLINGS, DType
 from .errors import DTypeError, ShapeError
 from .tensor import tensor
 
-_CAST_NAMES = {"float64": "float64", "float": "float64", "f64": "float64", "double": "float64",
-               "float32": "float32", "f32": "float32"}
+_CAST_NAMES = TENSOR_DTYPE_SPELLINGS
 # The reference's `cast : Float -> alpha` for the two float types tlrs has.
 _CAST_TYPES: dict[Any, str] = {float: "float64", np.float64: "float64", np.float32: "float32"}
 

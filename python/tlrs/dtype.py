@@ -8,14 +8,18 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import _core
 from .cli_args import take_flag_value_once
 from .errors import ArgError
 
 LOG_PREFIX = "[tlrs]"
 
 _EXEC_MODE_SPELLINGS = frozenset({"ieee32", "ieee754", "ieee32exec", "ieee754exec"})
-_BINARY64_SPELLINGS = frozenset({"float", "float64", "f64", "double"})
-_FLOAT32_SPELLINGS = frozenset({"float32", "f32"})
+# The tensor dtype spellings are the core's one table (rust/src/dtype.rs `SPELLINGS`): spelling
+# -> canonical name ("float32" or "float64"). tensor.py and cast.py read it from here.
+TENSOR_DTYPE_SPELLINGS: dict[str, str] = dict(_core.dtype_spellings())
+_BINARY64_SPELLINGS = frozenset(s for s, d in TENSOR_DTYPE_SPELLINGS.items() if d == "float64")
+_FLOAT32_SPELLINGS = frozenset(s for s, d in TENSOR_DTYPE_SPELLINGS.items() if d == "float32")
 _COMPLEX_SPELLINGS = frozenset({"complex", "complex32", "cfloat32", "c32"})
 _REAL_SPELLINGS = frozenset({"real", "reals", "ℝ"})
 # (prefix, kind) pairs for `float32:<mode>`-style values, checked in the reference's order.

@@ -15,15 +15,10 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .dtype import TENSOR_DTYPE_SPELLINGS
 
-_DTYPES = {
-    "float32": np.float32,
-    "f32": np.float32,
-    "float64": np.float64,
-    "f64": np.float64,
-    "float": np.float64,
-    "double": np.float64,
-}
+# Every spelling of the two dtypes (the core's table, see tlrs.dtype) -> its NumPy type.
+_DTYPES = {s: np.dtype(canonical).type for s, canonical in TENSOR_DTYPE_SPELLINGS.items()}
 
 Shape = int | Sequence[int]
 

@@ -12,7 +12,22 @@ pub enum DType {
     F64,
 }
 
+/// Every spelling of a dtype that tlrs accepts, here and from Python (`tlrs.dtype` reads this
+/// table through `_core.dtype_spellings()`): the one list.
+pub const SPELLINGS: &[(&str, DType)] = &[
+    ("float32", DType::F32),
+    ("f32", DType::F32),
+    ("float64", DType::F64),
+    ("f64", DType::F64),
+    ("float", DType::F64),
+    ("double", DType::F64),
+];
+
 impl DType {
+    /// The dtype a spelling names (`SPELLINGS`), if any.
+    pub fn parse(s: &str) -> Option<DType> {
+        SPELLINGS.iter().find(|(n, _)| *n == s).map(|&(_, d)| d)
+    }
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "float32",

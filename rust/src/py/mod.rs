@@ -38,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     elementwise::register(m)?;
     add_fns!(
+        tensor::dtype_spellings,
         ops::tensor_from_numpy,
         ops::full,
         ops::matmul,

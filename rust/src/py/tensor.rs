@@ -21,13 +21,18 @@ impl PyTensor {
 }
 
 pub fn parse_dtype(s: &str) -> PyResult<DType> {
-    match s {
-        "float32" | "f32" => Ok(DType::F32),
-        "float64" | "f64" | "float" | "double" => Ok(DType::F64),
-        other => Err(DTypeError::new_err(format!(
-            "expected dtype 'float32' or 'float64', got '{other}'"
-        ))),
-    }
+    DType::parse(s).ok_or_else(|| {
+        DTypeError::new_err(format!("expected dtype 'float32' or 'float64', got '{s}'"))
+    })
+}
+
+/// The dtype spelling table (`dtype::SPELLINGS`): spelling -> canonical name.
+#[pyfunction]
+pub fn dtype_spellings() -> Vec<(&'static str, &'static str)> {
+    crate::dtype::SPELLINGS
+        .iter()
+        .map(|&(s, d)| (s, d.name()))
+        .collect()
 }
 
 pub fn parse_device(s: &str) -> PyResult<Device> {
