@@ -160,7 +160,7 @@ run_step info info.txt info_step
 pytest_step() {
   local rc
   timeout -k 10 "$(limit 240)" "$PY" -m pytest -m cuda -q -rs -p no:cacheprovider \
-    tests/test_cuda_parity.py --junitxml="$OUT/pytest-cuda.xml"
+    tests/test_cuda_parity.py tests/test_op_table.py --junitxml="$OUT/pytest-cuda.xml"
   rc=$?
   if [ "$rc" -ne 0 ]; then return "$rc"; fi
   "$PY" -c '

@@ -1,7 +1,8 @@
 """The ops added through the elementwise op table (rust/src/op_table/): forward against NumPy and
-`math` oracles on both CPU kernel kinds, f64 gradients against central differences and hand
-values at the kinks, parameter checks, the Tensor methods, the compiled backend, and the stub
-generated from the table."""
+`math` oracles and f64 gradients against central differences, each from one body on the CPU
+reference kernels, the CPU fast kernels and CUDA (`device_kind`, tests/conftest.py); hand values
+at the kinks, parameter checks, the Tensor methods, the compiled backend, and the stub generated
+from the table."""
 
 from __future__ import annotations
 
@@ -45,15 +46,15 @@ def _data(dtype, lo, hi, shape=(4, 5), seed=0):
     return a, a.astype(np.float64)
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(NEW))
-def test_forward_matches_the_oracle_on_both_kernel_kinds(name, dtype, fast):
+def test_forward_matches_the_oracle_on_every_device(name, dtype, device_kind):
     fn, ref, (lo, hi) = NEW[name]
     a, a64 = _data(dtype, lo, hi)
-    with tlrs.fast_kernels(fast):
-        y = fn(tlrs.tensor(a))
+    with device_kind.run():
+        y = fn(device_kind.tensor(a))
     assert y.dtype == dtype and list(y.shape) == list(a.shape)
+    assert y.device.startswith(device_kind.device)
     np.testing.assert_allclose(y.numpy().astype(np.float64), ref(a64), rtol=TOL[dtype], atol=TOL[dtype])
 
 
@@ -101,7 +102,7 @@ KINKS = {"leaky_relu": [0.0], "leaky_relu 0.2": [0.0], "elu": [0.0], "elu 1.5": 
 
 
 @pytest.mark.parametrize("name", list(NEW))
-def test_f64_gradients_match_central_differences(name):
+def test_f64_gradients_match_central_differences_on_every_device(name, device_kind):
     fn, _ref, (lo, hi) = NEW[name]
     a = _away_from(np.random.default_rng(1).uniform(lo, hi, size=(3, 4)), KINKS.get(name, []))
     w = np.random.default_rng(2).uniform(-1, 1, size=a.shape)
@@ -109,9 +110,11 @@ def test_f64_gradients_match_central_differences(name):
     def loss(arr):
         return float(ops.sum(fn(tlrs.tensor(arr)) * tlrs.tensor(w)).item())
 
-    x = tlrs.tensor(a, requires_grad=True)
-    ops.sum(fn(x) * tlrs.tensor(w)).backward()
-    np.testing.assert_allclose(x.grad.numpy(), _numeric_grad(loss, a), rtol=1e-7, atol=1e-8)
+    with device_kind.run():
+        x = device_kind.tensor(a, requires_grad=True)
+        (g,) = tlrs.grad([ops.sum(fn(x) * device_kind.tensor(w))], [x])
+    assert g.device.startswith(device_kind.device)
+    np.testing.assert_allclose(g.numpy(), _numeric_grad(loss, a), rtol=1e-7, atol=1e-8)
 
 
 def _grad(fn, values):

@@ -154,4 +154,27 @@ impl Storage {
     pub fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Storage) -> Result<Storage> {
         on_one_device!("clamp", (self, g), |x, g| x.clamp_grad(lo, hi, g))
     }
+    pub fn sum(&self, shape: &Shape, axis: Option<usize>) -> Result<Storage> {
+        on_one_device!("sum", (self), |x| x.sum(shape, axis))
+    }
+    pub fn sum_to_shape(&self, from: &Shape, to: &Shape) -> Result<Storage> {
+        on_one_device!("sum_to_shape", (self), |x| x.sum_to_shape(from, to))
+    }
+    pub fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Storage> {
+        on_one_device!("broadcast_to", (self), |x| x.broadcast_to(from, to))
+    }
+    pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
+        on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))
+    }
+    pub fn softmax_grad(
+        &self,
+        g: &Storage,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        log: bool,
+    ) -> Result<Storage> {
+        on_one_device!("softmax", (self, g), |y, g| y
+            .softmax_grad(g, outer, len, inner, log))
+    }
 }

@@ -42,4 +42,24 @@ pub trait BackendStorage: Sized {
     fn clamp(&self, lo: Option<f64>, hi: Option<f64>) -> Result<Self>;
     /// `g` where `lo <= x <= hi`, else 0.
     fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Self) -> Result<Self>;
+
+    /// The sum of all elements (`axis` None, one element) or over one axis of `shape`, each a
+    /// left fold from 0 in index order.
+    fn sum(&self, shape: &Shape, axis: Option<usize>) -> Result<Self>;
+    /// `self` (shaped `from`) summed over the axes that broadcasting `to` to `from` expanded.
+    fn sum_to_shape(&self, from: &Shape, to: &Shape) -> Result<Self>;
+    /// `self` (shaped `from`) repeated along broadcast axes to `to`.
+    fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Self>;
+
+    /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
+    fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;
+    /// The softmax gradient from its output `self` and the upstream gradient `g`.
+    fn softmax_grad(
+        &self,
+        g: &Self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        log: bool,
+    ) -> Result<Self>;
 }

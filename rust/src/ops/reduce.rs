@@ -2,10 +2,10 @@
 //! their gradients need: `sum_to_shape` and `broadcast_to`.
 
 use crate::autograd::{Argmax, Op};
-use crate::backend::cpu::{elementwise as ek, reduce as k};
-use crate::backend::cuda::{ops as cu, DeviceBuffer};
-use crate::ops::device::dev;
-use crate::shape::{broadcast_shapes, broadcast_strides};
+use crate::backend::cpu::reduce as k;
+use crate::backend::cuda::ops as cu;
+use crate::op_table::BinaryOp;
+use crate::shape::broadcast_shapes;
 use crate::storage::{CpuStorage, Storage};
 use crate::{map_cpu, Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -31,28 +31,8 @@ fn resolve(op: &'static str, x: &Tensor, axis: Option<isize>) -> Result<Option<u
     axis.map(|a| x.shape().axis(op, a)).transpose()
 }
 
-fn sum_device(x: &DeviceBuffer, shape: &Shape, axis: Option<usize>) -> Result<DeviceBuffer> {
-    match axis {
-        None => cu::sum_all(x),
-        Some(a) => {
-            let (o, l, i) = shape.split_at_axis(a);
-            cu::sum_axis(x, o, l, i)
-        }
-    }
-}
-
 fn sum_raw(x: &Tensor, axis: Option<usize>) -> Result<Storage> {
-    if let Some(b) = dev(x) {
-        return Ok(sum_device(b, x.shape(), axis)?.into());
-    }
-    Ok(match axis {
-        None => map_cpu!(x.cpu()?, |v| vec![k::sum_all(v)]),
-        Some(a) => {
-            let (o, l, i) = x.shape().split_at_axis(a);
-            map_cpu!(x.cpu()?, |v| k::sum_axis(v, o, l, i))
-        }
-    }
-    .into())
+    x.storage().sum(x.shape(), axis)
 }
 
 /// Sum over all elements (axis None) or one axis; a left fold from 0 in index order.
@@ -78,18 +58,8 @@ pub fn mean(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
         None => x.numel(),
         Some(a) => x.dims()[a],
     };
-    let s: Storage = match sum_raw(x, axis)? {
-        Storage::Cpu(c) => map_cpu!(c, |v| {
-            let n = crate::dtype::lit(&v, count as f64);
-            ek::map(&v, |s| s / n)
-        })
-        .into(),
-        Storage::Cuda(c) => {
-            let n = cu::full_like(&c.0, c.dtype(), 1, count as f64)?;
-            let len = Shape(vec![c.len()]);
-            cu::binary("div", &c.0, &len, &n, &Shape::scalar(), &len)?.into()
-        }
-    };
+    // The sum divided once by the count, rounded to the dtype (an empty reduction: 0/0, NaN).
+    let s = sum_raw(x, axis)?.binary_scalar(BinaryOp::Div, count as f64, false)?;
     let shape = reduced_shape(x.shape(), axis, keepdim);
     Ok(Tensor::from_op(
         s,
@@ -191,10 +161,7 @@ pub fn sum_to_shape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
             format!("cannot reduce {} to {}", x.shape(), shape),
         ));
     }
-    let s: Storage = match dev(x) {
-        Some(b) => cu::sum_to_shape(b, x.shape(), shape)?.into(),
-        None => map_cpu!(x.cpu()?, |v| k::sum_to_shape(v, x.shape(), shape)).into(),
-    };
+    let s = x.storage().sum_to_shape(x.shape(), shape)?;
     Ok(Tensor::from_op(s, shape.clone(), Op::SumTo(x.clone())))
 }
 
@@ -210,23 +177,7 @@ pub fn broadcast_to(x: &Tensor, shape: &Shape) -> Result<Tensor> {
             format!("cannot broadcast {} to {}", x.shape(), shape),
         ));
     }
-    if let Some(b) = dev(x) {
-        let s = cu::broadcast_to(b, x.shape(), shape)?;
-        return Ok(Tensor::from_op(
-            s,
-            shape.clone(),
-            Op::BroadcastTo(x.clone()),
-        ));
-    }
-    let sx = broadcast_strides(x.shape(), shape);
-    let s = map_cpu!(x.cpu()?, |v| ek::broadcast_map(
-        v,
-        &sx,
-        v,
-        &sx,
-        shape,
-        |a, _| a
-    ));
+    let s = x.storage().broadcast_to(x.shape(), shape)?;
     Ok(Tensor::from_op(
         s,
         shape.clone(),

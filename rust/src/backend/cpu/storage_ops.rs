@@ -2,6 +2,8 @@
 //! element is one correctly rounded operation (or a libm call), so both kernel kinds agree.
 
 use super::elementwise::{broadcast_map, map, zip_map};
+use super::reduce as rk;
+use super::softmax as sk;
 use super::storage::CpuStorage;
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
@@ -135,6 +137,49 @@ impl BackendStorage for CpuStorage {
                 }
             })
         })
+    }
+
+    fn sum(&self, shape: &Shape, axis: Option<usize>) -> Result<Self> {
+        Ok(match axis {
+            None => map_cpu!(self, |v| vec![rk::sum_all(v)]),
+            Some(a) => {
+                let (o, l, i) = shape.split_at_axis(a);
+                map_cpu!(self, |v| rk::sum_axis(v, o, l, i))
+            }
+        })
+    }
+
+    fn sum_to_shape(&self, from: &Shape, to: &Shape) -> Result<Self> {
+        Ok(map_cpu!(self, |v| rk::sum_to_shape(v, from, to)))
+    }
+
+    fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Self> {
+        let sx = broadcast_strides(from, to);
+        Ok(map_cpu!(self, |v| broadcast_map(
+            v,
+            &sx,
+            v,
+            &sx,
+            to,
+            |a, _| a
+        )))
+    }
+
+    fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
+        Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
+    }
+
+    fn softmax_grad(
+        &self,
+        g: &Self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        log: bool,
+    ) -> Result<Self> {
+        map_cpu2!("softmax", self, g, |yv, gv| sk::softmax_grad(
+            yv, gv, outer, len, inner, log
+        ))
     }
 }
 

@@ -61,4 +61,38 @@ impl BackendStorage for CudaStorage {
     fn clamp_grad(&self, lo: Option<f64>, hi: Option<f64>, g: &Self) -> Result<Self> {
         cu::clamp_grad(&self.0, &g.0, lo, hi).map(CudaStorage::new)
     }
+
+    fn sum(&self, shape: &Shape, axis: Option<usize>) -> Result<Self> {
+        match axis {
+            None => cu::sum_all(&self.0),
+            Some(a) => {
+                let (o, l, i) = shape.split_at_axis(a);
+                cu::sum_axis(&self.0, o, l, i)
+            }
+        }
+        .map(CudaStorage::new)
+    }
+
+    fn sum_to_shape(&self, from: &Shape, to: &Shape) -> Result<Self> {
+        cu::sum_to_shape(&self.0, from, to).map(CudaStorage::new)
+    }
+
+    fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Self> {
+        cu::broadcast_to(&self.0, from, to).map(CudaStorage::new)
+    }
+
+    fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
+        cu::softmax(&self.0, outer, len, inner, log).map(CudaStorage::new)
+    }
+
+    fn softmax_grad(
+        &self,
+        g: &Self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        log: bool,
+    ) -> Result<Self> {
+        cu::softmax_grad(&self.0, &g.0, outer, len, inner, log).map(CudaStorage::new)
+    }
 }
