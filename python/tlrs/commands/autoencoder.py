@@ -23,14 +23,14 @@ from .trainer import (
 DESCRIPTION = "autoencoder reconstruction"
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Flags: `--x/--y` images (CIFAR-10 layout, flattened; `--n-total N`, default 200) or
     `--dataset NAME` (scikit-learn features), default built-in vectors (256 x 16 on a 3-d
     manifold); `--hidden N` (8); training flags (default 10 epochs, batch 8, Adam lr 1e-2)."""
     images, rest = take_images(rest, exe)
     name, rest = take_dataset(rest, exe, data.SKLEARN_DATASETS)
     hidden, rest = take_nat(rest, exe, "hidden", 8)
-    flags, rest = take_train_flags(rest, exe, lr=1e-2, batch=8, epochs=10)
+    flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=1e-2, batch=8, epochs=10)
     require_no_more(rest, exe)
     exclusive(exe, x=images.given, dataset=name)
     if images.given:
@@ -41,7 +41,7 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     ds = Dataset(x, x.copy(), None, src.name)
     assert hidden is not None
     check_model_size(exe, f"--hidden {hidden} with {x.shape[1]:,} input features",
-                     mlp_shapes(x.shape[1], hidden, x.shape[1]), flags.optim)
+                     mlp_shapes(x.shape[1], hidden, x.shape[1]), flags.optim, dtype=dtype)
     defn, _ = models.autoencoder(x.shape[1], hidden, *model_seeds(4))
     result = train(exe, defn, opts, ds, flags, opts.seed)
     finish(result, flags, "Autoencoder training", notes(ds, opts))

@@ -33,13 +33,13 @@ def cnn_activations(c: int, c1: int, h: int, w: int) -> int:
     return 9 * c * h * w + 12 * c1 * h * w + 9 * c1 * h1 * w1 + 12 * c1 * h1 * w1
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Flags: `--x/--y` (CIFAR-10 `.npy` layout; `--n-total N`, default 200) or `--dataset
     digits` (1x8x8), default built-in images (240 x 3x16x16, 4 classes); `--channels N` (c1,
     default 8; c2 = 2·c1); training flags (default 20 epochs, batch 16, Adam lr 5e-3)."""
     source, rest = take_image_source(rest, exe)
     c1, rest = take_nat(rest, exe, "channels", 8)
-    flags, rest = take_train_flags(rest, exe, lr=5e-3, batch=16, epochs=20)
+    flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=5e-3, batch=16, epochs=20)
     require_no_more(rest, exe)
     ds = source.load(exe)
     assert c1 is not None
@@ -50,7 +50,8 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
             raise ArgError(f"{exe}: the CNN needs images of at least {MIN_SIZE}x{MIN_SIZE} pixels "
                            f"(two 2x2 max-pools), got {h}x{w} ({d.name})")
         check_model_size(exe, f"--channels {c1} on {c}x{h}x{w} images", cnn_shapes(
-            c, c1, d.num_classes, h, w), flags.optim, flags.batch * cnn_activations(c, c1, h, w))
+            c, c1, d.num_classes, h, w), flags.optim, flags.batch * cnn_activations(c, c1, h, w),
+            dtype=dtype)
         # 3x3 convolutions with padding 1, 2x2 max-pools with stride 2.
         defn, predict = models.two_conv_cnn(c, c1, 2 * c1, d.num_classes, h, w, 3, 3, 1, 1, 1, 1)
         return reseed(defn, [_UNIFORM, None, _UNIFORM, None, ("xavier",), None]), predict

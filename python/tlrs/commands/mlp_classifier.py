@@ -14,17 +14,17 @@ DESCRIPTION = "MLP classifier"
 
 
 def build(ds: Dataset, hidden: int, exe: str = "",  # type: ignore[no-untyped-def]
-          optim: str = "adam"):
+          optim: str = "adam", dtype: str = "float64"):
     check_model_size(exe or "tlrs run mlp_classifier", f"--hidden {hidden}",
-                     mlp_shapes(ds.x.shape[1], hidden, ds.num_classes), optim)
+                     mlp_shapes(ds.x.shape[1], hidden, ds.num_classes), optim, dtype=dtype)
     return models.mlp_classifier(ds.x.shape[1], hidden, ds.num_classes, *model_seeds(4))
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Flags: `--dataset digits|iris|wine|breast_cancer` (default built-in blobs: 600 samples,
     16 features, 4 classes); `--hidden N` (64); training flags (default 10 epochs, batch 32,
     Adam lr 3e-3)."""
-    classifier_body(rest, exe, opts, builtin=data.synthetic_classification, build=build,
+    classifier_body(rest, exe, dtype, opts, builtin=data.synthetic_classification, build=build,
                     title="MLP classifier training", lr=3e-3, batch=32, epochs=10, hidden=64)
 
 

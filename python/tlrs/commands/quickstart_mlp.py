@@ -12,10 +12,10 @@ from .trainer import command, finish, model_seeds, require_no_more, take_train_f
 DESCRIPTION = "quickstart MLP on the 5x5 grid"
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Data: the 5x5 grid on [-1, 1]^2 with target 0.8·relu(x1+x2) - 0.4·relu(x2-x1) + 0.2;
     model 2 -> 8 -> 1; training flags (default 200 steps, batch 5, Adam lr 0.03)."""
-    flags, rest = take_train_flags(rest, exe, lr=0.03, batch=5, steps=200)
+    flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=0.03, batch=5, steps=200)
     require_no_more(rest, exe)
     ds = data.quickstart_grid()
     defn, _ = models.mlp(2, 8, 1, *model_seeds(4))

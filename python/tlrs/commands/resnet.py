@@ -29,7 +29,7 @@ def stage4_size(size: int) -> int:
     return size
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Flags: as `cnn` for the data (`--x/--y`, `--n-total`, `--dataset digits`; default
     built-in 3x36x36 images); `--width N` (stem width, default 8; the reference network has
     64); training flags (default 2 epochs, batch 8, Adam lr 3e-3).
@@ -39,14 +39,15 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     """
     source, rest = take_image_source(rest, exe, builtin_images)
     width, rest = take_nat(rest, exe, "width", 8)
-    flags, rest = take_train_flags(rest, exe, lr=3e-3, batch=8, epochs=2)
+    flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=3e-3, batch=8, epochs=2)
     require_no_more(rest, exe)
     ds = source.load(exe)
     assert width is not None
     _, c, h, w = ds.x.shape
     check_model_size(exe, f"--width {width}",
                      [shape for _, _, shape in models.resnet18_spec(c, max(1, ds.num_classes),
-                                                                     width)], flags.optim)
+                                                                     width)], flags.optim,
+                     dtype=dtype)
 
     def build(d: Dataset):  # type: ignore[no-untyped-def]
         # Said once every check has passed, just before training.

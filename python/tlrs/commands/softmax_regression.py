@@ -17,10 +17,10 @@ def build(ds: Dataset):  # type: ignore[no-untyped-def]
     return models.softmax_regression(ds.x.shape[1], ds.num_classes, *model_seeds(2))
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Flags: `--dataset digits|iris|wine|breast_cancer` (default built-in blobs: 600 samples,
     16 features, 4 classes); training flags (default 10 epochs, batch 16, Adam lr 1e-2)."""
-    classifier_body(rest, exe, opts, builtin=data.synthetic_classification, build=build,
+    classifier_body(rest, exe, dtype, opts, builtin=data.synthetic_classification, build=build,
                     title="Softmax regression training", lr=1e-2, batch=16, epochs=10)
 
 

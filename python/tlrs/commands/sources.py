@@ -150,7 +150,8 @@ def run_classifier(exe: str, opts: Options, ds: Dataset, flags: TrainFlags, buil
     return print_accuracy(predict, result.module, test_set)
 
 
-def classifier_body(rest: list[str], exe: str, opts: Options, *, builtin: Callable[[], Dataset],
+def classifier_body(rest: list[str], exe: str, dtype: str, opts: Options, *,
+                    builtin: Callable[[], Dataset],
                     build: Callable[..., BuildResult], title: str, lr: float, batch: int, epochs: int,
                     hidden: int | None = None) -> None:
     """The whole body of a tabular classifier command: `--dataset`, `--hidden N` (only when
@@ -159,10 +160,10 @@ def classifier_body(rest: list[str], exe: str, opts: Options, *, builtin: Callab
     name, rest = take_dataset(rest, exe, CLASSIFICATION_SETS)
     if hidden is not None:
         hidden, rest = take_nat(rest, exe, "hidden", hidden)
-    flags, rest = take_train_flags(rest, exe, lr=lr, batch=batch, epochs=epochs)
+    flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=lr, batch=batch, epochs=epochs)
     require_no_more(rest, exe)
     ds = tabular(name) if name is not None else builtin()
     run_classifier(exe, opts, ds, flags,
                    build if hidden is None
-                   else (lambda d: build(d, hidden, exe, flags.optim)),
+                   else (lambda d: build(d, hidden, exe, flags.optim, flags.dtype)),
                    title)

@@ -3,12 +3,12 @@ the global stream, the reference's training loop and its printed lines (docs/run
 TrainLog / plot / checkpoint outputs and held-out accuracy.
 
 A command is `command(name, description, args, body)`: it goes through `tlrs.run` (runtime flags,
-`--seed`, `--help`, CUDA refusal, banner, ok line) and calls `body(exe, opts, rest)`.
+`--seed`, `--help`, CUDA refusal, banner, ok line) and calls `body(exe, dtype, opts, rest)`, with
+`dtype` the `--dtype` selected (binary64 unless asked), passed on explicitly from there.
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import inspect
 import itertools
@@ -53,7 +53,7 @@ __all__ = [
 
 OPTIMIZERS = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "adadelta")
 _LOG_OFF = ("false", "off", "none", "no", "disabled")
-Body = Callable[[str, Options, list[str]], None]
+Body = Callable[[str, str, Options, list[str]], None]  # (exe, dtype, opts, rest)
 TRAIN_FLAGS_HELP = """Training flags (every command):
   --steps N | --epochs N  optimizer updates, or passes over the training data (pick one)
   --lr F                  learning rate, > 0
@@ -67,7 +67,7 @@ minibatch shuffle."""
 
 
 def command(name: str, description: str, args: list[str], body: Body) -> int:
-    """Run `body(exe, opts, rest)` through `tlrs.run` with the banner
+    """Run `body(exe, dtype, opts, rest)` through `tlrs.run` with the banner
     `<exe>: <description> (device=<device>)` and the ok line; returns the exit code.
 
     `--help`/`-h` anywhere prints `run_usage(exe)`, then `Command flags:` and the body's
@@ -88,15 +88,12 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
         return 0
 
     def guarded(cast: str, opts: Options, rest: list[str]) -> None:
-        token = _DTYPE.set(cast)
         try:
-            body(exe, opts, rest)
+            body(exe, cast, opts, rest)
         except ImportError as err:
             if "install tlrs[" not in str(err):
                 raise  # a broken installation, not a missing optional extra
             raise ArgError(f"{exe}: {err}") from None
-        finally:
-            _DTYPE.reset(token)
 
     # The reference model commands run at `float` (binary64); `--dtype float32` is also served.
     args = list(args)
@@ -105,10 +102,6 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
     return run(exe, args, RunAction.any(guarded),
                RunOptions(banner=lambda o: f"{exe}: {description} (device={o.device})",
                           print_ok=True))
-
-
-# The dtype `--dtype` selected for the running command (binary64 unless asked).
-_DTYPE: contextvars.ContextVar[str] = contextvars.ContextVar("tlrs_command_dtype", default="float64")
 
 
 def _prefixed(exe: str, call: Callable[[], Any]) -> Any:
@@ -290,17 +283,16 @@ def mlp_shapes(in_dim: int, hidden: int, out_dim: int) -> list[tuple[int, int] |
 
 
 def check_model_size(exe: str, what: str, shapes: Sequence[Sequence[int]], optim_name: str,
-                     activations: int = 0) -> None:
+                     activations: int = 0, *, dtype: str) -> None:
     """Refuse, before anything is allocated, a model that would not fit in memory: its
     parameters, their gradients, the updated parameters and the optimizer's slots (plus
-    `activations` scalars, a rough count for one step) in the running command's dtype, against
+    `activations` scalars, a rough count for one step) in `dtype`, the command's, against
     `tlrs.cli.memory_limit()`.
 
     Args: what: the flags and data that sized the model (`--hidden 1000`), for the message.
     Raises: ArgError (prefixed) naming `what`, the parameter count and the bytes.
     """
     count = sum(math.prod(int(d) for d in s) for s in shapes)
-    dtype = _DTYPE.get()
     itemsize = 4 if dtype == "float32" else 8
     slots = len(type(make_optimizer(optim_name, 1.0)).slot_names)
     need = (count * (3 + slots) + activations) * itemsize
@@ -325,9 +317,10 @@ class TrainFlags:
     log_disabled: bool
     plot: str | None
     save: str | None
+    dtype: str = "float64"  # the command's `--dtype`: parameters and batches are made in it
 
 
-def take_train_flags(args: list[str], exe: str, *, lr: float, batch: int,
+def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch: int,
                      steps: int | None = None, epochs: int | None = None
                      ) -> tuple[TrainFlags, list[str]]:
     """Take, in order: `--steps N` / `--epochs N` (mutually exclusive, > 0; the default is
@@ -361,7 +354,8 @@ def take_train_flags(args: list[str], exe: str, *, lr: float, batch: int,
     save, rest = take_path(rest, exe, "save")
     check_outputs(exe, [("log", None if off else log), ("plot", plot), ("save", save)])
     assert size is not None
-    flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save)
+    flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save,
+                       dtype)
     return flags, rest
 
 
@@ -483,7 +477,7 @@ def schedule(exe: str, n: int, flags: TrainFlags, seed: int = 0) -> tuple[BatchL
 
 def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
           seed: int) -> TrainResult:
-    """Instantiate `defn` (binary64) and train it the reference way (`fitModuleLoaderSteps`).
+    """Instantiate `defn` in the command's dtype (`flags.dtype`) and train it the reference way (`fitModuleLoaderSteps`).
 
     Prints `mean_loss(train(before)) = v` (mean over the loader's full batches in the original
     order), runs the steps (`--steps`, or `--epochs` × full batches per epoch) on minibatches
@@ -492,7 +486,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     Raises: ArgError: a batch larger than the training set, or more than `MAX_STEPS` steps.
     """
     loader, steps = schedule(exe, len(train_set), flags, seed)
-    dtype = _DTYPE.get()
+    dtype = flags.dtype
     module = instantiate_with_options(defn, dtype, opts)
     opt = make_optimizer(flags.optim, flags.lr)
     x, y = train_set.x, train_set.y

@@ -14,7 +14,7 @@ from .trainer import check_model_size, command, finish, model_seeds, require_no_
 DESCRIPTION = "transformer block, next-character one-hot regression"
 
 
-def body(exe: str, opts: Options, rest: list[str]) -> None:
+def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     """Data: every `--seq-len N` (8) window of a short built-in text, one-hot over its
     characters (d_model = the alphabet size), target = the window shifted by one character.
     `--heads N` (2), `--head-dim N` (8); training flags (default 100 steps, batch 4 = the
@@ -23,7 +23,7 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     seq_len, rest = take_nat(rest, exe, "seq-len", 8, maximum=longest)
     heads, rest = take_nat(rest, exe, "heads", 2)
     head_dim, rest = take_nat(rest, exe, "head-dim", 8)
-    flags, rest = take_train_flags(rest, exe, lr=1e-2, batch=4, steps=100)
+    flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=1e-2, batch=4, steps=100)
     require_no_more(rest, exe)
     assert seq_len is not None and heads is not None and head_dim is not None
     ds = data.synthetic_text(seq_len)
@@ -33,7 +33,8 @@ def body(exe: str, opts: Options, rest: list[str]) -> None:
     d_model, inner = ds.x.shape[2], heads * head_dim
     shapes = [(d_model, inner)] * 3 + [(inner, d_model), (d_model,), (d_model,)]
     scores = flags.batch * seq_len * (6 * inner + 3 * heads * seq_len)
-    check_model_size(exe, f"--heads {heads} --head-dim {head_dim}", shapes, flags.optim, scores)
+    check_model_size(exe, f"--heads {heads} --head-dim {head_dim}", shapes, flags.optim, scores,
+                     dtype=dtype)
     # The layer-initialiser LCG only sees a seed mod 2^32; the block uses seed_w .. seed_w + 3.
     seed_w, seed_gamma, seed_beta = (s % 2**32 for s in model_seeds(3))
     defn, _ = models.transformer_block(flags.batch, seq_len, d_model, heads, head_dim,
