@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 from .errors import ArgError
 
@@ -216,13 +216,7 @@ def take_nat_flag_once(args: Args, key: str) -> Taken[int | None]:
 
     Raises ArgError: as `take_flag_value_once`, or ``--key: expected a natural number, got `v` ``.
     """
-    value, rest = take_flag_value_once(args, key)
-    if value is None:
-        return None, rest
-    n = parse_nat(value)
-    if n is None:
-        raise ArgError(f"--{key}: expected a natural number, got `{value}`")
-    return n, rest
+    return take_value_flag_once(args, key, NAT)
 
 
 def take_nat_flag_default(args: Args, key: str, default: int) -> Taken[int]:
@@ -266,13 +260,7 @@ def take_float_flag_once(args: Args, key: str) -> Taken[float | None]:
     Raises ArgError: as `take_flag_value_once`, or
     ``--key: expected a JSON-style float literal, got `v` ``.
     """
-    value, rest = take_flag_value_once(args, key)
-    if value is None:
-        return None, rest
-    x = parse_float_lit(value)
-    if x is None:
-        raise ArgError(f"--{key}: expected a JSON-style float literal, got `{value}`")
-    return x, rest
+    return take_value_flag_once(args, key, FLOAT)
 
 
 def take_float_flag_default(args: Args, key: str, default: float) -> Taken[float]:
@@ -324,19 +312,42 @@ def parse_bool_lit(s: str) -> bool | None:
     return {"true": True, "1": True, "false": False, "0": False}.get(s.translate(_ASCII_LOWER))
 
 
+@dataclass(frozen=True)
+class ValueKind(Generic[T]):
+    """How a flag's value is read: its parser (None: not a value of this kind) and the message
+    naming what was expected (`{}` is the value given, shortened when long)."""
+
+    parse: Callable[[str], T | None]
+    expected: str
+
+
+# The one table of flag value kinds: every helper here and in tlrs.commands reads values with it.
+NAT: ValueKind[int] = ValueKind(parse_nat, "expected a natural number, got `{}`")
+FLOAT: ValueKind[float] = ValueKind(parse_float_lit, "expected a JSON-style float literal, got `{}`")
+BOOL: ValueKind[bool] = ValueKind(parse_bool_lit, "expected true, false, 1, or 0; got `{}`")
+
+
+def take_value_flag_once(args: Args, key: str, kind: ValueKind[T]) -> Taken[T | None]:
+    """`take_flag_value_once`, then `kind.parse`.
+
+    Raises ArgError: as `take_flag_value_once`, or `--key: <kind.expected>` naming the value.
+    """
+    value, rest = take_flag_value_once(args, key)
+    if value is None:
+        return None, rest
+    parsed = kind.parse(value)
+    if parsed is None:
+        raise ArgError(f"--{key}: " + kind.expected.format(shorten(value)))
+    return parsed, rest
+
+
 def take_bool_value_flag_once(args: Args, key: str) -> Taken[bool | None]:
     """`take_flag_value_once`, then `parse_bool_lit`.
 
     Raises ArgError: as `take_flag_value_once`, or
     ``--key: expected true, false, 1, or 0; got `v` ``.
     """
-    value, rest = take_flag_value_once(args, key)
-    if value is None:
-        return None, rest
-    b = parse_bool_lit(value)
-    if b is None:
-        raise ArgError(f"--{key}: expected true, false, 1, or 0; got `{value}`")
-    return b, rest
+    return take_value_flag_once(args, key, BOOL)
 
 
 def take_bool_value_flag_default(args: Args, key: str, default: bool) -> Taken[bool]:

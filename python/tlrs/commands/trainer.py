@@ -26,14 +26,17 @@ import numpy as np
 from .. import optim
 from ..cli import exe_name, memory_limit
 from ..cli_args import (
+    FLOAT,
+    NAT,
     drop_dash_dash,
+    flag_value,
     format_bytes,
     format_nat,
     has_help,
-    parse_float_lit,
-    parse_nat,
     require_no_args,
+    shorten,
     take_flag_value_once,
+    take_value_flag_once,
 )
 from ..config import Options
 from ..data import BatchLoader, Dataset
@@ -123,9 +126,7 @@ _SHOWN_PATH = 120  # longer paths are shortened in messages
 
 def show_path(path: str) -> str:
     """`path` for a message: shortened in the middle when longer than a line allows."""
-    if len(path) <= _SHOWN_PATH:
-        return path
-    return f"{path[:60]}...{path[-40:]} ({len(path):,} characters)"
+    return shorten(path, _SHOWN_PATH)
 
 
 def take_nat(args: list[str], exe: str, key: str, default: int | None,
@@ -136,12 +137,9 @@ def take_nat(args: list[str], exe: str, key: str, default: int | None,
     Raises: ArgError, prefixed with `exe`: a missing value, a duplicate, not a natural, 0, or
     more than `maximum`.
     """
-    raw, rest = _prefixed(exe, lambda: take_flag_value_once(args, key))
-    if raw is None:
-        return default, rest
-    n = parse_nat(raw)
+    n, rest = _prefixed(exe, lambda: take_value_flag_once(args, key, NAT))
     if n is None:
-        raise ArgError(f"{exe}: --{key}: expected a natural number, got `{show_path(raw)}`")
+        return default, rest
     if positive and n == 0:
         raise ArgError(f"{exe}: --{key} must be > 0")
     if maximum is not None and n > maximum:
@@ -156,14 +154,11 @@ def take_positive_float(args: list[str], exe: str, key: str,
 
     Raises: ArgError, prefixed with `exe`: not a float literal, not finite (`1e999`), or <= 0.
     """
-    raw, rest = _prefixed(exe, lambda: take_flag_value_once(args, key))
-    if raw is None:
-        return default, rest
-    x = parse_float_lit(raw)
+    x, rest = _prefixed(exe, lambda: take_value_flag_once(args, key, FLOAT))
     if x is None:
-        raise ArgError(f"{exe}: --{key}: expected a JSON-style float literal, got "
-                       f"`{show_path(raw)}`")
+        return default, rest
     if not math.isfinite(x):
+        raw = flag_value(args, key) or ""
         raise ArgError(f"{exe}: --{key}: expected a finite number, got `{show_path(raw)}` "
                        "(beyond the binary64 range)")
     if not x > 0.0:
