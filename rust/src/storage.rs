@@ -163,6 +163,28 @@ impl Storage {
     pub fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Storage> {
         on_one_device!("broadcast_to", (self), |x| x.broadcast_to(from, to))
     }
+    pub fn permute(&self, dims: &[usize], perm: &[usize]) -> Result<Storage> {
+        on_one_device!("permute", (self), |x| x.permute(dims, perm))
+    }
+    pub fn slice(&self, o: usize, l: usize, i: usize, start: usize, end: usize) -> Result<Storage> {
+        on_one_device!("slice", (self), |x| x.slice(o, l, i, start, end))
+    }
+    pub fn unslice(
+        &self,
+        o: usize,
+        l: usize,
+        i: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Storage> {
+        on_one_device!("slice", (self), |x| x.unslice(o, l, i, start, end))
+    }
+    pub fn index_select(&self, o: usize, l: usize, i: usize, idx: &[usize]) -> Result<Storage> {
+        on_one_device!("index_select", (self), |x| x.index_select(o, l, i, idx))
+    }
+    pub fn index_add(&self, o: usize, l: usize, i: usize, idx: &[usize]) -> Result<Storage> {
+        on_one_device!("index_select", (self), |x| x.index_add(o, l, i, idx))
+    }
     pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
         on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))
     }

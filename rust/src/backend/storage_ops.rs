@@ -51,6 +51,33 @@ pub trait BackendStorage: Sized {
     /// `self` (shaped `from`) repeated along broadcast axes to `to`.
     fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Self>;
 
+    /// The axes of `self` (shaped `dims`) reordered: output axis k is input axis `perm[k]`.
+    fn permute(&self, dims: &[usize], perm: &[usize]) -> Result<Self>;
+    /// Entries start..end of the middle axis of `self` viewed as [outer, len, inner].
+    fn slice(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Self>;
+    /// The slice's gradient: `self` (the slice's shape) placed at start..end of zeros
+    /// [outer, len, inner].
+    fn unslice(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Self>;
+    /// Entries `idx` of the middle axis of `self` viewed as [outer, len, inner].
+    fn index_select(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self>;
+    /// The index_select gradient: `self` ([outer, idx.len(), inner]) summed into zeros
+    /// [outer, len, inner] at `idx`, repeats folded in order.
+    fn index_add(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self>;
+
     /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;
     /// The softmax gradient from its output `self` and the upstream gradient `g`.

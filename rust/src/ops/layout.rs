@@ -6,7 +6,7 @@ use crate::backend::cpu::layout as k;
 use crate::backend::cuda::ops as cu;
 use crate::ops::device::{dev, on_dev};
 use crate::storage::{CpuElem, CpuStorage, Storage};
-use crate::{map_cpu, Error, Result, Shape, Tensor};
+use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// Reshape; one dimension may be -1 (inferred).
@@ -117,10 +117,7 @@ pub(crate) fn permute_raw(x: &Tensor, p: Vec<usize>) -> Result<Tensor> {
         return Ok(x.clone());
     }
     let shape = Shape(p.iter().map(|&a| x.dims()[a]).collect());
-    let s: Storage = match dev(x) {
-        Some(b) => cu::permute(b, x.dims(), &p)?.into(),
-        None => map_cpu!(x.cpu()?, |v| k::permute(v, x.dims(), &p)).into(),
-    };
+    let s = x.storage().permute(x.dims(), &p)?;
     Ok(Tensor::from_op(s, shape, Op::Permute(x.clone(), p)))
 }
 
@@ -213,10 +210,7 @@ pub fn slice(x: &Tensor, axis: isize, start: isize, end: isize) -> Result<Tensor
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = e0 - s0;
-    let s: Storage = match dev(x) {
-        Some(b) => cu::slice(b, outer, l, inner, s0, e0)?.into(),
-        None => map_cpu!(x.cpu()?, |v| k::slice(v, outer, l, inner, s0, e0)).into(),
-    };
+    let s = x.storage().slice(outer, l, inner, s0, e0)?;
     Ok(Tensor::from_op(
         s,
         Shape(dims),
@@ -237,12 +231,8 @@ pub(crate) fn unslice(
     g: &Tensor,
 ) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(axis);
-    if let Some(b) = dev(g) {
-        let s = cu::unslice(b, outer, l, inner, start, end)?;
-        return Tensor::from_storage(s, x.shape().clone());
-    }
-    let s = map_cpu!(g.cpu()?, |v| k::unslice(v, outer, l, inner, start, end));
-    Tensor::from_cpu(s, x.shape().clone())
+    let s = g.storage().unslice(outer, l, inner, start, end)?;
+    Tensor::from_storage(s, x.shape().clone())
 }
 
 /// Checks integer indices against `bound`; negative indices are errors.
@@ -269,10 +259,7 @@ pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = idx.len();
-    let s: Storage = match dev(x) {
-        Some(b) => cu::take(b, &select_offsets(outer, l, inner, &idx))?.into(),
-        None => map_cpu!(x.cpu()?, |v| k::index_select(v, outer, l, inner, &idx)).into(),
-    };
+    let s = x.storage().index_select(outer, l, inner, &idx)?;
     Ok(Tensor::from_op(
         s,
         Shape(dims),
@@ -291,22 +278,6 @@ pub(crate) fn index_select_grad(
     g: &Tensor,
 ) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(axis);
-    if let Some(b) = dev(g) {
-        let targets = select_offsets(outer, l, inner, idx);
-        let s = cu::scatter_add(None, b, &targets, outer * l * inner)?;
-        return Tensor::from_storage(s, x.shape().clone());
-    }
-    let s = map_cpu!(g.cpu()?, |v| k::index_add(v, outer, l, inner, idx));
-    Tensor::from_cpu(s, x.shape().clone())
-}
-
-/// Where element (o, j, i) of an index_select result comes from in x viewed as [outer, l, inner].
-fn select_offsets(outer: usize, l: usize, inner: usize, idx: &[usize]) -> Vec<usize> {
-    let mut offs = Vec::with_capacity(outer * idx.len() * inner);
-    for o in 0..outer {
-        for &j in idx {
-            offs.extend((0..inner).map(|i| (o * l + j) * inner + i));
-        }
-    }
-    offs
+    let s = g.storage().index_add(outer, l, inner, idx)?;
+    Tensor::from_storage(s, x.shape().clone())
 }

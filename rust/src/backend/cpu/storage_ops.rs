@@ -2,6 +2,7 @@
 //! element is one correctly rounded operation (or a libm call), so both kernel kinds agree.
 
 use super::elementwise::{broadcast_map, map, zip_map};
+use super::layout as lk;
 use super::reduce as rk;
 use super::softmax as sk;
 use super::storage::CpuStorage;
@@ -163,6 +164,46 @@ impl BackendStorage for CpuStorage {
             to,
             |a, _| a
         )))
+    }
+
+    fn permute(&self, dims: &[usize], perm: &[usize]) -> Result<Self> {
+        Ok(map_cpu!(self, |v| lk::permute(v, dims, perm)))
+    }
+
+    fn slice(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Self> {
+        Ok(map_cpu!(self, |v| lk::slice(
+            v, outer, len, inner, start, end
+        )))
+    }
+
+    fn unslice(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Self> {
+        Ok(map_cpu!(self, |v| lk::unslice(
+            v, outer, len, inner, start, end
+        )))
+    }
+
+    fn index_select(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self> {
+        Ok(map_cpu!(self, |v| lk::index_select(
+            v, outer, len, inner, idx
+        )))
+    }
+
+    fn index_add(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self> {
+        Ok(map_cpu!(self, |v| lk::index_add(v, outer, len, inner, idx)))
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {

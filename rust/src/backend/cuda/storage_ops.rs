@@ -81,6 +81,41 @@ impl BackendStorage for CudaStorage {
         cu::broadcast_to(&self.0, from, to).map(CudaStorage::new)
     }
 
+    fn permute(&self, dims: &[usize], perm: &[usize]) -> Result<Self> {
+        cu::permute(&self.0, dims, perm).map(CudaStorage::new)
+    }
+
+    fn slice(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Self> {
+        cu::slice(&self.0, outer, len, inner, start, end).map(CudaStorage::new)
+    }
+
+    fn unslice(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> Result<Self> {
+        cu::unslice(&self.0, outer, len, inner, start, end).map(CudaStorage::new)
+    }
+
+    fn index_select(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self> {
+        cu::take(&self.0, &cu::select_offsets(outer, len, inner, idx)).map(CudaStorage::new)
+    }
+
+    fn index_add(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self> {
+        let targets = cu::select_offsets(outer, len, inner, idx);
+        cu::scatter_add(None, &self.0, &targets, outer * len * inner).map(CudaStorage::new)
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         cu::softmax(&self.0, outer, len, inner, log).map(CudaStorage::new)
     }

@@ -229,6 +229,17 @@ pub fn put_into_zeros(x: &DeviceBuffer, pos: &[usize], out_len: usize) -> Result
     Ok(y)
 }
 
+/// Where element (o, j, i) of an index_select result comes from in x viewed as [outer, l, inner].
+pub fn select_offsets(outer: usize, l: usize, inner: usize, idx: &[usize]) -> Vec<usize> {
+    let mut offs = Vec::with_capacity(outer * idx.len() * inner);
+    for o in 0..outer {
+        for &j in idx {
+            offs.extend((0..inner).map(|i| (o * l + j) * inner + i));
+        }
+    }
+    offs
+}
+
 #[cfg(test)]
 mod tests {
     use super::invert;
