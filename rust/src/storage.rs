@@ -185,6 +185,31 @@ impl Storage {
     pub fn index_add(&self, o: usize, l: usize, i: usize, idx: &[usize]) -> Result<Storage> {
         on_one_device!("index_select", (self), |x| x.index_add(o, l, i, idx))
     }
+    pub fn take(&self, offsets: &[usize]) -> Result<Storage> {
+        on_one_device!("gather", (self), |x| x.take(offsets))
+    }
+    pub fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Storage> {
+        on_one_device!("masked_fill", (self), |x| x.masked_fill(mask, value))
+    }
+    /// `self` added into `base` (or zeros of `n`) at `offsets`; `base` on `self`'s device.
+    pub fn scatter_add(
+        &self,
+        base: Option<&Storage>,
+        offsets: &[usize],
+        n: usize,
+    ) -> Result<Storage> {
+        match (self, base) {
+            (Storage::Cpu(s), None) => s.scatter_add(None, offsets, n).map(Storage::Cpu),
+            (Storage::Cpu(s), Some(Storage::Cpu(b))) => {
+                s.scatter_add(Some(b), offsets, n).map(Storage::Cpu)
+            }
+            (Storage::Cuda(s), None) => s.scatter_add(None, offsets, n).map(Storage::Cuda),
+            (Storage::Cuda(s), Some(Storage::Cuda(b))) if s.ordinal() == b.ordinal() => {
+                s.scatter_add(Some(b), offsets, n).map(Storage::Cuda)
+            }
+            (_, Some(b)) => Err(device_mismatch("scatter_add", self, b)),
+        }
+    }
     pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
         on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))
     }

@@ -78,6 +78,13 @@ pub trait BackendStorage: Sized {
     /// [outer, len, inner] at `idx`, repeats folded in order.
     fn index_add(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self>;
 
+    /// `y[i] = self[offsets[i]]` (offsets planned by the op layer).
+    fn take(&self, offsets: &[usize]) -> Result<Self>;
+    /// `base` (or zeros of `n`) with `self[i]` added at `offsets[i]`, in index order.
+    fn scatter_add(&self, base: Option<&Self>, offsets: &[usize], n: usize) -> Result<Self>;
+    /// `value` where `mask` (one flag per element) is set, else the element.
+    fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Self>;
+
     /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;
     /// The softmax gradient from its output `self` and the upstream gradient `g`.

@@ -2,12 +2,9 @@
 //! and masked_fill (used for attention masks).
 
 use crate::autograd::Op;
-use crate::backend::cuda::ops as cu;
-use crate::ops::device::{dev, on_dev};
 use crate::ops::layout::{check_indices, index_select, reshape_to};
 use crate::shape::broadcast_strides;
-use crate::storage::{CpuElem, CpuStorage, Storage};
-use crate::{map_cpu, DType, Error, Result, Shape, Tensor};
+use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// For each position of `index_shape` (row-major), the flat offset into a tensor of `shape`
@@ -67,10 +64,7 @@ pub fn gather(x: &Tensor, axis: isize, index: &[i64], index_shape: &[usize]) -> 
     check_index_shape("gather", x, ax, &ishape)?;
     let idx = check_indices("gather", index, x.dims()[ax])?;
     let offs = offsets(x.shape(), &ishape, ax, &idx);
-    let s: Storage = match dev(x) {
-        Some(b) => cu::take(b, &offs)?.into(),
-        None => map_cpu!(x.cpu()?, |v| offs.iter().map(|&o| v[o]).collect()).into(),
-    };
+    let s = x.storage().take(&offs)?;
     Ok(Tensor::from_op(
         s,
         ishape.clone(),
@@ -93,35 +87,10 @@ pub(crate) fn scatter_into(
     base: Option<&Tensor>,
 ) -> Result<Tensor> {
     let offs = offsets(shape, index_shape, axis, idx);
-    if let Some(sb) = dev(src) {
-        let bb = base.map(|b| on_dev("scatter_add", src, b)).transpose()?;
-        let s = cu::scatter_add(bb, sb, &offs, shape.numel())?;
-        return Tensor::from_storage(s, shape.clone());
-    }
-    fn go<T: CpuElem>(
-        base: Option<&Tensor>,
-        n: usize,
-        src: &Tensor,
-        offs: &[usize],
-    ) -> Result<CpuStorage> {
-        let sv = T::view(src.cpu()?)
-            .ok_or_else(|| crate::storage::dtype_mismatch("scatter_add", T::DTYPE, src.dtype()))?;
-        let mut out = match base {
-            Some(b) => T::view(b.cpu()?)
-                .ok_or_else(|| crate::storage::dtype_mismatch("scatter_add", T::DTYPE, b.dtype()))?
-                .to_vec(),
-            None => vec![T::ZERO; n],
-        };
-        for (&o, &v) in offs.iter().zip(sv) {
-            out[o] = out[o] + v;
-        }
-        Ok(T::wrap(out))
-    }
-    let s = match src.dtype() {
-        DType::F32 => go::<f32>(base, shape.numel(), src, &offs)?,
-        DType::F64 => go::<f64>(base, shape.numel(), src, &offs)?,
-    };
-    Tensor::from_cpu(s, shape.clone())
+    let s = src
+        .storage()
+        .scatter_add(base.map(|b| b.storage()), &offs, shape.numel())?;
+    Tensor::from_storage(s, shape.clone())
 }
 
 /// out = input; out[...index[...i...]...] += src[...i...] along `axis`, in index order
@@ -214,25 +183,7 @@ pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) 
     }
     let strides = broadcast_strides(&ms, x.shape());
     let full = expand_mask(mask, &strides, x.dims());
-    if let Some(b) = dev(x) {
-        let s = cu::masked_fill(b, &full, value)?;
-        return Ok(Tensor::from_op(
-            s,
-            x.shape().clone(),
-            Op::MaskedFill {
-                x: x.clone(),
-                mask: Arc::new(full),
-                value,
-            },
-        ));
-    }
-    let s = map_cpu!(x.cpu()?, |v| {
-        let fill = crate::dtype::lit(v, value);
-        v.iter()
-            .zip(&full)
-            .map(|(&a, &m)| if m { fill } else { a })
-            .collect()
-    });
+    let s = x.storage().masked_fill(&full, value)?;
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
@@ -263,17 +214,8 @@ fn expand_mask(mask: &[bool], strides: &[usize], dims: &[usize]) -> Vec<bool> {
 }
 
 pub(crate) fn masked_fill_grad(mask: &[bool], g: &Tensor) -> Result<Tensor> {
-    if let Some(b) = dev(g) {
-        return Tensor::from_storage(cu::masked_fill(b, mask, 0.0)?, g.shape().clone());
-    }
-    let s = map_cpu!(g.cpu()?, |v| {
-        let zero = crate::dtype::lit(v, 0.0);
-        v.iter()
-            .zip(mask)
-            .map(|(&a, &m)| if m { zero } else { a })
-            .collect()
-    });
-    Tensor::from_cpu(s, g.shape().clone())
+    let s = g.storage().masked_fill(mask, 0.0)?;
+    Tensor::from_storage(s, g.shape().clone())
 }
 
 /// Used by gather's backward: `g` scattered into zeros of `x`'s shape.
@@ -296,9 +238,6 @@ pub(crate) fn scatter_src_grad(
     g: &Tensor,
 ) -> Result<Tensor> {
     let offs = offsets(x.shape(), src.shape(), axis, idx);
-    if let Some(b) = dev(g) {
-        return Tensor::from_storage(cu::take(b, &offs)?, src.shape().clone());
-    }
-    let s = map_cpu!(g.cpu()?, |v| offs.iter().map(|&o| v[o]).collect());
-    Tensor::from_cpu(s, src.shape().clone())
+    let s = g.storage().take(&offs)?;
+    Tensor::from_storage(s, src.shape().clone())
 }

@@ -206,6 +206,52 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |v| lk::index_add(v, outer, len, inner, idx)))
     }
 
+    fn take(&self, offsets: &[usize]) -> Result<Self> {
+        Ok(map_cpu!(self, |v| offsets.iter().map(|&o| v[o]).collect()))
+    }
+
+    fn scatter_add(&self, base: Option<&Self>, offsets: &[usize], n: usize) -> Result<Self> {
+        fn go<T: crate::dtype::Float>(
+            src: &[T],
+            base: Option<&[T]>,
+            offs: &[usize],
+            n: usize,
+        ) -> Vec<T> {
+            let mut out = base.map_or_else(|| vec![T::ZERO; n], <[T]>::to_vec);
+            for (&o, &v) in offs.iter().zip(src) {
+                out[o] = out[o] + v;
+            }
+            out
+        }
+        Ok(match (self, base) {
+            (CpuStorage::F32(s), None) => CpuStorage::F32(go(s, None, offsets, n)),
+            (CpuStorage::F64(s), None) => CpuStorage::F64(go(s, None, offsets, n)),
+            (CpuStorage::F32(s), Some(CpuStorage::F32(b))) => {
+                CpuStorage::F32(go(s, Some(b), offsets, n))
+            }
+            (CpuStorage::F64(s), Some(CpuStorage::F64(b))) => {
+                CpuStorage::F64(go(s, Some(b), offsets, n))
+            }
+            (s, Some(b)) => {
+                return Err(crate::error::dtype_mismatch(
+                    "scatter_add",
+                    s.dtype(),
+                    b.dtype(),
+                ))
+            }
+        })
+    }
+
+    fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Self> {
+        Ok(map_cpu!(self, |v| {
+            let fill = lit(v, value);
+            v.iter()
+                .zip(mask)
+                .map(|(&a, &m)| if m { fill } else { a })
+                .collect()
+        }))
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }

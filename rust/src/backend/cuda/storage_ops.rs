@@ -116,6 +116,18 @@ impl BackendStorage for CudaStorage {
         cu::scatter_add(None, &self.0, &targets, outer * len * inner).map(CudaStorage::new)
     }
 
+    fn take(&self, offsets: &[usize]) -> Result<Self> {
+        cu::take(&self.0, offsets).map(CudaStorage::new)
+    }
+
+    fn scatter_add(&self, base: Option<&Self>, offsets: &[usize], n: usize) -> Result<Self> {
+        cu::scatter_add(base.map(|b| &*b.0), &self.0, offsets, n).map(CudaStorage::new)
+    }
+
+    fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Self> {
+        cu::masked_fill(&self.0, mask, value).map(CudaStorage::new)
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         cu::softmax(&self.0, outer, len, inner, log).map(CudaStorage::new)
     }
