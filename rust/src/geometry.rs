@@ -1,5 +1,5 @@
-//! The geometry of windowed ops (convolution, pooling): sizes and the window arithmetic, shared
-//! by the op layer, autograd records and both backends.
+//! The geometry of matrix products and windowed ops (convolution, pooling): sizes and the window
+//! arithmetic, shared by the op layer, autograd records and both backends.
 
 /// Sizes of one convolution.
 #[derive(Debug, Clone, Copy)]
@@ -65,4 +65,18 @@ impl PoolDims {
         };
         (clip(oy, self.kh, self.h), clip(ox, self.kw, self.w))
     }
+}
+
+/// Shape of one batched product: `batch` products of A [m, k] and B [k, n]; A is stored as
+/// [k, m] when `ta` and B as [n, k] when `tb`. Batch strides of 0 reuse one operand.
+#[derive(Debug, Clone, Copy)]
+pub struct MatmulDims {
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub ta: bool,
+    pub tb: bool,
+    pub a_batch_stride: usize,
+    pub b_batch_stride: usize,
 }

@@ -210,6 +210,9 @@ impl Storage {
             (_, Some(b)) => Err(device_mismatch("scatter_add", self, b)),
         }
     }
+    pub fn matmul(&self, rhs: &Storage, d: crate::geometry::MatmulDims) -> Result<Storage> {
+        on_one_device!("matmul", (self, rhs), |a, b| a.matmul(b, d))
+    }
     pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
         on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))
     }

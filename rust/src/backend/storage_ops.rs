@@ -5,6 +5,7 @@
 //!
 //! Operands arrive checked: one device, one dtype, shapes that broadcast to `out`.
 
+use crate::geometry::MatmulDims;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -84,6 +85,9 @@ pub trait BackendStorage: Sized {
     fn scatter_add(&self, base: Option<&Self>, offsets: &[usize], n: usize) -> Result<Self>;
     /// `value` where `mask` (one flag per element) is set, else the element.
     fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Self>;
+
+    /// The batched product of `self` and `rhs` (`d` says the sizes, layouts and batch strides).
+    fn matmul(&self, rhs: &Self, d: MatmulDims) -> Result<Self>;
 
     /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;

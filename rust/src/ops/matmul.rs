@@ -1,14 +1,10 @@
 //! Matrix products (2-D, batched, with transpose flags so backward never copies) and `linear`.
 
 use crate::autograd::Op;
-use crate::backend::cpu::matmul::{matmul as kernel, MatmulDims};
-use crate::backend::cpu::parallel::fast_kernels;
-use crate::backend::cuda::{blas::RowMajorMatmul, ops as cu};
-use crate::ops::device::{dev, on_dev};
+use crate::geometry::MatmulDims;
 use crate::ops::elementwise::{add, check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
-use crate::storage::Storage;
-use crate::{map_cpu2, Error, Result, Shape, Tensor};
+use crate::{Error, Result, Shape, Tensor};
 
 /// Matrix product with NumPy `matmul` rules for 1-D operands; batch axes must be equal, or one
 /// operand must be a plain matrix (it is then shared by every batch).
@@ -112,19 +108,9 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
     let mut dims = batch_dims.to_vec();
     dims.extend([m, n]);
     crate::storage::check_alloc("matmul", &Shape(dims.clone()))?;
-    let s: Storage = if let Some(x) = dev(a) {
-        check_same_dtype("matmul", &[a, b])?;
-        let mm = RowMajorMatmul::new(m, n, ka, ta, tb).batched(
-            batch,
-            d.a_batch_stride,
-            d.b_batch_stride,
-            m * n,
-        );
-        cu::gemm(x, on_dev("matmul", a, b)?, mm)?.into()
-    } else {
-        let fast = fast_kernels();
-        map_cpu2!("matmul", a.cpu()?, b.cpu()?, |x, y| kernel(x, y, d, fast))?.into()
-    };
+    check_same_device("matmul", a, b)?;
+    check_same_dtype("matmul", &[a, b])?;
+    let s = a.storage().matmul(b.storage(), d)?;
     Ok(Tensor::from_op(
         s,
         Shape(dims),

@@ -12,19 +12,7 @@ pub trait GemmElem: Float + RefGemmElem {}
 impl GemmElem for f32 {}
 impl GemmElem for f64 {}
 
-/// Shape of one batched product: `batch` products of A [m, k] and B [k, n]; A is stored as
-/// [k, m] when `ta` and B as [n, k] when `tb`. Batch strides of 0 reuse one operand.
-#[derive(Debug, Clone, Copy)]
-pub struct MatmulDims {
-    pub batch: usize,
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub ta: bool,
-    pub tb: bool,
-    pub a_batch_stride: usize,
-    pub b_batch_stride: usize,
-}
+pub use crate::geometry::MatmulDims;
 
 /// Products big enough to be worth threads inside one GEMM.
 // Below about 100³ multiply-adds a thread hand-off costs more than it saves (measured at

@@ -9,6 +9,7 @@ use super::storage::CpuStorage;
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
 use crate::dtype::lit;
+use crate::geometry::MatmulDims;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
 use crate::{map_cpu, map_cpu2, Result, Shape};
@@ -250,6 +251,13 @@ impl BackendStorage for CpuStorage {
                 .map(|(&a, &m)| if m { fill } else { a })
                 .collect()
         }))
+    }
+
+    fn matmul(&self, rhs: &Self, d: MatmulDims) -> Result<Self> {
+        let fast = super::parallel::fast_kernels();
+        map_cpu2!("matmul", self, rhs, |x, y| super::matmul::matmul(
+            x, y, d, fast
+        ))
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {

@@ -1,9 +1,11 @@
 //! The CUDA `BackendStorage`: each op launches its kernel (ops/) on the buffer's GPU and wraps
 //! the new buffer. The kernels repeat the CPU formulas term for term (no fused multiply-add).
 
+use super::blas::RowMajorMatmul;
 use super::ops as cu;
 use super::storage::CudaStorage;
 use crate::backend::storage_ops::BackendStorage;
+use crate::geometry::MatmulDims;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -126,6 +128,16 @@ impl BackendStorage for CudaStorage {
 
     fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Self> {
         cu::masked_fill(&self.0, mask, value).map(CudaStorage::new)
+    }
+
+    fn matmul(&self, rhs: &Self, d: MatmulDims) -> Result<Self> {
+        let mm = RowMajorMatmul::new(d.m, d.n, d.k, d.ta, d.tb).batched(
+            d.batch,
+            d.a_batch_stride,
+            d.b_batch_stride,
+            d.m * d.n,
+        );
+        cu::gemm(&self.0, &rhs.0, mm).map(CudaStorage::new)
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
