@@ -213,6 +213,13 @@ impl Storage {
     pub fn matmul(&self, rhs: &Storage, d: crate::geometry::MatmulDims) -> Result<Storage> {
         on_one_device!("matmul", (self, rhs), |a, b| a.matmul(b, d))
     }
+    pub fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
+        on_one_device!("cross_entropy", (self), |x| x.nll(rows, classes, target))
+    }
+    pub fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
+        on_one_device!("cross_entropy", (self), |g| g
+            .nll_grad(rows, classes, target))
+    }
     pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
         on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))
     }

@@ -89,6 +89,12 @@ pub trait BackendStorage: Sized {
     /// The batched product of `self` and `rhs` (`d` says the sizes, layouts and batch strides).
     fn matmul(&self, rhs: &Self, d: MatmulDims) -> Result<Self>;
 
+    /// -mean over rows of `self[r, target[r]]`, `self` being log-probabilities [rows, classes]
+    /// (one element).
+    fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
+    /// The nll gradient [rows, classes] from the upstream gradient `self` (one element).
+    fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
+
     /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;
     /// The softmax gradient from its output `self` and the upstream gradient `g`.

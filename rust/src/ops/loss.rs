@@ -2,14 +2,11 @@
 //! error, both averaged over the batch as PyTorch's default `reduction="mean"`.
 
 use crate::autograd::Op;
-use crate::backend::cuda::ops as cu;
-use crate::ops::device::{dev, on_dev};
-use crate::ops::elementwise::{mul, neg, sub};
+use crate::ops::elementwise::{check_same_device, check_same_dtype, mul, neg, sub};
 use crate::ops::layout::check_indices;
 use crate::ops::reduce::{mean, sum};
 use crate::ops::softmax::log_softmax;
-use crate::storage::{CpuElem, Storage};
-use crate::{DType, Error, Result, Shape, Tensor};
+use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// What `cross_entropy` compares against.
@@ -71,27 +68,10 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
     }
 }
 
-fn nll_typed<T: CpuElem>(logp: &Tensor, idx: &[usize]) -> Result<crate::storage::CpuStorage> {
-    let v = T::view(logp.cpu()?)
-        .ok_or_else(|| crate::storage::dtype_mismatch("cross_entropy", T::DTYPE, logp.dtype()))?;
-    let c = logp.dims()[logp.rank() - 1];
-    let mut acc = T::ZERO;
-    for (n, &t) in idx.iter().enumerate() {
-        acc = acc + v[n * c + t];
-    }
-    Ok(T::wrap(vec![-acc / T::from_f64(idx.len() as f64)]))
-}
-
 /// -mean over rows of logp[n, target[n]].
 pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Tensor> {
-    let s: Storage = match (dev(logp), logp.dtype()) {
-        (Some(b), _) => {
-            let c = logp.dims()[logp.rank() - 1];
-            cu::nll(b, idx.len(), c, &idx)?.into()
-        }
-        (None, DType::F32) => nll_typed::<f32>(logp, &idx)?.into(),
-        (None, DType::F64) => nll_typed::<f64>(logp, &idx)?.into(),
-    };
+    let c = logp.dims()[logp.rank() - 1];
+    let s = logp.storage().nll(idx.len(), c, &idx)?;
     Ok(Tensor::from_op(
         s,
         Shape::scalar(),
@@ -102,33 +82,12 @@ pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Te
     ))
 }
 
-fn nll_grad_typed<T: CpuElem>(
-    logp: &Tensor,
-    idx: &[usize],
-    g: &Tensor,
-) -> Result<crate::storage::CpuStorage> {
-    let gv = T::view(g.cpu()?)
-        .ok_or_else(|| crate::storage::dtype_mismatch("cross_entropy", T::DTYPE, g.dtype()))?;
-    let c = logp.dims()[logp.rank() - 1];
-    let mut out = vec![T::ZERO; logp.numel()];
-    let w = -(gv[0] / T::from_f64(idx.len() as f64));
-    for (n, &t) in idx.iter().enumerate() {
-        out[n * c + t] = out[n * c + t] + w;
-    }
-    Ok(T::wrap(out))
-}
-
 pub(crate) fn nll_grad(logp: &Tensor, idx: &[usize], g: &Tensor) -> Result<Tensor> {
-    if dev(logp).is_some() {
-        let c = logp.dims()[logp.rank() - 1];
-        let s = cu::nll_grad(idx.len(), c, idx, on_dev("cross_entropy", logp, g)?)?;
-        return Tensor::from_storage(s, logp.shape().clone());
-    }
-    let s = match logp.dtype() {
-        DType::F32 => nll_grad_typed::<f32>(logp, idx, g)?,
-        DType::F64 => nll_grad_typed::<f64>(logp, idx, g)?,
-    };
-    Tensor::from_cpu(s, logp.shape().clone())
+    check_same_device("cross_entropy", logp, g)?;
+    check_same_dtype("cross_entropy", &[logp, g])?;
+    let c = logp.dims()[logp.rank() - 1];
+    let s = g.storage().nll_grad(idx.len(), c, idx)?;
+    Tensor::from_storage(s, logp.shape().clone())
 }
 
 /// Mean of (input - target)² over all elements; the shapes must be equal.

@@ -4,6 +4,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod gemm_ref;
 pub mod layout;
+pub mod loss;
 pub mod matmul;
 pub mod parallel;
 pub mod pool;

@@ -260,6 +260,16 @@ impl BackendStorage for CpuStorage {
         ))
     }
 
+    fn nll(&self, _rows: usize, classes: usize, target: &[usize]) -> Result<Self> {
+        Ok(map_cpu!(self, |v| super::loss::nll(v, classes, target)))
+    }
+
+    fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self> {
+        Ok(map_cpu!(self, |g| super::loss::nll_grad(
+            g[0], rows, classes, target
+        )))
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }

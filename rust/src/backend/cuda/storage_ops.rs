@@ -140,6 +140,14 @@ impl BackendStorage for CudaStorage {
         cu::gemm(&self.0, &rhs.0, mm).map(CudaStorage::new)
     }
 
+    fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self> {
+        cu::nll(&self.0, rows, classes, target).map(CudaStorage::new)
+    }
+
+    fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self> {
+        cu::nll_grad(rows, classes, target, &self.0).map(CudaStorage::new)
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         cu::softmax(&self.0, outer, len, inner, log).map(CudaStorage::new)
     }
