@@ -185,6 +185,38 @@ impl Storage {
     pub fn index_add(&self, o: usize, l: usize, i: usize, idx: &[usize]) -> Result<Storage> {
         on_one_device!("index_select", (self), |x| x.index_add(o, l, i, idx))
     }
+    /// `parts` (with their lengths along the axis) joined; all on one device.
+    pub fn concat(parts: &[(&Storage, usize)], outer: usize, inner: usize) -> Result<Storage> {
+        let first = parts
+            .first()
+            .ok_or_else(|| Error::arg("concat", "expected at least one tensor, got none"))?
+            .0;
+        if let Some((other, _)) = parts.iter().find(|(p, _)| p.device() != first.device()) {
+            return Err(device_mismatch("concat", first, other));
+        }
+        match first {
+            Storage::Cpu(_) => {
+                let cpu: Vec<_> = parts
+                    .iter()
+                    .filter_map(|(p, l)| match p {
+                        Storage::Cpu(c) => Some((c, *l)),
+                        Storage::Cuda(_) => None,
+                    })
+                    .collect();
+                CpuStorage::concat(&cpu, outer, inner).map(Storage::Cpu)
+            }
+            Storage::Cuda(_) => {
+                let dev: Vec<_> = parts
+                    .iter()
+                    .filter_map(|(p, l)| match p {
+                        Storage::Cuda(c) => Some((c, *l)),
+                        Storage::Cpu(_) => None,
+                    })
+                    .collect();
+                CudaStorage::concat(&dev, outer, inner).map(Storage::Cuda)
+            }
+        }
+    }
     pub fn take(&self, offsets: &[usize]) -> Result<Storage> {
         on_one_device!("gather", (self), |x| x.take(offsets))
     }

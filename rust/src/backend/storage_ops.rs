@@ -79,6 +79,9 @@ pub trait BackendStorage: Sized {
     /// [outer, len, inner] at `idx`, repeats folded in order.
     fn index_add(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self>;
 
+    /// The `parts` (each with its length along the axis) joined along the middle axis of
+    /// [outer, len, inner]; all of one dtype.
+    fn concat(parts: &[(&Self, usize)], outer: usize, inner: usize) -> Result<Self>;
     /// `y[i] = self[offsets[i]]` (offsets planned by the op layer).
     fn take(&self, offsets: &[usize]) -> Result<Self>;
     /// `base` (or zeros of `n`) with `self[i]` added at `offsets[i]`, in index order.

@@ -2,10 +2,7 @@
 //! index_select. Reshape shares storage; the others copy into row-major order.
 
 use crate::autograd::Op;
-use crate::backend::cpu::layout as k;
-use crate::backend::cuda::ops as cu;
-use crate::ops::device::{dev, on_dev};
-use crate::storage::{CpuElem, CpuStorage, Storage};
+use crate::storage::Storage;
 use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -168,36 +165,9 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
         .try_fold(0usize, |a, &l| a.checked_add(l))
         .ok_or_else(|| Error::shape("concat", "the result has too many elements to address"))?;
     crate::storage::check_alloc("concat", &Shape(dims.clone()))?;
-    let s: Storage = if dev(first).is_some() {
-        let mut pieces = Vec::with_capacity(xs.len());
-        for (t, &len) in xs.iter().zip(&lens) {
-            pieces.push((on_dev("concat", first, t)?, len));
-        }
-        cu::concat(&pieces, outer, inner)?.into()
-    } else {
-        match first.dtype() {
-            crate::DType::F32 => concat_typed::<f32>(xs, &lens, outer, inner)?,
-            crate::DType::F64 => concat_typed::<f64>(xs, &lens, outer, inner)?,
-        }
-        .into()
-    };
+    let parts: Vec<(&Storage, usize)> = xs.iter().map(|t| t.storage()).zip(lens).collect();
+    let s = Storage::concat(&parts, outer, inner)?;
     Ok(Tensor::from_op(s, Shape(dims), Op::Concat(xs.to_vec(), ax)))
-}
-
-fn concat_typed<T: CpuElem>(
-    xs: &[Tensor],
-    lens: &[usize],
-    outer: usize,
-    inner: usize,
-) -> Result<CpuStorage> {
-    let mut parts = Vec::with_capacity(xs.len());
-    for t in xs {
-        parts.push(
-            T::view(t.cpu()?)
-                .ok_or_else(|| crate::storage::dtype_mismatch("concat", T::DTYPE, t.dtype()))?,
-        );
-    }
-    Ok(T::wrap(k::concat(&parts, lens, outer, inner)))
 }
 
 /// Elements start..end along `axis` (negative bounds count from the end, as in Python).

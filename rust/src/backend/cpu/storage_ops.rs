@@ -207,6 +207,29 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |v| lk::index_add(v, outer, len, inner, idx)))
     }
 
+    fn concat(parts: &[(&Self, usize)], outer: usize, inner: usize) -> Result<Self> {
+        fn go<T: super::CpuElem>(
+            parts: &[(&CpuStorage, usize)],
+            outer: usize,
+            inner: usize,
+        ) -> Result<CpuStorage> {
+            let mut views = Vec::with_capacity(parts.len());
+            for (p, _) in parts {
+                views.push(
+                    T::view(p).ok_or_else(|| {
+                        crate::error::dtype_mismatch("concat", T::DTYPE, p.dtype())
+                    })?,
+                );
+            }
+            let lens: Vec<usize> = parts.iter().map(|p| p.1).collect();
+            Ok(T::wrap(lk::concat(&views, &lens, outer, inner)))
+        }
+        match parts.first().map(|p| p.0.dtype()) {
+            Some(crate::DType::F32) => go::<f32>(parts, outer, inner),
+            Some(crate::DType::F64) | None => go::<f64>(parts, outer, inner),
+        }
+    }
+
     fn take(&self, offsets: &[usize]) -> Result<Self> {
         Ok(map_cpu!(self, |v| offsets.iter().map(|&o| v[o]).collect()))
     }

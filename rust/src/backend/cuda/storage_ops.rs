@@ -118,6 +118,11 @@ impl BackendStorage for CudaStorage {
         cu::scatter_add(None, &self.0, &targets, outer * len * inner).map(CudaStorage::new)
     }
 
+    fn concat(parts: &[(&Self, usize)], outer: usize, inner: usize) -> Result<Self> {
+        let pieces: Vec<_> = parts.iter().map(|(p, len)| (&*p.0, *len)).collect();
+        cu::concat(&pieces, outer, inner).map(CudaStorage::new)
+    }
+
     fn take(&self, offsets: &[usize]) -> Result<Self> {
         cu::take(&self.0, offsets).map(CudaStorage::new)
     }
