@@ -4,6 +4,7 @@
 
 use crate::backend::cuda::DeviceBuffer;
 use crate::backend::BackendStorage;
+use crate::geometry::{ConvDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{DType, Device, Error, Result, Shape};
 use std::borrow::Cow;
@@ -251,6 +252,51 @@ impl Storage {
     pub fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |g| g
             .nll_grad(rows, classes, target))
+    }
+    /// conv2d of `self` with `w` and the optional bias `b`, all on one device.
+    pub fn conv2d(&self, w: &Storage, b: Option<&Storage>, d: ConvDims) -> Result<Storage> {
+        if let Some(b) = b.filter(|b| b.device() != self.device()) {
+            return Err(device_mismatch("conv2d", self, b));
+        }
+        match (self, w) {
+            (Storage::Cpu(x), Storage::Cpu(w)) => {
+                let b = b.and_then(|b| match b {
+                    Storage::Cpu(c) => Some(c),
+                    Storage::Cuda(_) => None,
+                });
+                x.conv2d(w, b, d).map(Storage::Cpu)
+            }
+            (Storage::Cuda(x), Storage::Cuda(wc)) if x.ordinal() == wc.ordinal() => {
+                let b = b.and_then(|b| match b {
+                    Storage::Cuda(c) => Some(c),
+                    Storage::Cpu(_) => None,
+                });
+                x.conv2d(wc, b, d).map(Storage::Cuda)
+            }
+            _ => Err(device_mismatch("conv2d", self, w)),
+        }
+    }
+    pub fn conv2d_grads(&self, w: &Storage, g: &Storage, d: ConvDims) -> Result<[Storage; 3]> {
+        match (self, w, g) {
+            (Storage::Cpu(x), Storage::Cpu(w), Storage::Cpu(g)) => {
+                Ok(x.conv2d_grads(w, g, d)?.map(Storage::Cpu))
+            }
+            (Storage::Cuda(x), Storage::Cuda(wc), Storage::Cuda(gc))
+                if x.ordinal() == wc.ordinal() && x.ordinal() == gc.ordinal() =>
+            {
+                Ok(x.conv2d_grads(wc, gc, d)?.map(Storage::Cuda))
+            }
+            _ => {
+                let other = if w.device() != self.device() { w } else { g };
+                Err(device_mismatch("conv2d", self, other))
+            }
+        }
+    }
+    pub fn avg_pool2d(&self, d: PoolDims) -> Result<Storage> {
+        on_one_device!("avg_pool2d", (self), |x| x.avg_pool2d(d))
+    }
+    pub fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Storage> {
+        on_one_device!("avg_pool2d", (self), |g| g.avg_pool2d_grad(d))
     }
     pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
         on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))

@@ -5,7 +5,7 @@
 //!
 //! Operands arrive checked: one device, one dtype, shapes that broadcast to `out`.
 
-use crate::geometry::MatmulDims;
+use crate::geometry::{ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -97,6 +97,15 @@ pub trait BackendStorage: Sized {
     fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
     /// The nll gradient [rows, classes] from the upstream gradient `self` (one element).
     fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
+
+    /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
+    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self>;
+    /// The conv2d gradients for input, weight and bias from the upstream gradient `g`.
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims) -> Result<[Self; 3]>;
+    /// Average pooling (padding cells count in the divisor).
+    fn avg_pool2d(&self, d: PoolDims) -> Result<Self>;
+    /// The average-pooling gradient from the upstream gradient `self`.
+    fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self>;
 
     /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;

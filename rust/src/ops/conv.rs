@@ -1,16 +1,15 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
 use crate::autograd::{Argmax, Op};
-use crate::backend::cpu::conv as k;
-use crate::backend::cpu::parallel::fast_kernels;
 use crate::backend::cpu::pool as pk;
 use crate::backend::cuda::ops as cu;
 use crate::geometry::{ConvDims, PoolDims};
-use crate::ops::device::{dev, on_dev};
+use crate::ops::device::on_dev;
+use crate::ops::elementwise::{check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
 use crate::ops::reduce::mean;
-use crate::storage::{CpuElem, CpuStorage, Storage};
-use crate::{DType, Error, Result, Shape, Tensor};
+use crate::storage::{CpuStorage, Storage};
+use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// Views a [C, H, W] image as a batch of one; returns whether it did.
@@ -58,21 +57,6 @@ fn out_size(op: &'static str, n: usize, k: usize, s: usize, p: usize) -> Result<
     Ok((padded - k) / s + 1)
 }
 
-fn view<'a, T: CpuElem>(op: &'static str, t: &'a Tensor) -> Result<&'a [T]> {
-    T::view(t.cpu()?).ok_or_else(|| crate::storage::dtype_mismatch(op, T::DTYPE, t.dtype()))
-}
-
-fn conv_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
-    x: &Tensor,
-    w: &Tensor,
-    b: Option<&Tensor>,
-    d: ConvDims,
-) -> Result<CpuStorage> {
-    let (xv, wv) = (view::<T>("conv2d", x)?, view::<T>("conv2d", w)?);
-    let bv = b.map(|b| view::<T>("conv2d", b)).transpose()?;
-    Ok(T::wrap(k::conv2d(xv, wv, bv, d, fast_kernels())))
-}
-
 /// Cross-correlation with zero padding (PyTorch `conv2d`): weight [OC, C, KH, KW], bias [OC].
 pub fn conv2d(
     input: &Tensor,
@@ -118,16 +102,15 @@ pub fn conv2d(
     // The output, and one image's patch matrix (the im2col panel the kernels build).
     crate::storage::check_alloc("conv2d", &Shape(vec![n, oc, d.oh, d.ow]))?;
     crate::storage::check_alloc("conv2d", &Shape(vec![c, kh, kw, d.oh, d.ow]))?;
-    let s: Storage = match (dev(&x), x.dtype()) {
-        (Some(xb), _) => {
-            crate::ops::elementwise::check_same_dtype("conv2d", &[&x, weight])?;
-            let wb = on_dev("conv2d", &x, weight)?;
-            let bb = bias.map(|b| on_dev("conv2d", &x, b)).transpose()?;
-            cu::conv2d(xb, wb, bb, d)?.into()
-        }
-        (None, DType::F32) => conv_typed::<f32>(&x, weight, bias, d)?.into(),
-        (None, DType::F64) => conv_typed::<f64>(&x, weight, bias, d)?.into(),
-    };
+    check_same_device("conv2d", &x, weight)?;
+    check_same_dtype("conv2d", &[&x, weight])?;
+    if let Some(b) = bias {
+        check_same_device("conv2d", &x, b)?;
+        check_same_dtype("conv2d", &[&x, b])?;
+    }
+    let s = x
+        .storage()
+        .conv2d(weight.storage(), bias.map(|b| b.storage()), d)?;
     let op = Op::Conv2d {
         x,
         w: weight.clone(),
@@ -138,44 +121,14 @@ pub fn conv2d(
     Ok(unbatch(y, squeeze))
 }
 
-fn conv_grads_typed<T: CpuElem + crate::backend::cpu::matmul::GemmElem>(
-    x: &Tensor,
-    w: &Tensor,
-    g: &Tensor,
-    d: ConvDims,
-) -> Result<[CpuStorage; 3]> {
-    let (xv, wv, gv) = (
-        view::<T>("conv2d", x)?,
-        view::<T>("conv2d", w)?,
-        view::<T>("conv2d", g)?,
-    );
-    let (gx, gw) = k::conv2d_grads(gv, xv, wv, d, fast_kernels());
-    Ok([
-        T::wrap(gx),
-        T::wrap(gw),
-        T::wrap(k::conv2d_grad_bias(gv, d)),
-    ])
-}
-
 /// Gradients of conv2d for input, weight and bias.
 pub(crate) fn conv2d_grads(x: &Tensor, w: &Tensor, g: &Tensor, d: ConvDims) -> Result<[Tensor; 3]> {
-    if let Some(xb) = dev(x) {
-        let [gx, gw, gb] =
-            cu::conv2d_grads(xb, on_dev("conv2d", x, w)?, on_dev("conv2d", x, g)?, d)?;
-        return Ok([
-            Tensor::from_storage(gx, x.shape().clone())?,
-            Tensor::from_storage(gw, w.shape().clone())?,
-            Tensor::from_storage(gb, Shape(vec![d.oc]))?,
-        ]);
-    }
-    let [gx, gw, gb] = match x.dtype() {
-        DType::F32 => conv_grads_typed::<f32>(x, w, g, d)?,
-        DType::F64 => conv_grads_typed::<f64>(x, w, g, d)?,
-    };
+    check_same_dtype("conv2d", &[x, w, g])?;
+    let [gx, gw, gb] = x.storage().conv2d_grads(w.storage(), g.storage(), d)?;
     Ok([
-        Tensor::from_cpu(gx, x.shape().clone())?,
-        Tensor::from_cpu(gw, w.shape().clone())?,
-        Tensor::from_cpu(gb, Shape(vec![d.oc]))?,
+        Tensor::from_storage(gx, x.shape().clone())?,
+        Tensor::from_storage(gw, w.shape().clone())?,
+        Tensor::from_storage(gb, Shape(vec![d.oc]))?,
     ])
 }
 
@@ -253,10 +206,7 @@ pub fn avg_pool2d(
 ) -> Result<Tensor> {
     let (x, squeeze) = as_batch("avg_pool2d", input)?;
     let d = pool_dims("avg_pool2d", &x, kernel_size, stride, padding)?;
-    let s: Storage = match dev(&x) {
-        Some(b) => cu::avg_pool2d(b, d)?.into(),
-        None => crate::map_cpu!(x.cpu()?, |v| pk::avg_pool(v, d)).into(),
-    };
+    let s = x.storage().avg_pool2d(d)?;
     let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
     let y = Tensor::from_op(s, shape, Op::AvgPool2d { x, d });
     Ok(unbatch(y, squeeze))
@@ -276,11 +226,8 @@ pub(crate) fn max_pool2d_grad(x: &Tensor, d: PoolDims, arg: &Argmax, g: &Tensor)
 }
 
 pub(crate) fn avg_pool2d_grad(x: &Tensor, d: PoolDims, g: &Tensor) -> Result<Tensor> {
-    if let Some(b) = dev(g) {
-        return Tensor::from_storage(cu::avg_pool2d_grad(b, d)?, x.shape().clone());
-    }
-    let s = crate::map_cpu!(g.cpu()?, |v| pk::avg_pool_grad(v, d));
-    Tensor::from_cpu(s, x.shape().clone())
+    let s = g.storage().avg_pool2d_grad(d)?;
+    Tensor::from_storage(s, x.shape().clone())
 }
 
 /// Mean over H and W: [N, C, H, W] -> [N, C], or [C, H, W] -> [C].

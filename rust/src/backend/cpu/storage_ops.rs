@@ -3,16 +3,22 @@
 
 use super::elementwise::{broadcast_map, map, zip_map};
 use super::layout as lk;
+use super::matmul::GemmElem;
 use super::reduce as rk;
 use super::softmax as sk;
-use super::storage::CpuStorage;
+use super::storage::{CpuElem, CpuStorage};
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
 use crate::dtype::lit;
-use crate::geometry::MatmulDims;
+use crate::geometry::{ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
-use crate::{map_cpu, map_cpu2, Result, Shape};
+use crate::{map_cpu, map_cpu2, DType, Result, Shape};
+
+/// The elements of `s` as `T`, or the dtype mismatch (conv2d's operands share one dtype).
+fn typed<T: CpuElem>(s: &CpuStorage) -> Result<&[T]> {
+    T::view(s).ok_or_else(|| crate::error::dtype_mismatch("conv2d", T::DTYPE, s.dtype()))
+}
 
 impl BackendStorage for CpuStorage {
     fn unary(&self, op: UnaryOp) -> Result<Self> {
@@ -291,6 +297,59 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |g| super::loss::nll_grad(
             g[0], rows, classes, target
         )))
+    }
+
+    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self> {
+        fn go<T: CpuElem + GemmElem>(
+            x: &CpuStorage,
+            w: &CpuStorage,
+            b: Option<&CpuStorage>,
+            d: ConvDims,
+        ) -> Result<CpuStorage> {
+            let (xv, wv) = (typed::<T>(x)?, typed::<T>(w)?);
+            let bv = b.map(typed::<T>).transpose()?;
+            Ok(T::wrap(super::conv::conv2d(
+                xv,
+                wv,
+                bv,
+                d,
+                super::parallel::fast_kernels(),
+            )))
+        }
+        match self.dtype() {
+            DType::F32 => go::<f32>(self, w, b, d),
+            DType::F64 => go::<f64>(self, w, b, d),
+        }
+    }
+
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims) -> Result<[Self; 3]> {
+        fn go<T: CpuElem + GemmElem>(
+            x: &CpuStorage,
+            w: &CpuStorage,
+            g: &CpuStorage,
+            d: ConvDims,
+        ) -> Result<[CpuStorage; 3]> {
+            let (xv, wv, gv) = (typed::<T>(x)?, typed::<T>(w)?, typed::<T>(g)?);
+            let (gx, gw) =
+                super::conv::conv2d_grads(gv, xv, wv, d, super::parallel::fast_kernels());
+            Ok([
+                T::wrap(gx),
+                T::wrap(gw),
+                T::wrap(super::conv::conv2d_grad_bias(gv, d)),
+            ])
+        }
+        match self.dtype() {
+            DType::F32 => go::<f32>(self, w, g, d),
+            DType::F64 => go::<f64>(self, w, g, d),
+        }
+    }
+
+    fn avg_pool2d(&self, d: PoolDims) -> Result<Self> {
+        Ok(map_cpu!(self, |v| super::pool::avg_pool(v, d)))
+    }
+
+    fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self> {
+        Ok(map_cpu!(self, |v| super::pool::avg_pool_grad(v, d)))
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {

@@ -5,7 +5,7 @@ use super::blas::RowMajorMatmul;
 use super::ops as cu;
 use super::storage::CudaStorage;
 use crate::backend::storage_ops::BackendStorage;
-use crate::geometry::MatmulDims;
+use crate::geometry::{ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -151,6 +151,23 @@ impl BackendStorage for CudaStorage {
 
     fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self> {
         cu::nll_grad(rows, classes, target, &self.0).map(CudaStorage::new)
+    }
+
+    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self> {
+        cu::conv2d(&self.0, &w.0, b.map(|b| &*b.0), d).map(CudaStorage::new)
+    }
+
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims) -> Result<[Self; 3]> {
+        let [gx, gw, gb] = cu::conv2d_grads(&self.0, &w.0, &g.0, d)?;
+        Ok([gx, gw, gb].map(CudaStorage::new))
+    }
+
+    fn avg_pool2d(&self, d: PoolDims) -> Result<Self> {
+        cu::avg_pool2d(&self.0, d).map(CudaStorage::new)
+    }
+
+    fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self> {
+        cu::avg_pool2d_grad(&self.0, d).map(CudaStorage::new)
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
