@@ -1,6 +1,6 @@
 """The Rust crate's layers point one way (docs/ARCHITECTURE.md): nothing under backend/ names the
-op layer, autograd, the compiled graph, tensors, storage or the bindings, and the modules of
-backend/ import one another without cycles. Read from the sources, so a new `use` that breaks
+op layer, autograd, the compiled graph, tensors, storage or the bindings; the modules of backend/
+import one another without cycles; the op layer never picks a device itself. Read from the sources, so a new `use` that breaks
 the rule fails here with the file and the line."""
 
 from __future__ import annotations
@@ -67,6 +67,16 @@ def test_backend_names_no_higher_layer():
                 if root == "crate" and rest.split("::")[0].strip("{}") in UPPER:
                     bad.append(f"{path.relative_to(SRC)}:{n}: {code}")
     assert not bad, "backend/ imports a higher layer:\n" + "\n".join(sorted(set(bad)))
+
+
+def test_the_op_layer_never_picks_a_device():
+    """ops/ checks arguments and records autograd; the device is chosen once, in storage.rs."""
+    bad = []
+    for path in (SRC / "ops").rglob("*.rs"):
+        for n, code in _code_lines(path):
+            if re.search(r"crate::backend|Storage::(Cpu|Cuda)|map_cpu", code):
+                bad.append(f"{path.relative_to(SRC)}:{n}: {code.strip()}")
+    assert not bad, "ops/ dispatches on the device itself:\n" + "\n".join(bad)
 
 
 def test_backend_modules_import_each_other_without_cycles():

@@ -8,6 +8,7 @@ use crate::geometry::{ConvDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{DType, Device, Error, Result, Shape};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 impl From<CpuStorage> for Storage {
     fn from(s: CpuStorage) -> Self {
@@ -80,6 +81,15 @@ impl Storage {
     }
 }
 
+/// A gradient on another device than the winners its forward kept.
+fn winners_elsewhere(op: &'static str, g: &Storage) -> Error {
+    Error::Device {
+        op,
+        expected: "the gradient on the device of the forward pass".into(),
+        got: format!("a gradient on {}", g.device()),
+    }
+}
+
 /// Operands on two devices where one was expected.
 fn device_mismatch(op: &'static str, a: &Storage, b: &Storage) -> Error {
     Error::Device {
@@ -110,7 +120,57 @@ macro_rules! on_one_device {
     };
 }
 
+/// Where a max or max pooling kept its winners for backward, on the device that computed them.
+#[derive(Clone)]
+pub enum Winners {
+    Cpu(Arc<Vec<usize>>),
+    Cuda(Arc<crate::backend::cuda::IndexBuffer>),
+}
+
 impl Storage {
+    pub fn max_axis(&self, o: usize, l: usize, i: usize) -> Result<(Storage, Winners)> {
+        Ok(match self {
+            Storage::Cpu(x) => {
+                let (y, w) = x.max_axis(o, l, i)?;
+                (Storage::Cpu(y), Winners::Cpu(Arc::new(w)))
+            }
+            Storage::Cuda(x) => {
+                let (y, w) = x.max_axis(o, l, i)?;
+                (Storage::Cuda(y), Winners::Cuda(Arc::new(w)))
+            }
+        })
+    }
+    /// The max gradient from the upstream gradient `self` and the forward's winners.
+    pub fn max_axis_grad(&self, w: &Winners, o: usize, l: usize, i: usize) -> Result<Storage> {
+        match (self, w) {
+            (Storage::Cpu(g), Winners::Cpu(w)) => g.max_axis_grad(w, o, l, i).map(Storage::Cpu),
+            (Storage::Cuda(g), Winners::Cuda(w)) if g.ordinal() == w.gpu().ordinal() => {
+                g.max_axis_grad(w, o, l, i).map(Storage::Cuda)
+            }
+            _ => Err(winners_elsewhere("max", self)),
+        }
+    }
+    pub fn max_pool2d(&self, d: PoolDims) -> Result<(Storage, Winners)> {
+        Ok(match self {
+            Storage::Cpu(x) => {
+                let (y, w) = x.max_pool2d(d)?;
+                (Storage::Cpu(y), Winners::Cpu(Arc::new(w)))
+            }
+            Storage::Cuda(x) => {
+                let (y, w) = x.max_pool2d(d)?;
+                (Storage::Cuda(y), Winners::Cuda(Arc::new(w)))
+            }
+        })
+    }
+    pub fn max_pool2d_grad(&self, w: &Winners, d: PoolDims) -> Result<Storage> {
+        match (self, w) {
+            (Storage::Cpu(g), Winners::Cpu(w)) => g.max_pool2d_grad(w, d).map(Storage::Cpu),
+            (Storage::Cuda(g), Winners::Cuda(w)) if g.ordinal() == w.gpu().ordinal() => {
+                g.max_pool2d_grad(w, d).map(Storage::Cuda)
+            }
+            _ => Err(winners_elsewhere("max_pool2d", self)),
+        }
+    }
     pub fn unary(&self, op: UnaryOp) -> Result<Storage> {
         on_one_device!(op.name(), (self), |s| s.unary(op))
     }

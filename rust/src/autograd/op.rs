@@ -6,13 +6,9 @@ use crate::Tensor;
 use crate::{DType, Shape};
 use std::sync::Arc;
 
-/// Where a max or max-pool recorded its winners: on the host for CPU tensors, on the device
-/// for CUDA tensors (so the forward pass never waits for the device).
-#[derive(Clone)]
-pub enum Argmax {
-    Host(Arc<Vec<usize>>),
-    Device(Arc<crate::backend::cuda::IndexBuffer>),
-}
+/// Where a max or max-pool recorded its winners: on the device that computed them (host
+/// indices for CPU tensors, device memory for CUDA ones, so the forward never waits).
+pub type Argmax = crate::storage::Winners;
 
 #[derive(Clone)]
 pub enum Op {

@@ -10,6 +10,10 @@ use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
 pub trait BackendStorage: Sized {
+    /// Where max and max pooling keep their winners for backward (host indices on the CPU,
+    /// device memory on CUDA, so the forward pass never waits for a copy).
+    type Winners;
+
     /// `op` on every element.
     fn unary(&self, op: UnaryOp) -> Result<Self>;
     /// d(op)/dx times `g`, from the input (`self`) or the output `y`, as the op table says.
@@ -106,6 +110,22 @@ pub trait BackendStorage: Sized {
     fn avg_pool2d(&self, d: PoolDims) -> Result<Self>;
     /// The average-pooling gradient from the upstream gradient `self`.
     fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self>;
+
+    /// Max over the middle axis of [outer, len, inner] and the index of each lane's first
+    /// maximum (a NaN wins).
+    fn max_axis(&self, outer: usize, len: usize, inner: usize) -> Result<(Self, Self::Winners)>;
+    /// The max gradient: `self` (the upstream gradient) placed at the winners of zeros.
+    fn max_axis_grad(
+        &self,
+        winners: &Self::Winners,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<Self>;
+    /// Max pooling and the winner of each window (padding cells never win).
+    fn max_pool2d(&self, d: PoolDims) -> Result<(Self, Self::Winners)>;
+    /// The max-pooling gradient from the upstream gradient `self`.
+    fn max_pool2d_grad(&self, winners: &Self::Winners, d: PoolDims) -> Result<Self>;
 
     /// Softmax (or log-softmax) over the middle axis of `self` viewed as [outer, len, inner].
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self>;

@@ -1,16 +1,11 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
 use crate::autograd::{Argmax, Op};
-use crate::backend::cpu::pool as pk;
-use crate::backend::cuda::ops as cu;
 use crate::geometry::{ConvDims, PoolDims};
-use crate::ops::device::on_dev;
 use crate::ops::elementwise::{check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
 use crate::ops::reduce::mean;
-use crate::storage::{CpuStorage, Storage};
 use crate::{Error, Result, Shape, Tensor};
-use std::sync::Arc;
 
 /// Views a [C, H, W] image as a batch of one; returns whether it did.
 fn as_batch(op: &'static str, x: &Tensor) -> Result<(Tensor, bool)> {
@@ -177,20 +172,7 @@ pub fn max_pool2d(
 ) -> Result<Tensor> {
     let (x, squeeze) = as_batch("max_pool2d", input)?;
     let d = pool_dims("max_pool2d", &x, kernel_size, stride, padding)?;
-    let (s, arg): (Storage, _) = match x.storage() {
-        Storage::Cuda(c) => {
-            let (y, a) = cu::max_pool2d_on_device(&c.0, d)?;
-            (y.into(), Argmax::Device(Arc::new(a)))
-        }
-        Storage::Cpu(CpuStorage::F32(v)) => {
-            let (y, a) = pk::max_pool(v, d);
-            (CpuStorage::F32(y).into(), Argmax::Host(Arc::new(a)))
-        }
-        Storage::Cpu(CpuStorage::F64(v)) => {
-            let (y, a) = pk::max_pool(v, d);
-            (CpuStorage::F64(y).into(), Argmax::Host(Arc::new(a)))
-        }
-    };
+    let (s, arg) = x.storage().max_pool2d(d)?;
     let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
     let y = Tensor::from_op(s, shape, Op::MaxPool2d { x, d, argmax: arg });
     Ok(unbatch(y, squeeze))
@@ -213,16 +195,9 @@ pub fn avg_pool2d(
 }
 
 pub(crate) fn max_pool2d_grad(x: &Tensor, d: PoolDims, arg: &Argmax, g: &Tensor) -> Result<Tensor> {
-    let arg = match arg {
-        Argmax::Device(a) => {
-            let gb = on_dev("max_pool2d", x, g)?;
-            let s = cu::max_pool2d_grad_on_device(gb, a, d)?;
-            return Tensor::from_storage(s, x.shape().clone());
-        }
-        Argmax::Host(a) => a,
-    };
-    let s = crate::map_cpu!(g.cpu()?, |v| pk::max_pool_grad(v, arg, d));
-    Tensor::from_cpu(s, x.shape().clone())
+    check_same_dtype("max_pool2d", &[x, g])?;
+    let s = g.storage().max_pool2d_grad(arg, d)?;
+    Tensor::from_storage(s, x.shape().clone())
 }
 
 pub(crate) fn avg_pool2d_grad(x: &Tensor, d: PoolDims, g: &Tensor) -> Result<Tensor> {

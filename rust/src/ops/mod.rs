@@ -3,7 +3,6 @@
 
 pub mod attention;
 pub mod conv;
-pub(crate) mod device;
 pub mod elementwise;
 pub mod index;
 pub mod layout;

@@ -2,13 +2,11 @@
 //! their gradients need: `sum_to_shape` and `broadcast_to`.
 
 use crate::autograd::{Argmax, Op};
-use crate::backend::cpu::reduce as k;
-use crate::backend::cuda::ops as cu;
 use crate::op_table::BinaryOp;
+use crate::ops::elementwise::check_same_dtype;
 use crate::shape::broadcast_shapes;
-use crate::storage::{CpuStorage, Storage};
-use crate::{map_cpu, Error, Result, Shape, Tensor};
-use std::sync::Arc;
+use crate::storage::Storage;
+use crate::{Error, Result, Shape, Tensor};
 
 /// The shape left after reducing `axis` (all axes when None).
 pub(crate) fn reduced_shape(shape: &Shape, axis: Option<usize>, keepdim: bool) -> Shape {
@@ -91,20 +89,7 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
             format!("cannot reduce an empty axis of shape {}", x.shape()),
         ));
     }
-    let (s, argmax): (Storage, _) = match x.storage() {
-        Storage::Cuda(c) => {
-            let (vals, idx) = cu::max_axis(&c.0, o, l, i)?;
-            (vals.into(), Argmax::Device(Arc::new(idx)))
-        }
-        Storage::Cpu(CpuStorage::F32(v)) => {
-            let (vals, idx) = k::max_axis(v, o, l, i);
-            (CpuStorage::F32(vals).into(), Argmax::Host(Arc::new(idx)))
-        }
-        Storage::Cpu(CpuStorage::F64(v)) => {
-            let (vals, idx) = k::max_axis(v, o, l, i);
-            (CpuStorage::F64(vals).into(), Argmax::Host(Arc::new(idx)))
-        }
-    };
+    let (s, argmax) = x.storage().max_axis(o, l, i)?;
     let shape = reduced_shape(x.shape(), axis, keepdim);
     Ok(Tensor::from_op(
         s,
@@ -129,24 +114,9 @@ pub(crate) fn max_grad(
         None => (1, x.numel(), 1),
         Some(a) => x.shape().split_at_axis(a),
     };
-    let argmax = match argmax {
-        Argmax::Device(arg) => {
-            let gb = crate::ops::device::on_dev("max", x, g)?;
-            return Tensor::from_storage(cu::max_grad(gb, arg, o, l, i)?, x.shape().clone());
-        }
-        Argmax::Host(arg) => arg,
-    };
-    let s = map_cpu!(g.cpu()?, |gv| {
-        let mut out = vec![crate::dtype::lit(gv, 0.0); o * l * i];
-        for oo in 0..o {
-            for ii in 0..i {
-                let r = oo * i + ii;
-                out[oo * l * i + argmax[r] * i + ii] = gv[r];
-            }
-        }
-        out
-    });
-    Tensor::from_cpu(s, x.shape().clone())
+    check_same_dtype("max", &[x, g])?;
+    let s = g.storage().max_axis_grad(argmax, o, l, i)?;
+    Tensor::from_storage(s, x.shape().clone())
 }
 
 /// Sums `x` down to `shape` over the axes that broadcasting expanded (gradient of broadcast).

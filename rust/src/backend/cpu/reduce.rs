@@ -90,3 +90,22 @@ pub fn sum_to_shape<T: Float>(g: &[T], from: &Shape, to: &Shape) -> Vec<T> {
     }
     out
 }
+
+/// The gradient of `max_axis`: `g` [outer, inner] placed at each lane's winner of zeros
+/// [outer, len, inner].
+pub fn max_axis_grad<T: Float>(
+    g: &[T],
+    arg: &[usize],
+    outer: usize,
+    len: usize,
+    inner: usize,
+) -> Vec<T> {
+    let mut out = vec![T::ZERO; outer * len * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            let r = o * inner + i;
+            out[o * len * inner + arg[r] * inner + i] = g[r];
+        }
+    }
+    out
+}

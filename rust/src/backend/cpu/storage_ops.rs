@@ -21,6 +21,8 @@ fn typed<T: CpuElem>(s: &CpuStorage) -> Result<&[T]> {
 }
 
 impl BackendStorage for CpuStorage {
+    type Winners = Vec<usize>;
+
     fn unary(&self, op: UnaryOp) -> Result<Self> {
         Ok(map_cpu!(self, |v| tk::unary(op, v)))
     }
@@ -350,6 +352,50 @@ impl BackendStorage for CpuStorage {
 
     fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self> {
         Ok(map_cpu!(self, |v| super::pool::avg_pool_grad(v, d)))
+    }
+
+    fn max_axis(&self, outer: usize, len: usize, inner: usize) -> Result<(Self, Vec<usize>)> {
+        Ok(match self {
+            CpuStorage::F32(v) => {
+                let (y, a) = rk::max_axis(v, outer, len, inner);
+                (CpuStorage::F32(y), a)
+            }
+            CpuStorage::F64(v) => {
+                let (y, a) = rk::max_axis(v, outer, len, inner);
+                (CpuStorage::F64(y), a)
+            }
+        })
+    }
+
+    fn max_axis_grad(
+        &self,
+        winners: &Vec<usize>,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<Self> {
+        Ok(map_cpu!(self, |g| rk::max_axis_grad(
+            g, winners, outer, len, inner
+        )))
+    }
+
+    fn max_pool2d(&self, d: PoolDims) -> Result<(Self, Vec<usize>)> {
+        Ok(match self {
+            CpuStorage::F32(v) => {
+                let (y, a) = super::pool::max_pool(v, d);
+                (CpuStorage::F32(y), a)
+            }
+            CpuStorage::F64(v) => {
+                let (y, a) = super::pool::max_pool(v, d);
+                (CpuStorage::F64(y), a)
+            }
+        })
+    }
+
+    fn max_pool2d_grad(&self, winners: &Vec<usize>, d: PoolDims) -> Result<Self> {
+        Ok(map_cpu!(self, |g| super::pool::max_pool_grad(
+            g, winners, d
+        )))
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {

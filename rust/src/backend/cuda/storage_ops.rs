@@ -4,6 +4,7 @@
 use super::blas::RowMajorMatmul;
 use super::ops as cu;
 use super::storage::CudaStorage;
+use super::IndexBuffer;
 use crate::backend::storage_ops::BackendStorage;
 use crate::geometry::{ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
@@ -14,6 +15,8 @@ fn params(op: UnaryOp) -> Vec<f64> {
 }
 
 impl BackendStorage for CudaStorage {
+    type Winners = IndexBuffer;
+
     fn unary(&self, op: UnaryOp) -> Result<Self> {
         cu::unary(op.name(), &self.0, &params(op)).map(CudaStorage::new)
     }
@@ -168,6 +171,30 @@ impl BackendStorage for CudaStorage {
 
     fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self> {
         cu::avg_pool2d_grad(&self.0, d).map(CudaStorage::new)
+    }
+
+    fn max_axis(&self, outer: usize, len: usize, inner: usize) -> Result<(Self, IndexBuffer)> {
+        let (y, a) = cu::max_axis(&self.0, outer, len, inner)?;
+        Ok((CudaStorage::new(y), a))
+    }
+
+    fn max_axis_grad(
+        &self,
+        winners: &IndexBuffer,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<Self> {
+        cu::max_grad(&self.0, winners, outer, len, inner).map(CudaStorage::new)
+    }
+
+    fn max_pool2d(&self, d: PoolDims) -> Result<(Self, IndexBuffer)> {
+        let (y, a) = cu::max_pool2d_on_device(&self.0, d)?;
+        Ok((CudaStorage::new(y), a))
+    }
+
+    fn max_pool2d_grad(&self, winners: &IndexBuffer, d: PoolDims) -> Result<Self> {
+        cu::max_pool2d_grad_on_device(&self.0, winners, d).map(CudaStorage::new)
     }
 
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
