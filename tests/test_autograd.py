@@ -317,3 +317,28 @@ def test_detach_stops_gradient():
     ops.sum(x * x.detach()).backward()  # d/dx (x * c) = c
     assert x.grad.tolist() == [3.0]
     assert math.isclose(x.detach().item(), 3.0)
+
+
+def _device_grads(fn, arrays, device_kind):
+    """Gradients of sum(fn(*xs) * W) computed on `device_kind`, as NumPy arrays."""
+    with device_kind.run():
+        xs = [device_kind.tensor(a, requires_grad=True) for a in arrays]
+        y = fn(*xs)
+        w = np.random.default_rng(99).uniform(-1.0, 1.0, size=tuple(y.shape))
+        grads = tlrs.grad([ops.sum(ops.mul(y, device_kind.tensor(w)))], xs)
+    return [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("name", [n for n in UNARY if not n.startswith(("pow", "clamp"))] + list(BINARY))
+def test_elementwise_grads_on_every_device(name, device_kind):
+    """One body on cpu-ref, cpu-fast and CUDA: f64 gradients against central differences."""
+    if name in BINARY:
+        fn, arrays = BINARY[name], [rnd([3, 1], 0.5, 2.0, 1), rnd([4], 0.5, 2.0, 2)]
+    else:
+        fn, (lo, hi) = UNARY[name]
+        a = rnd([3, 4], lo, hi, 3)
+        arrays = [a * np.array([1, -1, 1, -1]) if name in ("abs", "relu") else a]
+    got = _device_grads(fn, arrays, device_kind)
+    expected = numeric_grads(lambda *ts: weighted(fn(*ts)), arrays)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=TOL, atol=TOL)
