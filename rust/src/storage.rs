@@ -72,6 +72,18 @@ impl Storage {
             }),
         }
     }
+    fn as_cpu(&self) -> Option<&CpuStorage> {
+        match self {
+            Storage::Cpu(c) => Some(c),
+            Storage::Cuda(_) => None,
+        }
+    }
+    fn as_cuda(&self) -> Option<&CudaStorage> {
+        match self {
+            Storage::Cuda(c) => Some(c),
+            Storage::Cpu(_) => None,
+        }
+    }
     /// The values on the host: borrowed on the CPU, copied back from a device.
     pub fn host(&self) -> Result<Cow<'_, CpuStorage>> {
         match self {
@@ -259,20 +271,14 @@ impl Storage {
             Storage::Cpu(_) => {
                 let cpu: Vec<_> = parts
                     .iter()
-                    .filter_map(|(p, l)| match p {
-                        Storage::Cpu(c) => Some((c, *l)),
-                        Storage::Cuda(_) => None,
-                    })
+                    .filter_map(|(p, l)| Some((p.as_cpu()?, *l)))
                     .collect();
                 CpuStorage::concat(&cpu, outer, inner).map(Storage::Cpu)
             }
             Storage::Cuda(_) => {
                 let dev: Vec<_> = parts
                     .iter()
-                    .filter_map(|(p, l)| match p {
-                        Storage::Cuda(c) => Some((c, *l)),
-                        Storage::Cpu(_) => None,
-                    })
+                    .filter_map(|(p, l)| Some((p.as_cuda()?, *l)))
                     .collect();
                 CudaStorage::concat(&dev, outer, inner).map(Storage::Cuda)
             }
@@ -319,20 +325,13 @@ impl Storage {
             return Err(device_mismatch("conv2d", self, b));
         }
         match (self, w) {
-            (Storage::Cpu(x), Storage::Cpu(w)) => {
-                let b = b.and_then(|b| match b {
-                    Storage::Cpu(c) => Some(c),
-                    Storage::Cuda(_) => None,
-                });
-                x.conv2d(w, b, d).map(Storage::Cpu)
-            }
-            (Storage::Cuda(x), Storage::Cuda(wc)) if x.ordinal() == wc.ordinal() => {
-                let b = b.and_then(|b| match b {
-                    Storage::Cuda(c) => Some(c),
-                    Storage::Cpu(_) => None,
-                });
-                x.conv2d(wc, b, d).map(Storage::Cuda)
-            }
+            // The bias was checked to be on this device, so the conversions below drop nothing.
+            (Storage::Cpu(x), Storage::Cpu(w)) => x
+                .conv2d(w, b.and_then(Storage::as_cpu), d)
+                .map(Storage::Cpu),
+            (Storage::Cuda(x), Storage::Cuda(wc)) if x.ordinal() == wc.ordinal() => x
+                .conv2d(wc, b.and_then(Storage::as_cuda), d)
+                .map(Storage::Cuda),
             _ => Err(device_mismatch("conv2d", self, w)),
         }
     }

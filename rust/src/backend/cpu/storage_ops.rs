@@ -64,14 +64,12 @@ impl BackendStorage for CpuStorage {
     }
 
     fn binary_scalar(&self, op: BinaryOp, s: f64, scalar_left: bool) -> Result<Self> {
-        let scalar = Shape(vec![]);
-        let out = Shape(vec![self.len()]);
-        let s = CpuStorage::full(self.dtype(), 1, s);
-        if scalar_left {
-            s.binary(op, &scalar, self, &out, &out)
-        } else {
-            self.binary(op, &out, &s, &scalar, &out)
-        }
+        Ok(map_cpu!(self, |v| tk::binary_scalar(
+            op,
+            v,
+            lit(v, s),
+            scalar_left
+        )))
     }
 
     fn select_weight(

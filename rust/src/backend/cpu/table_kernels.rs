@@ -79,6 +79,20 @@ macro_rules! binary_kernels {
                 } )*
             }
         }
+
+        /// `op` between every element of `x` and the scalar `s` (`s op x` when `scalar_left`).
+        pub fn binary_scalar<T: Float>(op: BinaryOp, x: &[T], s: T, scalar_left: bool) -> Vec<T> {
+            match op {
+                $( BinaryOp::$V => {
+                    let f = $f;
+                    if scalar_left {
+                        map(x, |v| f(s, v))
+                    } else {
+                        map(x, |v| f(v, s))
+                    }
+                } )*
+            }
+        }
     };
 }
 binary_ops!(binary_kernels);
