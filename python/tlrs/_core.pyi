@@ -255,9 +255,11 @@ def dtype_spellings() -> list[tuple[str, str]]:
     """Every accepted dtype spelling with its canonical name ("float32" or "float64")."""
 
 def tensor_from_numpy(
-    array: npt.NDArray[np.float32] | npt.NDArray[np.float64], requires_grad: bool = False
+    array: npt.NDArray[np.float32] | npt.NDArray[np.float64], requires_grad: bool = False,
+    copy: bool = False,
 ) -> Tensor:
-    """A Tensor copied from a float32/float64 array (other dtypes raise DTypeError)."""
+    """A Tensor from a float32/float64 array (other dtypes raise DTypeError): sharing its memory
+    when C-contiguous and aligned unless `copy`, else copied."""
 def full(
     shape: Sequence[int], value: float, dtype: str = "float64", requires_grad: bool = False,
     device: str = "cpu",
@@ -521,6 +523,12 @@ class Graph:
         """Bytes of all node values of one evaluation (what a forward pass keeps for backward)."""
     def describe(self) -> str:
         """A human-readable listing of the graph."""
+    def nodes(self) -> list[dict[str, Any]]:
+        """One dict per node in SSA order: `kind` ('param', 'input', 'const', 'op'), `shape`,
+        `dtype`; leaves: `index` or `value`; ops: `op`, `inputs` (node indices), `attrs`."""
+    @property
+    def output(self) -> int:
+        """The node index of the graph's result."""
     def first_difference(self, other: Graph) -> str | None:
         """None when `other` (a second trace) matches this one, else why not."""
     def evaluate(

@@ -74,7 +74,7 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_gra
     else:
         arr = arr.astype(_dtype_name(dtype))
     # asarray(order='C') keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
-    return _place(_core.tensor_from_numpy(np.asarray(arr, order="C")), device, requires_grad)
+    return _place(_core.tensor_from_numpy(np.asarray(arr, order="C"), copy=True), device, requires_grad)
 
 
 def _place(t: Tensor, device: str | None, requires_grad: bool) -> Tensor:
@@ -87,7 +87,11 @@ def _place(t: Tensor, device: str | None, requires_grad: bool) -> Tensor:
 
 
 def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
-    """A tensor from a float32 or float64 array (copied into tlrs storage).
+    """A tensor sharing `array`'s memory (no copy) when it is C-contiguous and aligned float32 or
+    float64; other layouts (Fortran order, strided views) are copied. The tensor keeps the array
+    alive. tlrs never writes to it; writing to the array while the tensor lives changes the
+    tensor's values, as with `torch.from_numpy` (see docs/interop.md): use `tlrs.tensor(array)`
+    for a copy.
 
     Raises DTypeError naming the dtype for any other array.
     """

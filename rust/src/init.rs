@@ -266,8 +266,8 @@ impl FloatInit {
         self.check_len(n).map_err(bad)?;
         let crate::Device::Cuda(ordinal) = device else {
             let s = match dtype {
-                crate::DType::F64 => crate::storage::CpuStorage::F64(self.fill_f64(n)),
-                crate::DType::F32 => crate::storage::CpuStorage::F32(self.fill_f32(n)),
+                crate::DType::F64 => crate::storage::CpuStorage::F64((self.fill_f64(n)).into()),
+                crate::DType::F32 => crate::storage::CpuStorage::F32((self.fill_f32(n)).into()),
             };
             return crate::Tensor::from_cpu(s, shape.to_vec());
         };

@@ -111,10 +111,10 @@ impl Tensor {
     }
 
     pub fn from_vec_f64(v: Vec<f64>, shape: impl Into<Shape>) -> Result<Tensor> {
-        Tensor::from_cpu(CpuStorage::F64(v), shape)
+        Tensor::from_cpu(CpuStorage::F64((v).into()), shape)
     }
     pub fn from_vec_f32(v: Vec<f32>, shape: impl Into<Shape>) -> Result<Tensor> {
-        Tensor::from_cpu(CpuStorage::F32(v), shape)
+        Tensor::from_cpu(CpuStorage::F32((v).into()), shape)
     }
 
     pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Tensor {

@@ -42,14 +42,14 @@ fn per_thread_count<R>(f: impl Fn() -> R) -> Vec<R> {
 
 fn f32s(t: &Tensor) -> Vec<f32> {
     match t.cpu().unwrap() {
-        tlrs::storage::CpuStorage::F32(v) => v.clone(),
+        tlrs::storage::CpuStorage::F32(v) => v.to_vec(),
         _ => panic!("expected f32"),
     }
 }
 
 fn f64s(t: &Tensor) -> Vec<f64> {
     match t.cpu().unwrap() {
-        tlrs::storage::CpuStorage::F64(v) => v.clone(),
+        tlrs::storage::CpuStorage::F64(v) => v.to_vec(),
         _ => panic!("expected f64"),
     }
 }

@@ -4,11 +4,27 @@
 use super::errors::guard;
 use super::tensor::PyTensor;
 use crate::backend::cpu::parallel::with_fast_kernels;
+use crate::graph::attrs::{attributes, Attr};
+use crate::graph::ir::{NodeKind, Source};
 use crate::graph::{exec, Graph};
 use crate::optim::OptimKind;
 use crate::Tensor;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::IntoPyObjectExt;
 use std::collections::HashMap;
+
+/// One op attribute as a Python value (None, float, int, bool, list, or a dtype name).
+fn attr_value(py: Python<'_>, a: Attr) -> PyResult<Py<PyAny>> {
+    match a {
+        Attr::Float(v) => v.into_py_any(py),
+        Attr::Count(v) => v.into_py_any(py),
+        Attr::Flag(b) => b.into_py_any(py),
+        Attr::List(v) => v.into_py_any(py),
+        Attr::Mask(v) => v.into_py_any(py),
+        Attr::DType(d) => d.name().into_py_any(py),
+    }
+}
 
 fn inner(ts: &[PyRef<'_, PyTensor>]) -> Vec<Tensor> {
     ts.iter().map(|t| t.inner.clone()).collect()
@@ -58,6 +74,51 @@ impl PyGraph {
     }
     fn describe(&self) -> String {
         self.0.describe()
+    }
+    /// The graph's structure, one dict per node in SSA order (what an exporter reads):
+    /// `kind` ("param", "input", "const" or "op"), `shape`, `dtype`, and for leaves `index`
+    /// (param/input) or `value` (const); for ops `op` (its name), `inputs` (node indices, in
+    /// argument order) and `attrs` (every attribute replay takes from the record).
+    fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.0
+            .nodes
+            .iter()
+            .map(|n| {
+                let d = PyDict::new(py);
+                d.set_item("shape", n.shape.dims().to_vec())?;
+                d.set_item("dtype", n.dtype.name())?;
+                match &n.kind {
+                    NodeKind::Leaf(Source::Param(i)) => {
+                        d.set_item("kind", "param")?;
+                        d.set_item("index", *i)?;
+                    }
+                    NodeKind::Leaf(Source::Input(i)) => {
+                        d.set_item("kind", "input")?;
+                        d.set_item("index", *i)?;
+                    }
+                    NodeKind::Leaf(Source::Const(t)) => {
+                        d.set_item("kind", "const")?;
+                        d.set_item("value", PyTensor::new(t.clone()))?;
+                    }
+                    NodeKind::Op { op, inputs } => {
+                        d.set_item("kind", "op")?;
+                        d.set_item("op", op.name())?;
+                        d.set_item("inputs", inputs.clone())?;
+                        let attrs = PyDict::new(py);
+                        for (name, a) in attributes(op) {
+                            attrs.set_item(name, attr_value(py, a)?)?;
+                        }
+                        d.set_item("attrs", attrs)?;
+                    }
+                }
+                Ok(d)
+            })
+            .collect()
+    }
+    /// The node index of the graph's result.
+    #[getter]
+    fn output(&self) -> usize {
+        self.0.output
     }
     /// None when `other` (a second trace) matches this one, else why not.
     fn first_difference(&self, other: PyRef<'_, PyGraph>) -> Option<String> {

@@ -8,6 +8,7 @@ mod errors;
 mod graph;
 mod init;
 mod nn_ops;
+mod numpy_conv;
 mod ops;
 mod optim;
 mod random;

@@ -2,7 +2,7 @@
 //! switches. Each converts arguments, releases the GIL around core work and maps errors.
 
 use super::errors::guard;
-use super::tensor::{from_numpy, parse_dtype, PyTensor};
+use super::tensor::{parse_dtype, PyTensor};
 use crate::backend::cpu::parallel;
 use crate::{autograd, ops, Tensor};
 use pyo3::prelude::*;
@@ -14,9 +14,9 @@ fn run(py: Python<'_>, f: impl FnOnce() -> crate::Result<Tensor> + Send) -> PyRe
 }
 
 #[pyfunction]
-#[pyo3(signature = (array, requires_grad=false))]
-pub fn tensor_from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<T> {
-    from_numpy(array, requires_grad).map(PyTensor::new)
+#[pyo3(signature = (array, requires_grad=false, copy=false))]
+pub fn tensor_from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool, copy: bool) -> PyResult<T> {
+    super::numpy_conv::from_numpy_with(array, requires_grad, copy).map(PyTensor::new)
 }
 
 #[pyfunction]

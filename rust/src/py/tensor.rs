@@ -2,10 +2,8 @@
 //! in the core; this file converts and maps errors only.
 
 use super::errors::{guard, DTypeError};
-use crate::storage::CpuStorage;
+use super::numpy_conv::to_numpy;
 use crate::{ops, DType, Device, Tensor};
-use numpy::ndarray::{ArrayD, IxDyn};
-use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -39,50 +37,6 @@ pub fn parse_device(s: &str) -> PyResult<Device> {
     guard(|| Device::parse(s))
 }
 
-fn vec_from_array<T: numpy::Element + Copy>(a: &PyReadonlyArrayDyn<'_, T>) -> Vec<T> {
-    // `as_slice` also accepts Fortran-ordered arrays, so check for C order explicitly; any
-    // other layout is copied in logical (row-major) order by ndarray's iterator.
-    match a.as_slice() {
-        Ok(s) if a.is_c_contiguous() => s.to_vec(),
-        _ => a.as_array().iter().copied().collect(),
-    }
-}
-
-/// A Tensor from a float32/float64 NumPy array (copied); other dtypes are a TypeError.
-pub fn from_numpy(arr: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<Tensor> {
-    // A broadcast view can name far more elements than it stores: size the copy first.
-    if let Ok(shape) = arr.getattr("shape").and_then(|s| s.extract::<Vec<usize>>()) {
-        guard(|| crate::storage::check_alloc("from_numpy", &crate::Shape(shape)))?;
-    }
-    let (storage, shape) = if let Ok(a) = arr.cast::<PyArrayDyn<f32>>() {
-        let r = a.readonly();
-        (CpuStorage::F32(vec_from_array(&r)), r.shape().to_vec())
-    } else if let Ok(a) = arr.cast::<PyArrayDyn<f64>>() {
-        let r = a.readonly();
-        (CpuStorage::F64(vec_from_array(&r)), r.shape().to_vec())
-    } else {
-        let dt = arr
-            .getattr("dtype")
-            .and_then(|d| d.str())
-            .map(|s| s.to_string())
-            .unwrap_or_else(|_| {
-                arr.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            });
-        return Err(DTypeError::new_err(format!(
-            "expected a float32 or float64 array, got {dt}"
-        )));
-    };
-    let t = guard(|| Tensor::from_cpu(storage, shape))?;
-    Ok(if requires_grad {
-        t.detach_with_grad(true)
-    } else {
-        t
-    })
-}
-
 /// Refuses Python reads of a value computed from a compiled trace's leaves: the trace's values
 /// are placeholders, and a value read in Python would be baked into the graph for every batch.
 pub fn readable(t: &Tensor, how: &str) -> PyResult<()> {
@@ -91,22 +45,6 @@ pub fn readable(t: &Tensor, how: &str) -> PyResult<()> {
         return Err(crate::py::errors::trace_read_error(how));
     }
     Ok(())
-}
-
-pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    readable(t, "Tensor.numpy()")?;
-    let shape = IxDyn(t.dims());
-    let bad = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
-    Ok(match guard(|| t.host().map(|h| h.into_owned()))? {
-        CpuStorage::F32(v) => ArrayD::from_shape_vec(shape, v)
-            .map_err(bad)?
-            .into_pyarray(py)
-            .into_any(),
-        CpuStorage::F64(v) => ArrayD::from_shape_vec(shape, v)
-            .map_err(bad)?
-            .into_pyarray(py)
-            .into_any(),
-    })
 }
 
 /// An integer argument: out of the index range is a ValueError naming it (not OverflowError).
@@ -229,12 +167,7 @@ impl PyTensor {
         dtype: Option<Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = copy;
-        let a = to_numpy(py, &self.inner)?;
-        match dtype {
-            Some(d) => a.call_method1("astype", (d,)),
-            None => Ok(a),
-        }
+        super::numpy_conv::array_protocol(py, &self.inner, dtype, copy)
     }
     fn item(&self) -> PyResult<f64> {
         readable(&self.inner, "Tensor.item()")?;

@@ -3,6 +3,7 @@
 pub mod conv;
 pub mod elementwise;
 pub mod gemm_ref;
+pub mod host_buf;
 pub mod layout;
 pub mod loss;
 pub mod matmul;

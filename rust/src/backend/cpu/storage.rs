@@ -1,13 +1,15 @@
-//! Host storage: a tensor's elements in one `Vec` of its dtype, and the macros that apply a
-//! kernel written once, generic over `Float`, to whichever dtype a storage holds.
+//! Host storage: a tensor's elements in one buffer of its dtype (owned, or borrowed from NumPy
+//! or a DLPack producer: host_buf.rs), and the macros that apply a kernel written once, generic
+//! over `Float`, to whichever dtype a storage holds.
 
+use super::host_buf::HostBuf;
 use crate::alloc::try_alloc;
 use crate::{DType, Result};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CpuStorage {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    F32(HostBuf<f32>),
+    F64(HostBuf<f64>),
 }
 
 impl CpuStorage {
@@ -28,20 +30,20 @@ impl CpuStorage {
     }
     pub fn zeros(dtype: DType, n: usize) -> Self {
         match dtype {
-            DType::F32 => CpuStorage::F32(vec![0.0; n]),
-            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+            DType::F32 => CpuStorage::F32(vec![0.0; n].into()),
+            DType::F64 => CpuStorage::F64(vec![0.0; n].into()),
         }
     }
     pub fn full(dtype: DType, n: usize, v: f64) -> Self {
         match dtype {
-            DType::F32 => CpuStorage::F32(vec![v as f32; n]),
-            DType::F64 => CpuStorage::F64(vec![v; n]),
+            DType::F32 => CpuStorage::F32(vec![v as f32; n].into()),
+            DType::F64 => CpuStorage::F64(vec![v; n].into()),
         }
     }
     pub fn from_f64(dtype: DType, v: &[f64]) -> Self {
         match dtype {
-            DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
-            DType::F64 => CpuStorage::F64(v.to_vec()),
+            DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into()),
+            DType::F64 => CpuStorage::F64(v.to_vec().into()),
         }
     }
     /// Like `full`, but an impossible size or a failed allocation is an error, not an abort.
@@ -50,12 +52,12 @@ impl CpuStorage {
             DType::F32 => {
                 let mut out = try_alloc(n)?;
                 out.resize(n, v as f32);
-                CpuStorage::F32(out)
+                CpuStorage::F32(out.into())
             }
             DType::F64 => {
                 let mut out = try_alloc(n)?;
                 out.resize(n, v);
-                CpuStorage::F64(out)
+                CpuStorage::F64(out.into())
             }
         })
     }
@@ -63,34 +65,34 @@ impl CpuStorage {
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
             CpuStorage::F32(v) => v.iter().map(|&x| x as f64).collect(),
-            CpuStorage::F64(v) => v.clone(),
+            CpuStorage::F64(v) => v.to_vec(),
         }
     }
     /// Converts to another dtype (rounding to nearest when narrowing).
     pub fn to_dtype(&self, dtype: DType) -> Self {
         match (self, dtype) {
             (CpuStorage::F32(v), DType::F64) => {
-                CpuStorage::F64(v.iter().map(|&x| x as f64).collect())
+                CpuStorage::F64(v.iter().map(|&x| x as f64).collect::<Vec<_>>().into())
             }
             (CpuStorage::F64(v), DType::F32) => {
-                CpuStorage::F32(v.iter().map(|&x| x as f32).collect())
+                CpuStorage::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
             }
             _ => self.clone(),
         }
     }
 }
 
-/// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &Vec<T>`
-/// and `expr: Vec<T>`; the result keeps the dtype.
+/// Applies a generic kernel to one CPU storage: `map_cpu!(s, |v| expr)` where `v: &HostBuf<T>`
+/// (read as `&[T]`) and `expr: Vec<T>`; the result keeps the dtype.
 #[macro_export]
 macro_rules! map_cpu {
     ($s:expr, |$v:ident| $body:expr) => {
         match $s {
             $crate::backend::cpu::CpuStorage::F32($v) => {
-                $crate::backend::cpu::CpuStorage::F32($body)
+                $crate::backend::cpu::CpuStorage::F32(($body).into())
             }
             $crate::backend::cpu::CpuStorage::F64($v) => {
-                $crate::backend::cpu::CpuStorage::F64($body)
+                $crate::backend::cpu::CpuStorage::F64(($body).into())
             }
         }
     };
@@ -104,11 +106,11 @@ macro_rules! map_cpu2 {
             (
                 $crate::backend::cpu::CpuStorage::F32($x),
                 $crate::backend::cpu::CpuStorage::F32($y),
-            ) => Ok($crate::backend::cpu::CpuStorage::F32($body)),
+            ) => Ok($crate::backend::cpu::CpuStorage::F32(($body).into())),
             (
                 $crate::backend::cpu::CpuStorage::F64($x),
                 $crate::backend::cpu::CpuStorage::F64($y),
-            ) => Ok($crate::backend::cpu::CpuStorage::F64($body)),
+            ) => Ok($crate::backend::cpu::CpuStorage::F64(($body).into())),
             (a, b) => Err($crate::Error::DType {
                 op: $op,
                 expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
@@ -131,7 +133,7 @@ impl CpuElem for f32 {
         }
     }
     fn wrap(v: Vec<f32>) -> CpuStorage {
-        CpuStorage::F32(v)
+        CpuStorage::F32(v.into())
     }
 }
 impl CpuElem for f64 {
@@ -142,6 +144,6 @@ impl CpuElem for f64 {
         }
     }
     fn wrap(v: Vec<f64>) -> CpuStorage {
-        CpuStorage::F64(v)
+        CpuStorage::F64(v.into())
     }
 }

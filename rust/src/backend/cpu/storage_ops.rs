@@ -30,10 +30,10 @@ impl BackendStorage for CpuStorage {
     fn unary_grad(&self, op: UnaryOp, y: &Self, g: &Self) -> Result<Self> {
         Ok(match (self, y, g) {
             (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
-                CpuStorage::F32(tk::unary_grad(op, x, y, g))
+                CpuStorage::F32((tk::unary_grad(op, x, y, g)).into())
             }
             (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
-                CpuStorage::F64(tk::unary_grad(op, x, y, g))
+                CpuStorage::F64((tk::unary_grad(op, x, y, g)).into())
             }
             _ => {
                 return Err(crate::error::dtype_mismatch(
@@ -237,7 +237,10 @@ impl BackendStorage for CpuStorage {
     }
 
     fn take(&self, offsets: &[usize]) -> Result<Self> {
-        Ok(map_cpu!(self, |v| offsets.iter().map(|&o| v[o]).collect()))
+        Ok(map_cpu!(self, |v| offsets
+            .iter()
+            .map(|&o| v[o])
+            .collect::<Vec<_>>()))
     }
 
     fn scatter_add(&self, base: Option<&Self>, offsets: &[usize], n: usize) -> Result<Self> {
@@ -254,13 +257,13 @@ impl BackendStorage for CpuStorage {
             out
         }
         Ok(match (self, base) {
-            (CpuStorage::F32(s), None) => CpuStorage::F32(go(s, None, offsets, n)),
-            (CpuStorage::F64(s), None) => CpuStorage::F64(go(s, None, offsets, n)),
+            (CpuStorage::F32(s), None) => CpuStorage::F32((go(s, None, offsets, n)).into()),
+            (CpuStorage::F64(s), None) => CpuStorage::F64((go(s, None, offsets, n)).into()),
             (CpuStorage::F32(s), Some(CpuStorage::F32(b))) => {
-                CpuStorage::F32(go(s, Some(b), offsets, n))
+                CpuStorage::F32((go(s, Some(b), offsets, n)).into())
             }
             (CpuStorage::F64(s), Some(CpuStorage::F64(b))) => {
-                CpuStorage::F64(go(s, Some(b), offsets, n))
+                CpuStorage::F64((go(s, Some(b), offsets, n)).into())
             }
             (s, Some(b)) => {
                 return Err(crate::error::dtype_mismatch(
@@ -278,7 +281,7 @@ impl BackendStorage for CpuStorage {
             v.iter()
                 .zip(mask)
                 .map(|(&a, &m)| if m { fill } else { a })
-                .collect()
+                .collect::<Vec<_>>()
         }))
     }
 
@@ -356,11 +359,11 @@ impl BackendStorage for CpuStorage {
         Ok(match self {
             CpuStorage::F32(v) => {
                 let (y, a) = rk::max_axis(v, outer, len, inner);
-                (CpuStorage::F32(y), a)
+                (CpuStorage::F32((y).into()), a)
             }
             CpuStorage::F64(v) => {
                 let (y, a) = rk::max_axis(v, outer, len, inner);
-                (CpuStorage::F64(y), a)
+                (CpuStorage::F64((y).into()), a)
             }
         })
     }
@@ -381,11 +384,11 @@ impl BackendStorage for CpuStorage {
         Ok(match self {
             CpuStorage::F32(v) => {
                 let (y, a) = super::pool::max_pool(v, d);
-                (CpuStorage::F32(y), a)
+                (CpuStorage::F32((y).into()), a)
             }
             CpuStorage::F64(v) => {
                 let (y, a) = super::pool::max_pool(v, d);
-                (CpuStorage::F64(y), a)
+                (CpuStorage::F64((y).into()), a)
             }
         })
     }
@@ -420,9 +423,9 @@ mod tests {
 
     #[test]
     fn a_scalar_by_value_equals_a_broadcast_scalar() {
-        let x = CpuStorage::F64(vec![1.5, -2.0, 0.25]);
+        let x = CpuStorage::F64((vec![1.5, -2.0, 0.25]).into());
         let n = Shape(vec![3]);
-        let s = CpuStorage::F64(vec![4.0]);
+        let s = CpuStorage::F64((vec![4.0]).into());
         let scalar = Shape(vec![]);
         for op in [
             BinaryOp::Sub,
@@ -437,6 +440,6 @@ mod tests {
         }
         // 4 - x by hand.
         let left = x.binary_scalar(BinaryOp::Sub, 4.0, true).unwrap();
-        assert_eq!(left, CpuStorage::F64(vec![2.5, 6.0, 3.75]));
+        assert_eq!(left, CpuStorage::F64((vec![2.5, 6.0, 3.75]).into()));
     }
 }

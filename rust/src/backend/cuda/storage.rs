@@ -42,8 +42,8 @@ impl CudaStorage {
     pub fn download(&self) -> Result<CpuStorage> {
         let gpu = self.0.gpu();
         Ok(match self.dtype() {
-            DType::F32 => CpuStorage::F32(gpu.download::<f32>(&self.0)?),
-            DType::F64 => CpuStorage::F64(gpu.download::<f64>(&self.0)?),
+            DType::F32 => CpuStorage::F32((gpu.download::<f32>(&self.0)?).into()),
+            DType::F64 => CpuStorage::F64((gpu.download::<f64>(&self.0)?).into()),
         })
     }
     /// Copies host values to device `ordinal`.

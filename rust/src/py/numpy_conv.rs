@@ -1,0 +1,159 @@
+//! NumPy conversion both ways without copies where the layout allows: `from_numpy` borrows a
+//! C-contiguous, aligned float32/float64 array (the tensor keeps the array alive), `numpy()`
+//! returns a read-only view of a CPU tensor's memory (the view keeps the tensor alive).
+//! What writing to a shared array means is in docs/interop.md.
+
+use super::errors::{guard, DTypeError};
+use super::tensor::{readable, PyTensor};
+use crate::backend::cpu::host_buf::{HostBuf, Owner};
+use crate::storage::{CpuStorage, Storage};
+use crate::Tensor;
+use numpy::ndarray::{ArrayD, ArrayViewD, IxDyn};
+use numpy::{
+    Element, IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::sync::Arc;
+
+/// The elements of `a` in row-major order: borrowed when `a` is C-contiguous and aligned (and
+/// `copy` is false), else copied (Fortran order, strided views, unaligned or empty arrays).
+fn host_buf<T: Element + Copy + Send + Sync>(
+    obj: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyArrayDyn<T>>,
+    copy: bool,
+) -> HostBuf<T> {
+    if !copy && a.is_c_contiguous() && a.is_aligned() && a.len() > 0 {
+        let owner: Owner = Arc::new(obj.clone().unbind());
+        // SAFETY: a C-contiguous aligned array holds `len` elements at `data()`, and the owner
+        // (the array object) keeps them allocated while any tensor uses them.
+        return unsafe { HostBuf::borrowed(a.data(), a.len(), owner) };
+    }
+    let r: PyReadonlyArrayDyn<'_, T> = a.readonly();
+    // `as_slice` also accepts Fortran-ordered arrays, so check for C order explicitly; any
+    // other layout is copied in logical (row-major) order by ndarray's iterator.
+    match r.as_slice() {
+        Ok(s) if r.is_c_contiguous() => s.to_vec().into(),
+        _ => r.as_array().iter().copied().collect(),
+    }
+}
+
+/// A Tensor from a float32/float64 NumPy array, sharing its memory unless `copy` or the layout
+/// requires a copy; other dtypes are a DTypeError.
+pub fn from_numpy_with(
+    arr: &Bound<'_, PyAny>,
+    requires_grad: bool,
+    copy: bool,
+) -> PyResult<Tensor> {
+    // A broadcast view can name far more elements than it stores: size the copy first.
+    if let Ok(shape) = arr.getattr("shape").and_then(|s| s.extract::<Vec<usize>>()) {
+        guard(|| crate::storage::check_alloc("from_numpy", &crate::Shape(shape)))?;
+    }
+    let (storage, shape) = if let Ok(a) = arr.cast::<PyArrayDyn<f32>>() {
+        (CpuStorage::F32(host_buf(arr, a, copy)), a.shape().to_vec())
+    } else if let Ok(a) = arr.cast::<PyArrayDyn<f64>>() {
+        (CpuStorage::F64(host_buf(arr, a, copy)), a.shape().to_vec())
+    } else {
+        let dt = arr
+            .getattr("dtype")
+            .and_then(|d| d.str())
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| {
+                arr.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            });
+        return Err(DTypeError::new_err(format!(
+            "expected a float32 or float64 array, got {dt}"
+        )));
+    };
+    let t = guard(|| Tensor::from_cpu(storage, shape))?;
+    Ok(if requires_grad {
+        t.detach_with_grad(true)
+    } else {
+        t
+    })
+}
+
+fn read_only<'py>(a: Bound<'py, PyAny>) -> Bound<'py, PyAny> {
+    if let Ok(arr) = a.cast::<numpy::PyUntypedArray>() {
+        // SAFETY: clearing a flag bit of a live array object; NumPy reads it on every write.
+        unsafe {
+            (*numpy::npyffi::_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).flags &=
+                !numpy::npyffi::flags::NPY_ARRAY_WRITEABLE
+        };
+    }
+    a
+}
+
+/// A read-only array over `data` (a CPU tensor's elements) that keeps `t` alive as its base.
+fn view<'py, T: Element>(py: Python<'py>, t: &Tensor, data: &[T]) -> PyResult<Bound<'py, PyAny>> {
+    let v = ArrayViewD::from_shape(IxDyn(t.dims()), data)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let base = Bound::new(py, PyTensor::new(t.clone()))?.into_any();
+    // SAFETY: tensors never write or reallocate their storage, and `base` holds it.
+    let a = unsafe { PyArrayDyn::<T>::borrow_from_array(&v, base) };
+    Ok(read_only(a.into_any()))
+}
+
+fn owned<'py, T: Element>(py: Python<'py>, t: &Tensor, v: Vec<T>) -> PyResult<Bound<'py, PyAny>> {
+    let a = ArrayD::from_shape_vec(IxDyn(t.dims()), v)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py).into_any())
+}
+
+/// `Tensor.numpy()`: a read-only view of a CPU tensor's memory (no copy); a CUDA tensor's
+/// values are copied to the host (also read-only, so both behave alike).
+pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    readable(t, "Tensor.numpy()")?;
+    match t.storage() {
+        Storage::Cpu(CpuStorage::F32(v)) => view(py, t, v),
+        Storage::Cpu(CpuStorage::F64(v)) => view(py, t, v),
+        Storage::Cuda(_) => {
+            let a = match guard(|| t.host().map(|h| h.into_owned()))? {
+                CpuStorage::F32(v) => owned(py, t, v.into_vec())?,
+                CpuStorage::F64(v) => owned(py, t, v.into_vec())?,
+            };
+            Ok(read_only(a))
+        }
+    }
+}
+
+/// NumPy's `__array__(dtype, copy)` protocol: copy=None copies only for a dtype change or a
+/// device copy, copy=True always gives a new writable array, copy=False refuses any copy.
+pub fn array_protocol<'py>(
+    py: Python<'py>,
+    t: &Tensor,
+    dtype: Option<Bound<'py, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let a = to_numpy(py, t)?;
+    let want = match dtype {
+        Some(d) if !d.is_none() => Some(py.import("numpy")?.getattr("dtype")?.call1((d,))?),
+        _ => None,
+    };
+    let cast = match &want {
+        Some(w) => !a.getattr("dtype")?.eq(w)?,
+        None => false,
+    };
+    if copy == Some(false) && (cast || t.is_cuda()) {
+        let why = if cast {
+            format!(
+                "a conversion from {} to {}",
+                t.dtype(),
+                want.expect("cast has a dtype")
+            )
+        } else {
+            format!("a copy from {} to the host", t.device())
+        };
+        return Err(PyValueError::new_err(format!(
+            "Tensor.__array__: copy=False was given, but the array needs {why}"
+        )));
+    }
+    match (want, copy) {
+        (Some(w), _) if cast => a.call_method1("astype", (w,)),
+        (_, Some(true)) => a.call_method0("copy"),
+        _ => Ok(a),
+    }
+}
