@@ -24,7 +24,7 @@ from .module import (
     instantiate_with_options,
 )
 from .random import manual_seed
-from .tensor import arange, from_numpy, full, ones, rand, randn, tensor, zeros
+from .tensor import arange, from_dlpack, from_numpy, full, ones, rand, randn, tensor, zeros
 
 __all__ = [
     "ExecConfig",
@@ -56,6 +56,7 @@ __all__ = [
     "arange",
     "fast_kernels",
     "fresh_seed",
+    "from_dlpack",
     "from_numpy",
     "full",
     "get_fast_kernels",

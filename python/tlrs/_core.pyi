@@ -75,11 +75,21 @@ class Tensor:
     def numel(self) -> int:
         """The number of elements."""
     def numpy(self) -> npt.NDArray[np.float32] | npt.NDArray[np.float64]:
-        """A NumPy copy of the data, in the tensor's dtype."""
+        """A read-only NumPy view of a CPU tensor's memory (no copy); CUDA values are copied."""
     def __array__(
         self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
     ) -> npt.NDArray[Any]:
-        """NumPy array protocol: a copy, cast to `dtype` if given."""
+        """NumPy array protocol: the read-only view, a cast to `dtype` if given, a writable
+        copy with copy=True; copy=False refuses any copy."""
+    def __dlpack__(
+        self, *, stream: int | Any | None = None, max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None, copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over this tensor's memory (read-only flag set)."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(DLPack device type, id): (1, 0) on the CPU, (2, N) on cuda:N."""
+    def data_ptr(self) -> int:
+        """The address of the first element (host memory, or device memory on CUDA)."""
     def item(self) -> float:
         """The value of a one-element tensor."""
     def tolist(self) -> Any:
@@ -260,6 +270,9 @@ def tensor_from_numpy(
 ) -> Tensor:
     """A Tensor from a float32/float64 array (other dtypes raise DTypeError): sharing its memory
     when C-contiguous and aligned unless `copy`, else copied."""
+def from_dlpack(x: Any, /, *, device: str | None = None, copy: bool | None = None) -> Tensor:
+    """A tensor over the memory of `x` (anything with `__dlpack__`, or a capsule), without a
+    copy when C-contiguous and aligned float32/float64."""
 def full(
     shape: Sequence[int], value: float, dtype: str = "float64", requires_grad: bool = False,
     device: str = "cpu",

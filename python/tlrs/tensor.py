@@ -100,6 +100,20 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     return _core.tensor_from_numpy(array, requires_grad)
 
 
+def from_dlpack(x: Any, *, device: str | None = None, copy: bool | None = None) -> Tensor:
+    """A tensor over the memory of `x`: any object with `__dlpack__` (NumPy arrays, PyTorch,
+    JAX and CuPy tensors, tlrs tensors) or a DLPack capsule, on the CPU or a CUDA device.
+
+    No copy when the data is C-contiguous, aligned float32 or float64 (the tensor keeps the
+    producer's buffer alive); strided data is copied on the CPU. `copy=True` always copies,
+    `copy=False` refuses to. Writing through the producer afterwards changes the tensor's values
+    (see docs/interop.md).
+    Raises: DTypeError: not float32/float64; BufferError: an unsupported device, a copy that
+    copy=False forbids, a non-contiguous CUDA tensor; TypeError: no `__dlpack__`.
+    """
+    return _core.from_dlpack(x, device=device, copy=copy)
+
+
 def full(shape: Shape, fill_value: float, dtype: Any = None, device: str | None = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `shape` filled with `fill_value`."""

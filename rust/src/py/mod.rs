@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod cuda;
+mod dlpack;
 mod elementwise;
 mod errors;
 mod graph;
@@ -41,6 +42,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fns!(
         tensor::dtype_spellings,
         ops::tensor_from_numpy,
+        dlpack::from_dlpack_py,
         ops::full,
         ops::matmul,
         ops::mse_loss,

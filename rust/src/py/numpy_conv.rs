@@ -16,6 +16,25 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
+/// Keeps a Python object (the array a tensor borrows) alive; dropping it releases the object at
+/// once. Plain `Py` drops made outside a PyO3 call (e.g. from a capsule destructor) would be
+/// deferred to the next call into tlrs.
+pub struct PyOwner(Option<Py<PyAny>>);
+
+impl PyOwner {
+    pub fn new(obj: &Bound<'_, PyAny>) -> Owner {
+        Arc::new(PyOwner(Some(obj.clone().unbind())))
+    }
+}
+
+impl Drop for PyOwner {
+    fn drop(&mut self) {
+        if let Some(obj) = self.0.take() {
+            Python::attach(|_| drop(obj));
+        }
+    }
+}
+
 /// The elements of `a` in row-major order: borrowed when `a` is C-contiguous and aligned (and
 /// `copy` is false), else copied (Fortran order, strided views, unaligned or empty arrays).
 fn host_buf<T: Element + Copy + Send + Sync>(
@@ -24,7 +43,7 @@ fn host_buf<T: Element + Copy + Send + Sync>(
     copy: bool,
 ) -> HostBuf<T> {
     if !copy && a.is_c_contiguous() && a.is_aligned() && a.len() > 0 {
-        let owner: Owner = Arc::new(obj.clone().unbind());
+        let owner = PyOwner::new(obj);
         // SAFETY: a C-contiguous aligned array holds `len` elements at `data()`, and the owner
         // (the array object) keeps them allocated while any tensor uses them.
         return unsafe { HostBuf::borrowed(a.data(), a.len(), owner) };

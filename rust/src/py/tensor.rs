@@ -169,6 +169,33 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, PyAny>> {
         super::numpy_conv::array_protocol(py, &self.inner, dtype, copy)
     }
+    /// A DLPack capsule over this tensor's memory (see py/dlpack.rs).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<Bound<'py, PyAny>>,
+        max_version: Option<Bound<'py, PyAny>>,
+        dl_device: Option<Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        super::dlpack::dlpack(
+            py,
+            &self.inner,
+            stream.as_ref(),
+            max_version.as_ref(),
+            dl_device.as_ref(),
+            copy,
+        )
+    }
+    /// (DLPack device type, device id): (1, 0) on the CPU, (2, N) on cuda:N.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        super::dlpack::dl_device_tuple(&self.inner)
+    }
+    /// The address of the first element (host memory, or device memory on CUDA).
+    fn data_ptr(&self) -> u64 {
+        super::dlpack::data_address(&self.inner)
+    }
     fn item(&self) -> PyResult<f64> {
         readable(&self.inner, "Tensor.item()")?;
         guard(|| self.inner.item())

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
 
 use super::gpu::Gpu;
+use crate::backend::cpu::host_buf::Owner;
 use crate::{DType, Error, Result};
 
 /// Most dimensions a strided kernel indexes (the kernels' `Gather` holds this many).
@@ -78,6 +79,12 @@ pub(crate) enum Mem {
     Real(CudaSlice<u8>),
     /// The emulator's memory: u64 words so every element type is aligned.
     Emu(Box<[u64]>),
+    /// Another library's memory (imported through DLPack) at this address: device memory on a
+    /// GPU, host memory in the emulator; `owner` keeps it allocated and is never written through.
+    Borrowed {
+        addr: u64,
+        _owner: Owner,
+    },
 }
 
 /// `len` elements of `dtype` on `gpu`.
@@ -130,14 +137,37 @@ impl DeviceBuffer {
         self.len == 0
     }
     /// The address kernels receive (a device pointer, or a host pointer in the emulator).
-    pub(crate) fn address(&self) -> u64 {
+    pub fn address(&self) -> u64 {
         match &self.mem {
             Mem::Real(s) => {
                 let (ptr, _sync) = s.device_ptr(s.stream());
                 ptr
             }
             Mem::Emu(words) => words.as_ptr() as u64,
+            Mem::Borrowed { addr, .. } => *addr,
         }
+    }
+    /// `len` elements of `dtype` at `addr` on `gpu`, owned by another library.
+    ///
+    /// # Safety
+    /// `addr` must be valid for reads of `len` elements of `dtype` on `gpu` (host memory in the
+    /// emulator), aligned for the dtype, for as long as `owner` lives, and not written meanwhile.
+    pub unsafe fn borrowed(
+        gpu: Arc<Gpu>,
+        addr: u64,
+        dtype: DType,
+        len: usize,
+        owner: Owner,
+    ) -> Self {
+        DeviceBuffer::from_parts(
+            gpu,
+            Mem::Borrowed {
+                addr,
+                _owner: owner,
+            },
+            dtype,
+            len,
+        )
     }
 }
 

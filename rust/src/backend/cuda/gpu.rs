@@ -261,6 +261,24 @@ impl Gpu {
                     )
                 };
             }
+            (Backend::Real(r), Mem::Borrowed { addr, .. }) => {
+                if bytes > 0 {
+                    // SAFETY: the borrowed buffer holds `bytes` bytes at `addr` (its contract).
+                    unsafe {
+                        cudarc::driver::result::memcpy_dtoh_async(dst, *addr, r.stream.cu_stream())
+                    }
+                    .map_err(|e| cuda_err("device-to-host copy", e))?;
+                }
+                r.stream
+                    .synchronize()
+                    .map_err(|e| cuda_err("synchronize", e))?;
+            }
+            (Backend::Emu(_), Mem::Borrowed { addr, .. }) => {
+                // SAFETY: in the emulator a borrowed buffer is host memory of `bytes` bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(*addr as *const u8, dst.as_mut_ptr(), bytes)
+                };
+            }
             _ => {
                 return Err(cuda_err(
                     "copy",
