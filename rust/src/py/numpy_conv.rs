@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub struct PyOwner(Option<Py<PyAny>>);
 
 impl PyOwner {
-    pub fn new(obj: &Bound<'_, PyAny>) -> Owner {
+    pub fn owner(obj: &Bound<'_, PyAny>) -> Owner {
         Arc::new(PyOwner(Some(obj.clone().unbind())))
     }
 }
@@ -43,7 +43,7 @@ fn host_buf<T: Element + Copy + Send + Sync>(
     copy: bool,
 ) -> HostBuf<T> {
     if !copy && a.is_c_contiguous() && a.is_aligned() && a.len() > 0 {
-        let owner = PyOwner::new(obj);
+        let owner = PyOwner::owner(obj);
         // SAFETY: a C-contiguous aligned array holds `len` elements at `data()`, and the owner
         // (the array object) keeps them allocated while any tensor uses them.
         return unsafe { HostBuf::borrowed(a.data(), a.len(), owner) };
