@@ -67,7 +67,9 @@ class ModuleDef:
     scalar Tensor built from tlrs ops; init_params: one tensor (or array) per parameter shape,
     default the plan's values if `init_plan` is given, else zeros (binary64); requires_grad:
     per-parameter flags (default all true); init_plan: a `tlrs.init.Plan` for `param_shapes`;
-    param_names: unique names used in checkpoints (default `param.0`, `param.1`, ...).
+    param_names: unique names used in checkpoints (default `param.0`, `param.1`, ...);
+    predict: optional `predict(params, x)` giving the model's output for the first input (what
+    `Module.export_onnx` exports; the ready-made models set it).
     Raises: ValueError: the reference's `torch: requiresGrad list longer/shorter than parameter
     list`, initial values of the wrong count or shape, a plan for other shapes, or bad names.
     """
@@ -79,6 +81,7 @@ class ModuleDef:
     requires_grad: Sequence[bool] | None = None
     init_plan: Plan | None = None
     param_names: Sequence[str] | None = None
+    predict: Callable[[list[Tensor], Any], Tensor] | None = None
 
     def __post_init__(self) -> None:
         shapes = _shapes(self.param_shapes, "ModuleDef param_shapes")
@@ -420,6 +423,30 @@ class Module:
         for xs in samples:
             total = total + self.forward(xs)
         return total / _core.full([], float(len(samples)), self.dtype)
+
+    def state_dict(self) -> dict[str, Tensor]:
+        """The parameters by name, in order, as tlrs tensors (`np.asarray(v)` and
+        `torch.from_dlpack(v)` read them without a copy on the CPU)."""
+        return dict(zip(self.param_names, self._params, strict=True))
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any:
+        """Replace parameters from any mapping of name -> array (NumPy, PyTorch tensors, tlrs
+        tensors, anything with `__dlpack__` or `__array__`); see tlrs/interop/state_dict.py.
+
+        Returns: `(missing_keys, unexpected_keys)` as PyTorch's `IncompatibleKeys`.
+        Raises: RuntimeError in PyTorch's wording: missing or unexpected keys (when `strict`),
+        size mismatches; DTypeError: a value that is not floating point.
+        """
+        from .interop.state_dict import load_state_dict
+
+        return load_state_dict(self, state_dict, strict)
+
+    def export_onnx(self, path: str, example_inputs: Any, **options: Any) -> None:
+        """Write the traced forward (`defn.predict`) as an ONNX model; see
+        tlrs/interop/onnx_export.py for the options and the op mapping."""
+        from .interop.onnx_export import export_module
+
+        export_module(self, path, example_inputs, **options)
 
     def save(self, path: str, optim_state: optim.OptimState | None = None) -> None:
         """Write a safetensors checkpoint atomically: parameters by name, in order, the optimizer

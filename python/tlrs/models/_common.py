@@ -117,4 +117,5 @@ def module_def(model: str, names: Sequence[str], init: Sequence[Tensor], input_s
         loss=loss,
         init_params=list(init),
         param_names=list(names),
+        predict=predict,
     )
