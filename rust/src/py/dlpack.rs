@@ -559,7 +559,8 @@ pub fn from_dlpack(
             }
         }
         Device::Cuda(ordinal) => {
-            if numel > 0 && !zero_copy && copy != Some(true) {
+            // Even a copy would read the producer's memory as compact, so strided data is refused.
+            if numel > 0 && !(is_compact && aligned) {
                 return Err(PyBufferError::new_err(format!(
                     "from_dlpack: a CUDA tensor must be C-contiguous and aligned to import ({}); \
                      make it contiguous first",
