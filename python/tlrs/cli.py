@@ -1,5 +1,5 @@
-"""The `tlrs` command line (`tlrs run MODEL ...`, `tlrs models`, `tlrs info`, `tlrs graph`), a
-typer app whose errors are one line on stderr, never a traceback:
+"""The `tlrs` command line (`tlrs run MODEL ...`, `tlrs models`, `tlrs info`, `tlrs graph`,
+`tlrs export onnx MODEL OUT`), a typer app whose errors are one line on stderr, never a traceback:
 
 - a user's mistake (a bad flag or value, a bad data file, an unwritable output, a model too large
   for memory, CUDA not usable, a loss that cannot be compiled) is `tlrs: error: <message>`, exit 2;
@@ -16,7 +16,7 @@ import platform
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -38,6 +38,9 @@ from .cli_args import (
 from .compiled import TraceError
 from .entry import RunAction, RunOptions, run, runtime_flags_help
 from .errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
+
+if TYPE_CHECKING:
+    from .module import ModuleDef
 
 PROG = "tlrs"
 CommandFn = Callable[[list[str]], int]
@@ -270,7 +273,7 @@ def guarded(call: Callable[[], Any], empty: bool = False) -> int:
     except ClickException as err:
         if empty and isinstance(err, UsageError):
             return _report(
-                f"missing command (one of: run, models, info, graph; see `{PROG} --help`)")
+                f"missing command (one of: run, models, info, graph, export; see `{PROG} --help`)")
         return _report(err.format_message())
     except typer.Abort:
         return _report("aborted")
@@ -375,30 +378,71 @@ def graph_command(
     from .config import Backend, Options
     from .module import instantiate_with_options
 
-    known_commands()
-    defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
-    make = defaults.get(model)
-    if make is None:
-        raise ArgError(f"graph: unknown model {model!r} (known: {', '.join(sorted(defaults))})")
-    if dtype not in ("float64", "float32"):
-        raise ArgError(f"graph: --dtype: expected float64 or float32, got `{dtype}`")
-    if batch < 0 or batch > MAX_GRAPH_BATCH:
-        raise ArgError(f"graph: --batch: expected a size from 0 to {MAX_GRAPH_BATCH:,} (tracing "
-                       f"runs the loss on inputs of that batch), got {batch}")
-    defn = make()
+    defn = _default_model("graph", model, dtype, batch)
     module = instantiate_with_options(defn, dtype, Options(backend=Backend.COMPILED))
     compiled = module._compiled
     assert compiled is not None
     if batch:
-        # Tracing runs the loss on real inputs: estimate its activations from the unbatched graph.
-        need = batch * compiled.graph_for(defn.input_shapes).activation_bytes
-        limit = memory_limit()
-        if need > limit:
-            raise ArgError(f"graph: --batch {batch}: tracing {model} at that batch needs about "
-                           f"{format_bytes(need)} of activations, more than the "
-                           f"{format_bytes(limit)} limit")
+        _check_trace_memory("graph", model, compiled.graph_for(defn.input_shapes).activation_bytes, batch)
         compiled.graph_for([[batch, *s] for s in defn.input_shapes])
     print(compiled.describe())
+
+
+def _default_model(command: str, model: str, dtype: str, batch: int) -> ModuleDef:
+    """The default definition of a model command, after checking `--dtype` and `--batch`."""
+    known_commands()
+    defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
+    make = defaults.get(model)
+    if make is None:
+        raise ArgError(f"{command}: unknown model {shorten(model)!r} (known: {', '.join(sorted(defaults))})")
+    if dtype not in ("float64", "float32"):
+        raise ArgError(f"{command}: --dtype: expected float64 or float32, got `{shorten(dtype)}`")
+    if batch < 0 or batch > MAX_GRAPH_BATCH:
+        raise ArgError(f"{command}: --batch: expected a size from 0 to {MAX_GRAPH_BATCH:,} (tracing "
+                       f"runs the model on inputs of that batch), got {batch}")
+    defn: ModuleDef = make()
+    return defn
+
+
+def _check_trace_memory(command: str, model: str, sample_bytes: int, batch: int) -> None:
+    """Tracing runs the model on real inputs: refuse a batch whose activations (estimated from
+    the unbatched graph's `sample_bytes`) exceed `memory_limit()`."""
+    need = batch * sample_bytes
+    limit = memory_limit()
+    if need > limit:
+        raise ArgError(f"{command}: --batch {batch}: tracing {model} at that batch needs about "
+                       f"{format_bytes(need)} of activations, more than the {format_bytes(limit)} limit")
+
+
+@app.command("export")
+def export_command(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="the file format: onnx"),
+    model: str = typer.Argument(..., metavar="MODEL", help="a model command name (see `tlrs models`)"),
+    out: str = typer.Argument(..., metavar="OUT", help="the file to write (replaced atomically)"),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 or float64"),
+    batch: int = typer.Option(0, "--batch", help="fix the batch axis at this size (0: a dynamic batch axis)"),
+) -> None:
+    """Export a model's forward (default definition, initial parameters) as an ONNX file."""
+    import numpy as np
+
+    from .compiled import CompiledLoss
+    from .interop.onnx_export import DEFAULT_OPSET, OnnxExportError, OnnxUnavailableError, export_module
+    from .module import instantiate_with_options
+
+    if fmt != "onnx":
+        raise ArgError(f"export: unknown format {shorten(fmt)!r} (known: onnx)")
+    defn = _default_model("export", model, dtype, batch)
+    if batch:
+        loss = CompiledLoss(defn.loss, defn.param_shapes, defn.input_shapes, dtype)
+        _check_trace_memory("export", model, loss.graph_for(defn.input_shapes).activation_bytes, batch)
+    module = instantiate_with_options(defn, dtype, None)
+    example = np.zeros([max(batch, 1), *defn.input_shapes[0]], dtype=dtype)
+    try:
+        onnx_model = export_module(module, out, example, dynamic_batch=not batch)
+    except (OnnxExportError, OnnxUnavailableError) as err:
+        raise ArgError(f"export: {err}") from None
+    print(f"wrote {out}: {model} ({dtype}), ONNX opset {DEFAULT_OPSET}, {len(onnx_model.graph.node)} nodes, "
+          f"batch axis {batch or 'dynamic'}")
 
 
 @app.command("info")

@@ -1,0 +1,395 @@
+"""The op mapping of the ONNX export: one emitter per tlrs IR op, writing standard ONNX nodes
+that compute what tlrs's kernels compute (the formulas of rust/src/op_table, PyTorch's
+convolution and pooling conventions). Shape operands with batch-dependent dims are computed at
+run time from Shape(x)[0]. docs/onnx.md has the table.
+
+Names: graph input `x`, output `y`, parameters by their module names; every other tensor is
+`%<node>` (the IR's node number, as in error messages) or `%<hint>.<n>`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from .._core import __version__
+from .onnx_export import BatchDim, Dim, Node, OnnxExportError, refuse
+
+ELEM_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}
+# Ops that tlrs records but ONNX cannot express, with why.
+REFUSED = {
+    "cross_entropy": "has no ONNX form: it is a loss with the trace's targets baked in (export the "
+                     "forward that feeds it)",
+}
+
+
+class Emitter:
+    """The ONNX nodes and initializers of one export, with shared constants made once."""
+
+    def __init__(self, ir: list[Node], output: int, param_names: Sequence[str]) -> None:
+        self.ir, self.output, self.param_names = ir, output, param_names
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._consts: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+        self._dims: dict[tuple[Dim, ...], str] = {}
+        self._batch_multiples: dict[int, str] = {}
+        self._count = 0
+
+    def name(self, i: int) -> str:
+        """The ONNX tensor holding node i's value."""
+        node = self.ir[i]
+        if node.kind == "param":
+            return self.param_names[node.index]
+        if node.kind == "input":
+            return "x"
+        return "y" if i == self.output and node.kind == "op" else f"%{i}"
+
+    def fresh(self, hint: str) -> str:
+        self._count += 1
+        return f"%{hint}.{self._count}"
+
+    def add(self, op_type: str, inputs: Sequence[str], out: str | None = None, **attrs: Any) -> str:
+        """Append one node; returns its output's name (a fresh one unless `out` is given)."""
+        out = out or self.fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    def initializer(self, value: np.ndarray[Any, Any], name: str) -> None:
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+
+    def const(self, value: np.ndarray[Any, Any], hint: str) -> str:
+        key = (value.dtype.str, value.shape, value.tobytes())
+        if key not in self._consts:
+            self._consts[key] = self.fresh(hint)
+            self.initializer(value, self._consts[key])
+        return self._consts[key]
+
+    def scalar(self, value: float, dtype: str) -> str:
+        """A rank-0 constant, rounded to `dtype` as tlrs rounds op parameters."""
+        return self.const(np.array(value, dtype=dtype), "scalar")
+
+    def ints(self, values: Sequence[int]) -> str:
+        return self.const(np.array(list(values), dtype=np.int64).reshape(len(values)), "ints")
+
+    def dims(self, dims: Sequence[Dim]) -> str:
+        """A 1-D int64 tensor of these dims: a constant, or (with batch-dependent dims) a Concat
+        of constants and k·Shape(x)[0] computed at run time."""
+        if not any(isinstance(d, BatchDim) for d in dims):
+            return self.ints([d for d in dims if isinstance(d, int)])
+        key = tuple(dims)
+        if key not in self._dims:
+            pieces: list[str] = []
+            static: list[int] = []
+            for d in dims:
+                if isinstance(d, BatchDim):
+                    pieces += [self.ints(static)] if static else []
+                    pieces.append(self.batch_multiple(d.k))
+                    static = []
+                else:
+                    static.append(d)
+            pieces += [self.ints(static)] if static else []
+            self._dims[key] = self.add("Concat", pieces, self.fresh("shape"), axis=0)
+        return self._dims[key]
+
+    def batch_multiple(self, k: int) -> str:
+        """[k·batch] as a 1-D int64 tensor, batch read from the input at run time."""
+        if 1 not in self._batch_multiples:
+            self._batch_multiples[1] = self.add("Shape", ["x"], "%batch", start=0, end=1)
+        if k not in self._batch_multiples:
+            self._batch_multiples[k] = self.add("Mul", [self._batch_multiples[1], self.ints([k])], f"%batch_x{k}")
+        return self._batch_multiples[k]
+
+    def rank(self, i: int) -> int:
+        return len(self.ir[i].shape)
+
+
+Emit = Callable[[Emitter, Node, list[str], str], str]
+
+
+def _plain(op_type: str) -> Emit:
+    return lambda em, n, ins, out: em.add(op_type, ins, out)
+
+
+def _positive_else(em: Emitter, x: str, otherwise: str, out: str, dtype: str) -> str:
+    """x where x > 0, else `otherwise` (NaN takes `otherwise`, as in tlrs's `x > 0` test)."""
+    return em.add("Where", [em.add("Greater", [x, em.scalar(0.0, dtype)]), x, otherwise], out)
+
+
+def _gelu(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # (0.5 x)(1 + erf(x · 1/sqrt 2)), term for term as tlrs computes it.
+    x, dt = ins[0], n.dtype
+    erf = em.add("Erf", [em.add("Mul", [x, em.scalar(math.sqrt(0.5), dt)])])
+    return em.add("Mul", [em.add("Mul", [em.scalar(0.5, dt), x]), em.add("Add", [em.scalar(1.0, dt), erf])], out)
+
+
+def _softplus(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # PyTorch's threshold: x itself above 20 (ONNX Softplus alone would overflow to inf).
+    x = ins[0]
+    above = em.add("Greater", [x, em.scalar(20.0, n.dtype)])
+    return em.add("Where", [above, x, em.add("Softplus", [x])], out)
+
+
+def _silu(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    x = ins[0]
+    return em.add("Div", [x, em.add("Add", [em.scalar(1.0, n.dtype), em.add("Exp", [em.add("Neg", [x])])])], out)
+
+
+def _leaky_relu(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # Where rather than LeakyRelu: its alpha attribute is a float32 even in a float64 model.
+    scaled = em.add("Mul", [ins[0], em.scalar(n.attrs["negative_slope"], n.dtype)])
+    return _positive_else(em, ins[0], scaled, out, n.dtype)
+
+
+def _elu(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    expm1 = em.add("Sub", [em.add("Exp", ins), em.scalar(1.0, n.dtype)])
+    return _positive_else(em, ins[0], em.add("Mul", [em.scalar(n.attrs["alpha"], n.dtype), expm1]), out, n.dtype)
+
+
+def _clip(em: Emitter, n: Node, x: str, lo: float | None, hi: float | None, out: str) -> str:
+    bounds = ["" if v is None else em.scalar(v, n.dtype) for v in (lo, hi)]
+    while bounds and not bounds[-1]:
+        bounds.pop()
+    return em.add("Clip", [x, *bounds], out)
+
+
+def _hardtanh(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return _clip(em, n, ins[0], n.attrs["min_val"], n.attrs["max_val"], out)
+
+
+def _clamp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return _clip(em, n, ins[0], n.attrs["min"], n.attrs["max"], out)
+
+
+def _log1p(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Log", [em.add("Add", [ins[0], em.scalar(1.0, n.dtype)])], out)
+
+
+def _expm1(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Sub", [em.add("Exp", ins), em.scalar(1.0, n.dtype)], out)
+
+
+def _rsqrt(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Div", [em.scalar(1.0, n.dtype), em.add("Sqrt", ins)], out)
+
+
+def _pow(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Pow", [ins[0], em.scalar(n.attrs["exponent"], n.dtype)], out)
+
+
+def _cast(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Cast", ins, out, to=ELEM_TYPES[n.attrs["dtype"]])
+
+
+def _reduce(op_type: str) -> Emit:
+    def emit(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+        axis = n.attrs["axis"]  # None: every axis, which ONNX does when the axes input is absent
+        axes = [] if axis is None else [em.ints([axis])]
+        return em.add(op_type, [ins[0], *axes], out, keepdims=int(n.attrs["keepdim"]))
+
+    return emit
+
+
+def _sum_to_shape(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # Undo NumPy broadcasting: sum away the leading axes, then (keeping them) the stretched ones.
+    src = em.ir[n.inputs[0]].shape
+    lead = len(src) - len(n.shape)
+    stretched = [a for a, (d, s) in enumerate(zip(n.shape, src[lead:])) if d == 1 and s != 1]
+    steps = ([(list(range(lead)), 0)] if lead else []) + ([(stretched, 1)] if stretched else [])
+    x = ins[0]
+    for j, (axes, keep) in enumerate(steps):
+        x = em.add("ReduceSum", [x, em.ints(axes)], out if j == len(steps) - 1 else None, keepdims=keep)
+    return x if steps else em.add("Identity", [x], out)
+
+
+def _broadcast_to(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Expand", [ins[0], em.dims(n.shape)], out)
+
+
+def _reshape(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # allowzero: a 0 in the target is an empty axis, not "copy the input's dim".
+    zero = {"allowzero": 1} if 0 in n.shape else {}
+    return em.add("Reshape", [ins[0], em.dims(n.shape)], out, **zero)
+
+
+def _permute(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Transpose", ins, out, perm=list(n.attrs["dims"]))
+
+
+def _concat(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Concat", ins, out, axis=n.attrs["axis"])
+
+
+def _slice(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    a = n.attrs
+    return em.add("Slice", [ins[0], em.dims([a["start"]]), em.dims([a["end"]]), em.ints([a["axis"]])], out)
+
+
+def _index_select(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Gather", [ins[0], em.ints(n.attrs["index"])], out, axis=n.attrs["axis"])
+
+
+def _swap_last_two(em: Emitter, x: str, rank: int) -> str:
+    perm = list(range(rank))
+    perm[-2:] = perm[-1], perm[-2]
+    return em.add("Transpose", [x], perm=perm)
+
+
+def _matmul(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # Both operands have rank >= 2 and batch axes that are equal or absent on one side, which
+    # ONNX MatMul broadcasts the same way.
+    flags = (n.attrs["transpose_a"], n.attrs["transpose_b"])
+    a, b = (_swap_last_two(em, x, em.rank(i)) if t else x for x, i, t in zip(ins, n.inputs, flags))
+    return em.add("MatMul", [a, b], out)
+
+
+def _softmax(op_type: str) -> Emit:
+    return lambda em, n, ins, out: em.add(op_type, ins, out, axis=n.attrs["axis"])
+
+
+def _window(n: Node) -> dict[str, Any]:
+    a = n.attrs
+    return {"kernel_shape": [a["kernel_h"], a["kernel_w"]], "strides": [a["stride"]] * 2, "pads": [a["padding"]] * 4}
+
+
+def _conv2d(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    return em.add("Conv", ins, out, **_window(n))
+
+
+def _max_pool2d(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # Padding cells never win in tlrs; ONNX pads MaxPool with -inf: the same windows.
+    return em.add("MaxPool", ins, out, **_window(n))
+
+
+def _avg_pool2d(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # tlrs divides by kh·kw, padding included (PyTorch's count_include_pad=True).
+    return em.add("AveragePool", ins, out, count_include_pad=1, **_window(n))
+
+
+def _index_tensor(em: Emitter, index: np.ndarray[Any, Any], shape: Sequence[Dim]) -> str:
+    """The index at `shape`, stored kept to the axes where it varies and expanded back (at run
+    time where `shape` depends on the batch)."""
+    stored = em.const(index, "index")
+    return stored if list(index.shape) == list(shape) else em.add("Expand", [stored, em.dims(shape)])
+
+
+def _gather(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # PyTorch's gather is GatherElements (the index may be smaller than x off the axis).
+    index = _index_tensor(em, n.attrs["index"], n.attrs["index_shape"])
+    return em.add("GatherElements", [ins[0], index], out, axis=n.attrs["axis"])
+
+
+def _scatter_add(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    index = _index_tensor(em, n.attrs["index"], em.ir[n.inputs[1]].shape)
+    return em.add("ScatterElements", [ins[0], index, ins[1]], out, axis=n.attrs["axis"], reduction="add")
+
+
+def _masked_fill(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    mask = em.const(np.asarray(n.attrs["mask"], dtype=bool), "mask")
+    return em.add("Where", [mask, em.scalar(n.attrs["value"], n.dtype), ins[0]], out)
+
+
+EMITTERS: dict[str, Emit] = {
+    "to_device": _plain("Identity"),
+    "cast": _cast,
+    "neg": _plain("Neg"),
+    "exp": _plain("Exp"),
+    "log": _plain("Log"),
+    "sqrt": _plain("Sqrt"),
+    "abs": _plain("Abs"),
+    "relu": _plain("Relu"),
+    "tanh": _plain("Tanh"),
+    "sigmoid": _plain("Sigmoid"),
+    "erf": _plain("Erf"),
+    "gelu": _gelu,
+    "softplus": _softplus,
+    "silu": _silu,
+    "leaky_relu": _leaky_relu,
+    "elu": _elu,
+    "hardtanh": _hardtanh,
+    "log1p": _log1p,
+    "expm1": _expm1,
+    "rsqrt": _rsqrt,
+    "pow": _pow,
+    "clamp": _clamp,
+    "add": _plain("Add"),
+    "sub": _plain("Sub"),
+    "mul": _plain("Mul"),
+    "div": _plain("Div"),
+    "maximum": _plain("Max"),
+    "minimum": _plain("Min"),
+    "tensor_pow": _plain("Pow"),
+    "sum": _reduce("ReduceSum"),
+    "mean": _reduce("ReduceMean"),
+    "max": _reduce("ReduceMax"),
+    "sum_to_shape": _sum_to_shape,
+    "broadcast_to": _broadcast_to,
+    "reshape": _reshape,
+    "permute": _permute,
+    "concat": _concat,
+    "slice": _slice,
+    "index_select": _index_select,
+    "matmul": _matmul,
+    "softmax": _softmax("Softmax"),
+    "log_softmax": _softmax("LogSoftmax"),
+    "conv2d": _conv2d,
+    "max_pool2d": _max_pool2d,
+    "avg_pool2d": _avg_pool2d,
+    "gather": _gather,
+    "scatter_add": _scatter_add,
+    "masked_fill": _masked_fill,
+}
+"""Each exportable IR op (the name `Graph.nodes()` gives) and its emitter."""
+
+
+def _value_info(name: str, node: Node) -> onnx.ValueInfoProto:
+    dims = [str(d) if isinstance(d, BatchDim) else d for d in node.shape]
+    return helper.make_tensor_value_info(name, ELEM_TYPES[node.dtype], dims)
+
+
+def _check_names(param_names: Sequence[str]) -> None:
+    for name in param_names:
+        if name in ("x", "y") or name.startswith("%"):
+            raise OnnxExportError(f"export_onnx: parameter name {name!r} clashes with the exporter's "
+                                  f"names (`x`, `y`, `%...`)")
+
+
+def _emit(em: Emitter, i: int, node: Node, params: Sequence[np.ndarray[Any, Any]]) -> None:
+    if node.kind == "param":
+        em.initializer(params[node.index], em.name(i))
+    elif node.kind == "const":
+        assert node.value is not None
+        em.initializer(node.value, em.name(i))
+    elif node.kind == "op":
+        EMITTERS[node.op](em, node, [em.name(j) for j in node.inputs], em.name(i))
+
+
+def check_exportable(trace: Sequence[dict[str, Any]]) -> None:
+    """Refuse the first op (of a trace, as `Graph.nodes()` gives it) without an ONNX form."""
+    for i, node in enumerate(trace):
+        if node["kind"] == "op" and node["op"] not in EMITTERS:
+            raise refuse(i, node["op"], REFUSED.get(node["op"], "has no ONNX form"))
+
+
+def build_model(ir: list[Node], output: int, param_names: Sequence[str],
+                params: Sequence[np.ndarray[Any, Any]], opset: int) -> onnx.ModelProto:
+    """The ONNX model computing node `output` of `ir` (every op in `EMITTERS`) from the graph
+    input `x`; `params` are the parameter values by index."""
+    _check_names(param_names)
+    inputs = [n for n in ir if n.kind == "input"]
+    if not inputs:
+        raise OnnxExportError("export_onnx: predict's output does not depend on its input x")
+    em = Emitter(ir, output, param_names)
+    for i, node in enumerate(ir):
+        _emit(em, i, node, params)
+    if ir[output].kind != "op":
+        em.add("Identity", [em.name(output)], "y")
+    graph = helper.make_graph(em.nodes, "tlrs_predict", [_value_info("x", inputs[0])],
+                              [_value_info("y", ir[output])], em.initializers)
+    opsets = [helper.make_opsetid("", opset)]
+    return helper.make_model(graph, opset_imports=opsets, producer_name="tlrs", producer_version=__version__,
+                             ir_version=helper.find_min_ir_version_for(opsets))
