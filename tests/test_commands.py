@@ -248,7 +248,7 @@ def test_progress_moves_after_each_chunk(monkeypatch, capsys):
         seen.append(("total", total))
         yield lambda losses: seen.append(("advance", len(losses)))
 
-    monkeypatch.setattr(trainer, "_progress", recording)
+    monkeypatch.setattr(trainer, "progress", recording)
     result, _ = _tiny_training([], steps=73)
     assert seen[0] == ("total", 73)
     advances = [n for kind, n in seen[1:]]

@@ -47,6 +47,7 @@ from ..module import Module, ModuleDef, format_float, instantiate_with_options
 from ..random import with_model
 from ..tensor import tensor
 from ..trainlog import curve_trainlog, plot_loss, require_matplotlib, temporary_name
+from . import data_parallel
 
 __all__ = [
     "MAX_SIZE", "MAX_STEPS", "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy",
@@ -65,8 +66,9 @@ TRAIN_FLAGS_HELP = """Training flags (every command):
   --log PATH              write the loss curve as TrainLog JSON (off/false/none/no: none)
   --plot PATH.png         draw the loss curve (needs tlrs[plot])
   --save PATH             save a checkpoint (parameters and optimizer state)
+{dp}
 Nothing is written unless asked. `--seed N` seeds the model's initial values and the
-minibatch shuffle."""
+minibatch shuffle.""".format(dp=data_parallel.FLAGS_HELP)
 
 
 def command(name: str, description: str, args: list[str], body: Body) -> int:
@@ -102,9 +104,10 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
     args = list(args)
     if not any(a.split("=")[0] in ("--dtype", "--float32-mode") for a in args):
         args = ["--dtype", "float", *args]
-    return run(exe, args, RunAction.any(guarded),
-               RunOptions(banner=lambda o: f"{exe}: {description} (device={o.device})",
-                          print_ok=True))
+    with data_parallel.session(exe, args):  # `--distributed`: join MPI, rank 0 prints
+        return run(exe, args, RunAction.any(guarded),
+                   RunOptions(banner=lambda o: f"{exe}: {description} (device={o.device})",
+                              print_ok=True))
 
 
 def _prefixed(exe: str, call: Callable[[], Any]) -> Any:
@@ -313,6 +316,8 @@ class TrainFlags:
     plot: str | None
     save: str | None
     dtype: str = "float64"  # the command's `--dtype`: parameters and batches are made in it
+    distributed: bool = False  # `--distributed` (commands/data_parallel.py)
+    grad_shards: int | None = None
 
 
 def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch: int,
@@ -348,9 +353,10 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
             raise ArgError(f"{exe}: --plot: {err}") from None
     save, rest = take_path(rest, exe, "save")
     check_outputs(exe, [("log", None if off else log), ("plot", plot), ("save", save)])
+    distributed, shards, rest = data_parallel.take_flags(rest, exe)
     assert size is not None
     flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save,
-                       dtype)
+                       dtype, distributed, shards)
     return flags, rest
 
 
@@ -402,7 +408,7 @@ def reseed(defn: ModuleDef, schemes: Sequence[tuple[Any, ...] | None]) -> Module
 
 
 @contextmanager
-def _progress(total: int, label: str) -> Iterator[Callable[[Sequence[float]], None]]:
+def progress(total: int, label: str) -> Iterator[Callable[[Sequence[float]], None]]:
     """A rich progress bar on a terminal (removed when done); a no-op otherwise. The callback
     takes the losses of the steps just done (it advances by their count, shows the last)."""
     if total == 0 or not sys.stdout.isatty():
@@ -480,6 +486,8 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     loss, then prints `mean_loss(train(after)) = v`.
     Raises: ArgError: a batch larger than the training set, or more than `MAX_STEPS` steps.
     """
+    if flags.distributed:
+        return data_parallel.train(exe, defn, opts, train_set, flags, seed)
     loader, steps = schedule(exe, len(train_set), flags, seed)
     dtype = flags.dtype
     module = instantiate_with_options(defn, dtype, opts)
@@ -493,7 +501,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     losses: list[float] = []
     order = loader.batches(steps)
     size = chunk_size(steps)
-    with _progress(steps, exe) as advance:
+    with progress(steps, exe) as advance:
         while chunk := list(itertools.islice(order, size)):
             batches = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
                        for idx in chunk]
@@ -544,6 +552,8 @@ def finish(result: TrainResult, flags: TrainFlags, title: str, notes: Sequence[s
 
 
 def _write(exe: str, key: str, path: str, write: Callable[[], object]) -> None:
+    if not data_parallel.is_writer():
+        return  # a data-parallel run's files are rank 0's
     try:
         write()
     except OSError as err:

@@ -1,0 +1,119 @@
+"""`tlrs run MODEL --distributed [--grad-shards N]` under `mpiexec -n W`: the run joins the MPI
+world, rank 0 alone prints (banner, progress, lines, summary) and writes the outputs, and
+training goes through `tlrs.distributed.DistributedTrainer`: each step's global batch is split
+into N shards (default W), each rank computes whole shards, and the shard gradients are folded
+in shard order, so the parameters are bit-identical at every world size dividing N (reference
+kernels), and equal to `tlrs run MODEL --distributed --grad-shards N` in one process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext, redirect_stdout
+from typing import TYPE_CHECKING, Any
+
+from ..cli_args import NAT, drop_dash_dash, take_bool_flag_once, take_value_flag_once
+from ..errors import ArgError
+
+if TYPE_CHECKING:
+    from ..config import Options
+    from ..data import Dataset
+    from ..module import ModuleDef
+    from .trainer import TrainFlags, TrainResult
+
+FLAGS_HELP = """  --distributed           data-parallel over the MPI world (launch with mpiexec -n W)
+  --grad-shards N         shards per global batch (default W; same N, same bits at any W)"""
+
+
+def requested(args: Sequence[str]) -> bool:
+    return "--distributed" in drop_dash_dash(list(args))
+
+
+@contextmanager
+def session(exe: str, args: Sequence[str]) -> Iterator[None]:
+    """Joins the MPI world when `--distributed` is among `args`, silencing stdout on ranks
+    other than 0 for the run; leaves the world when the run ends. Nothing happens otherwise.
+
+    Raises: ArgError: mpi4py missing or the launcher's world not joinable (one line).
+    """
+    if not requested(args):
+        yield
+        return
+    from .. import distributed as dist
+
+    try:
+        dist.init()
+    except (ImportError, dist.DistributedError, ValueError) as err:
+        raise ArgError(f"{exe}: --distributed: {err}") from None
+    quiet = dist.rank() != 0
+    with open(os.devnull, "w") if quiet else nullcontext(sys.stdout) as out, redirect_stdout(out):
+        yield
+    dist.shutdown()
+
+
+def is_writer() -> bool:
+    """Whether this process writes the run's files: rank 0, or any run without a world."""
+    from .. import distributed as dist
+
+    return not dist.is_initialized() or dist.rank() == 0
+
+
+def take_flags(args: list[str], exe: str) -> tuple[bool, int | None, list[str]]:
+    """(`--distributed` given, `--grad-shards N` or None, the rest).
+
+    Raises: ArgError: a bad or duplicate value, or `--grad-shards` without `--distributed`.
+    """
+    try:
+        on, rest = take_bool_flag_once(args, "distributed")
+        taken = take_value_flag_once(rest, "grad-shards", NAT)
+    except ArgError as err:
+        raise ArgError(f"{exe}: {err}") from None
+    shards, rest = taken
+    if shards is not None and not on:
+        raise ArgError(f"{exe}: --grad-shards needs --distributed")
+    if shards == 0:
+        raise ArgError(f"{exe}: --grad-shards: expected a positive number of shards, got 0")
+    return on, shards, rest
+
+
+def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
+          seed: int) -> TrainResult:
+    """The data-parallel form of `trainer.train`: the same lines, loader order and summary;
+    each step is one `DistributedTrainer.step` on the global batch (its loss is the shard
+    fold's mean, before the update).
+
+    Raises: ArgError: shards that do not divide among the ranks or split the batch.
+    """
+    from .. import distributed as dist
+    from ..module import format_float, instantiate_with_options
+    from .trainer import TrainResult, make_optimizer, progress, schedule
+
+    loader, steps = schedule(exe, len(train_set), flags, seed)
+    world = dist.world_size() if dist.is_initialized() else 1
+    shards = flags.grad_shards or world
+    if shards % world:
+        raise ArgError(f"{exe}: --grad-shards {shards} must be a multiple of the world size "
+                       f"{world} (each rank computes whole shards)")
+    if flags.batch % shards:
+        raise ArgError(f"{exe}: --batch {flags.batch} must be divisible by --grad-shards {shards}")
+    dtype = flags.dtype
+    module = instantiate_with_options(defn, dtype, opts)
+    trainer = dist.DistributedTrainer(module, make_optimizer(flags.optim, flags.lr), shards)
+    x, y = train_set.x, train_set.y
+
+    def batch(idx: Any) -> list[Any]:
+        return [x[idx].astype(dtype), y[idx].astype(dtype)]
+
+    fixed = [batch(idx) for idx in loader.fixed_batches()]
+    before = module.mean_loss(fixed).item()
+    print(f"mean_loss(train(before)) = {format_float(before)}")
+    sys.stdout.flush()
+    losses: list[float] = []
+    with progress(steps, exe) as advance:
+        for idx in loader.batches(steps):
+            losses.append(trainer.step(batch(idx)))
+            advance(losses[-1:])
+    after = module.mean_loss(fixed).item()
+    print(f"mean_loss(train(after)) = {format_float(after)}")
+    return TrainResult(module, trainer.state, before, after, losses, flags.batch, exe)
