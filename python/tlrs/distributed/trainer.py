@@ -38,8 +38,8 @@ class DistributedTrainer:
 
     Each `step(batch)` splits the global batch (every input's leading axis, B rows) into
     `grad_shards` = S equal micro-batches, shard k = rows [k*B/S, (k+1)*B/S). Rank r of W
-    computes the gradients and losses of shards r*S/W .. (r+1)*S/W - 1 (`module.backward`,
-    `module.forward`); every rank gathers all S per-shard results (an all-gather, never an MPI
+    computes the gradients and losses of shards r*S/W .. (r+1)*S/W - 1 (one forward
+    and backward pass each); every rank gathers all S per-shard results (an all-gather, never an MPI
     reduction) and folds them in shard order: grad = (((g_0 + g_1) + g_2) + ... + g_{S-1}) * (1/S),
     loss = (((l_0 + l_1) + ...) + l_{S-1}) / S, in the module's dtype. Each shard's loss is a
     mean over its rows, so this is the mean over shards (= over rows). Then every rank applies
@@ -51,8 +51,8 @@ class DistributedTrainer:
     Args: module: the live module (its parameters are replaced by rank 0's at construction);
     opt: the optimizer; grad_shards: S, a multiple of the world size; state: optimizer state
     (default `module.init_optim(opt)`; rank 0's is used on every rank); compute_loss: False
-    skips the extra `module.forward` per shard that the loss needs (`step` then returns NaN;
-    the gradients and the update are unchanged).
+    leaves the loss out of the exchange (`step` then returns NaN; the gradients and the
+    update are unchanged).
     Raises: ValueError: S not a positive multiple of the world size; DistributedError and its
     subclasses: as the collectives.
     """
@@ -161,8 +161,9 @@ class DistributedTrainer:
         rows = []
         for k in self.local_shards:
             xs = self.shard(batch, k, local=local)
-            grads = self.module.backward(xs)
-            loss = (np.asarray(self.module.forward(xs).numpy(), dtype=self.module.dtype)
+            # The loss of the pass that gave the gradients (the same bits as `module.forward`).
+            value, grads = self.module._value_and_grads(xs)
+            loss = (np.asarray(value.numpy(), dtype=self.module.dtype)
                     if self.compute_loss else np.zeros((), dtype=self.module.dtype))
             rows.append(np.concatenate([self._flat(grads), loss.reshape(1)]))
         mine = np.stack(rows)
