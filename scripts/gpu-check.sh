@@ -155,12 +155,14 @@ print("is_available:", c.is_available())
 }
 run_step info info.txt info_step
 
-# Step 3: the CUDA parity tests on the device. A run where every test skipped (no usable
+# Step 3: the CUDA parity tests on the device, DLPack's CUDA round trips (tlrs and PyTorch)
+# and NCCL at world size 1 (tests/test_gpu_only.py). A run where every test skipped (no usable
 # device) counts as failed here.
 pytest_step() {
   local rc
-  timeout -k 10 "$(limit 240)" "$PY" -m pytest -m cuda -q -rs -p no:cacheprovider \
-    tests/test_cuda_parity.py tests/test_op_table.py --junitxml="$OUT/pytest-cuda.xml"
+  timeout -k 10 "$(limit 240)" "$PY" -m pytest -m "cuda or gpu" -q -rs -p no:cacheprovider \
+    tests/test_cuda_parity.py tests/test_op_table.py tests/test_interop.py tests/test_gpu_only.py \
+    --junitxml="$OUT/pytest-cuda.xml"
   rc=$?
   if [ "$rc" -ne 0 ]; then return "$rc"; fi
   "$PY" -c '

@@ -197,12 +197,51 @@ def test_environment_world_size_must_match_mpi():
     assert "launch with mpiexec -n 2" in r.stderr, r.stderr
 
 
-def test_nccl_and_unknown_backends_are_refused():
-    with pytest.raises(tlrs.CudaUnavailableError, match="NCCL backend is not built into"):
-        dist.init("nccl")
+def test_unknown_backends_are_refused():
     with pytest.raises(ValueError, match="unknown backend 'gloo'"):
         dist.init("gloo")
     assert not dist.is_initialized()
+
+
+_NCCL_INIT = """
+import tlrs
+from tlrs import distributed as dist
+try:
+    dist.init("nccl")
+except tlrs.CudaUnavailableError as e:
+    # One write per rank, so two ranks' lines do not interleave.
+    first = str(e).splitlines()[0]
+    print(f"refused: {first} | initialized after: {dist.is_initialized()}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("n", [None, 2])
+def test_nccl_without_a_gpu_fails_cleanly_on_every_rank(n):
+    # This machine (and CI) has no GPU: every rank probes, the results travel over MPI, and
+    # every rank raises naming the ranks and its own reason (none waits for the others).
+    cmd = [sys.executable, "-c", _NCCL_INIT]
+    if n is not None:
+        exe, flavour = _mpiexec()
+        cmd = [exe, *(["--oversubscribe"] if flavour == "openmpi" else []), "-n", str(n), *cmd]
+    env = {k: v for k, v in os.environ.items() if k != "TLRS_CUDA_EMULATOR"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT, env=env)
+    _ok(r)
+    lines = r.stdout.splitlines()
+    refused = [line for line in lines if line.startswith("refused:")]
+    assert len(refused) == (n or 1), r.stdout
+    ranks = list(range(n or 1))
+    for line in refused:
+        assert f"backend 'nccl' cannot be used on rank(s) {ranks}; this rank: NCCL is not " \
+               "available:" in line, line
+        assert line.endswith(" | initialized after: False"), line
+
+
+def test_nccl_probe_says_why_not():
+    ok, why = tlrs._core.nccl_probe()
+    assert not ok
+    expected = ("has no NCCL; NCCL needs a real GPU" if tlrs.cuda.is_available()
+                else "it needs a usable CUDA device")
+    assert why.startswith("NCCL is not available: ") and expected in why, why
 
 
 def test_calls_before_init_name_the_problem():
@@ -247,3 +286,17 @@ def test_skipping_the_loss_leaves_the_update_unchanged():
                                       compute_loss=False)
     assert np.isfinite(with_loss.step(xs)) and np.isnan(without.step(xs))
     assert dw.params_bytes(with_loss.module) == dw.params_bytes(without.module)
+
+
+def test_tlrs_info_shows_the_distributed_setup():
+    from tlrs.cli import info_lines
+
+    text = "\n".join(info_lines())
+    assert "distributed: MPI through mpi4py " in text
+    assert f"  mpiexec: {_mpiexec()[0]}" in text
+    assert "  nccl: NCCL is not available: " in text
+    launched = subprocess.run([_mpiexec()[0], "-n", "2", sys.executable, "-m", "tlrs", "info"],
+                              capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
+    _ok(launched)
+    assert sorted(line for line in launched.stdout.splitlines() if "launcher:" in line) == [
+        "  launcher: PMI_RANK/PMI_SIZE=0/2", "  launcher: PMI_RANK/PMI_SIZE=1/2"]

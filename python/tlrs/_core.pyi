@@ -572,6 +572,25 @@ class Graph:
 
 # ---- CUDA (cuda.rs) ----
 
+def nccl_probe() -> tuple[bool, str]:
+    """(usable, NCCL version such as '2.28.3', or why NCCL cannot be used here)."""
+def nccl_unique_id() -> bytes:
+    """A new 128-byte NCCL unique id (rank 0 makes it; MPI carries it to the others)."""
+@final
+class NcclComm:
+    """One rank's NCCL communicator on one CUDA device."""
+    def __new__(cls, ordinal: int, size: int, rank: int, unique_id: bytes) -> NcclComm: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    def all_gather(self, t: Tensor) -> Tensor:
+        """Every rank's tensor stacked in rank order: shape [size, *t.shape]."""
+    def broadcast(self, t: Tensor, root: int) -> Tensor:
+        """Rank `root`'s tensor on every rank."""
+    def all_reduce_sum(self, t: Tensor) -> Tensor:
+        """The sum over ranks in NCCL's own order."""
+
 def cuda_status() -> tuple[bool, str]:
     """(usable, reason): whether tlrs can run tensors on CUDA here, and why not."""
 def cuda_device_count() -> int:

@@ -349,7 +349,15 @@ def info_lines() -> list[str]:
         f"threads: {get_num_threads()}",
         f"fast kernels by default: {'on' if get_fast_kernels() else 'off (reference kernels)'}",
         f"cuda: {cuda_status()}",
+        *distributed_lines(),
     ]
+
+
+def distributed_lines() -> list[str]:
+    """MPI, the launcher's world and NCCL (tlrs/distributed/info.py)."""
+    from .distributed import info
+
+    return info.lines()
 
 
 def cuda_status() -> str:

@@ -3,8 +3,8 @@ usable GPU `is_available()` is False and `diagnostics()` says why. `TLRS_CUDA_EM
 `cuda:0` a host emulator of the CUDA backend (its kernels compiled by the C++ compiler), for
 testing the CUDA path on machines without a GPU.
 
-Before the first probe, CUDA libraries installed from pip (`nvidia-cublas`, `nvidia-cuda-nvrtc`)
-are loaded by full path, since the system loader does not search site-packages.
+Before the first probe, CUDA libraries installed from pip (`nvidia-cublas`, `nvidia-cuda-nvrtc`,
+and `nvidia-nccl-cu13` for tlrs.distributed's NCCL backend) are loaded by full path, since the system loader does not search site-packages.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _preload_pip_libraries() -> None:
     try:
         from cuda import pathfinder  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-        for lib in ("cublas", "cublasLt", "nvrtc"):
+        for lib in ("cublas", "cublasLt", "nvrtc", "nccl"):
             try:
                 loaded = pathfinder.load_nvidia_dynamic_lib(lib)
                 _PRELOADED.append(str(getattr(loaded, "abs_path", lib)))
@@ -40,7 +40,8 @@ def _preload_pip_libraries() -> None:
     except ImportError:
         return
     for root in getattr(nvidia, "__path__", []):
-        for pattern in ("*/lib/libnvrtc.so.*", "*/lib/libcublasLt.so.*", "*/lib/libcublas.so.*"):
+        for pattern in ("*/lib/libnvrtc.so.*", "*/lib/libcublasLt.so.*", "*/lib/libcublas.so.*",
+                        "*/lib/libnccl.so.*"):
             for path in sorted(pathlib.Path(root).glob(pattern)):
                 try:
                     ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from .._core import Tensor
-from ..errors import CudaUnavailableError, DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError
 from ..tensor import tensor
+from . import _nccl
 
 __all__ = [
     "CollectiveTimeoutError", "DistributedError", "MPIUnavailableError", "NotInitializedError",
@@ -66,6 +67,7 @@ class _World:
     timeout: float
     seq: int = 0
     broken: str | None = None
+    nccl: Any = None  # the NCCL communicator (backend "nccl"), for CUDA tensors
 
 
 _world: _World | None = None
@@ -173,26 +175,25 @@ def init(backend: str = "auto", *, timeout: float | None = None,
          abort_on_exception: bool = True) -> None:
     """Join the process group the launcher started (`mpiexec -n N python train.py`).
 
-    Args: backend: "auto" or "mpi" (MPI through mpi4py, CPU tensors); "nccl" is refused;
+    Args: backend: "auto" or "mpi" (MPI through mpi4py: CPU tensors, and CUDA tensors through
+    host copies), or "nccl" (MPI as above, plus NCCL for CUDA tensors on device memory: each rank
+    uses cuda:<local rank>; needs a GPU per rank and libnccl, `pip install nvidia-nccl-cu13`);
     timeout: seconds each collective waits for the other ranks (default $TLRS_DIST_TIMEOUT,
-    else 60); abort_on_exception: with more than one rank, an uncaught exception on any rank
-    prints its traceback and one line, then MPI_Abort ends every rank (instead of the others
-    waiting for it until their deadline). A plain `python train.py` is a world of one.
-    Calling `init` again while initialized changes nothing.
-    Raises: CudaUnavailableError: backend "nccl"; ValueError: an unknown backend or a bad
-    timeout; MPIUnavailableError: mpi4py missing; DistributedError: the launcher's
-    environment (PMI_RANK/PMI_SIZE, OMPI_COMM_WORLD_RANK/SIZE, RANK/WORLD_SIZE) disagrees with
-    MPI, or the group could not be set up in time.
+    else 60; NCCL's device-side waits are NCCL's own); abort_on_exception: with more than one
+    rank, an uncaught exception on any rank prints its traceback and one line, then MPI_Abort
+    ends every rank (instead of the others waiting for it until their deadline). A plain
+    `python train.py` is a world of one. Calling `init` again while initialized changes nothing.
+    Raises: CudaUnavailableError: backend "nccl" where NCCL or CUDA cannot be used (on any
+    rank; every rank raises); ValueError: an unknown backend or a bad timeout;
+    MPIUnavailableError: mpi4py missing; DistributedError: the launcher's environment
+    (PMI_RANK/PMI_SIZE, OMPI_COMM_WORLD_RANK/SIZE, RANK/WORLD_SIZE) disagrees with MPI, or the
+    group could not be set up in time.
     """
     global _world
     name = backend.lower() if isinstance(backend, str) else backend
-    if name == "nccl":
-        raise CudaUnavailableError(
-            f"{_PREFIX}: the NCCL backend is not built into this tlrs (it has no NCCL bindings); "
-            "use backend='mpi', which moves CPU tensors over MPI")
-    if name not in ("auto", "mpi"):
-        raise ValueError(f"{_PREFIX}: unknown backend {backend!r}; expected 'auto' or 'mpi' "
-                         "('nccl' is not built into this tlrs)")
+    if name not in ("auto", "mpi", "nccl"):
+        raise ValueError(f"{_PREFIX}: unknown backend {backend!r}; expected 'auto', 'mpi' or "
+                         "'nccl'")
     wait = _parse_timeout(timeout)
     if _world is not None:
         return
@@ -213,6 +214,13 @@ def init(backend: str = "auto", *, timeout: float | None = None,
         _wait(w, req, "init", wait)
     w.comm = comm
     _world = w
+    if name == "nccl":
+        try:
+            w.nccl = _nccl.join(_PREFIX, w.rank, w.size, w.local_rank, gather_arrays,
+                                broadcast_array)
+        except BaseException:
+            _world = None
+            raise
     if abort_on_exception:
         _install_abort_hooks()
 
@@ -398,6 +406,12 @@ def _as_array(t: Any) -> np.ndarray | None:
     return None
 
 
+def _layout_of(t: Tensor) -> np.ndarray:
+    """An array of `t`'s shape and dtype for the metadata exchange, without copying a device
+    tensor to the host (np.empty maps no pages it does not touch)."""
+    return np.empty(t.shape, dtype=t.dtype)
+
+
 def _local_type_error(arr: np.ndarray | None, t: Any, op: str) -> None:
     # Raised only after the metadata exchange, so every rank raises (none waits forever).
     if arr is None:
@@ -434,6 +448,9 @@ def all_reduce(t: Tensor, op: str = "sum", *, ordered: bool = False,
         raise ValueError(f"{_PREFIX}.all_reduce: unknown op {op!r}; expected one of "
                          f"{', '.join(_REDUCE_OPS)}")
     wait = w.timeout if timeout is None else _parse_timeout(timeout)
+    if w.nccl is not None and _nccl.is_device_tensor(t):
+        _exchange_meta(w, "all_reduce", _layout_of(t), _REDUCE_OPS.index(op), wait)
+        return _nccl.all_reduce(w.nccl, t, op, ordered)
     arr = _as_array(t)
     _exchange_meta(w, "all_reduce", arr, _REDUCE_OPS.index(op), wait)
     _local_type_error(arr, t, "all_reduce")
@@ -462,12 +479,15 @@ def broadcast(t: Tensor, root: int = 0, *, timeout: float | None = None) -> Tens
     if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
         raise TypeError(f"{_PREFIX}.broadcast: root must be an int, got {root!r}")
     wait = w.timeout if timeout is None else _parse_timeout(timeout)
-    arr = _as_array(t)
+    device = w.nccl is not None and _nccl.is_device_tensor(t)
+    arr = _layout_of(t) if device else _as_array(t)
     _exchange_meta(w, "broadcast", arr, int(root), wait)
     _local_type_error(arr, t, "broadcast")
     assert arr is not None
     if not 0 <= root < w.size:
         raise ValueError(f"{_PREFIX}.broadcast: root {root} is not a rank (world size {w.size})")
+    if device:
+        return _nccl.broadcast(w.nccl, t, int(root))
     return _result(_bcast(w, arr, int(root), "broadcast", wait), t)
 
 
@@ -480,6 +500,9 @@ def all_gather(t: Tensor, *, timeout: float | None = None) -> list[Tensor]:
     """
     w = _get("all_gather")
     wait = w.timeout if timeout is None else _parse_timeout(timeout)
+    if w.nccl is not None and _nccl.is_device_tensor(t):
+        _exchange_meta(w, "all_gather", _layout_of(t), 0, wait)
+        return _nccl.all_gather(w.nccl, t)
     arr = _as_array(t)
     _exchange_meta(w, "all_gather", arr, 0, wait)
     _local_type_error(arr, t, "all_gather")

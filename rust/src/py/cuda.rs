@@ -70,5 +70,5 @@ pub fn cuda_set_matmul_precision(precision: &str) -> PyResult<()> {
 
 #[pyfunction]
 pub fn build_features() -> Vec<&'static str> {
-    vec!["cpu", "cuda"]
+    vec!["cpu", "cuda", "nccl"]
 }

@@ -8,6 +8,7 @@ mod elementwise;
 mod errors;
 mod graph;
 mod init;
+mod nccl;
 mod nn_ops;
 mod numpy_conv;
 mod ops;
@@ -35,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<init::PyFloatInit>()?;
     m.add_class::<init::PyPlan>()?;
     m.add_class::<graph::PyGraph>()?;
+    m.add_class::<nccl::PyNcclComm>()?;
     macro_rules! add_fns {
         ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
     }
@@ -114,6 +116,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         cuda::cuda_synchronize,
         cuda::cuda_set_matmul_precision,
         cuda::build_features,
+        nccl::nccl_probe,
+        nccl::nccl_unique_id,
         optim::optim_update,
         nn_ops::assign_,
     );

@@ -289,6 +289,23 @@ impl Gpu {
         Ok(out)
     }
 
+    /// Runs `f` with this device's context bound to the calling thread and the stream every
+    /// tlrs kernel runs on (for libraries that take a raw stream: NCCL). None on the emulator.
+    pub fn with_raw_stream<R>(
+        &self,
+        f: impl FnOnce(cudarc::driver::sys::CUstream) -> Result<R>,
+    ) -> Option<Result<R>> {
+        match &self.backend {
+            Backend::Real(r) => Some(
+                r.ctx
+                    .bind_to_thread()
+                    .map_err(|e| cuda_err("binding the CUDA context", e))
+                    .and_then(|_| f(r.stream.cu_stream())),
+            ),
+            Backend::Emu(_) => None,
+        }
+    }
+
     /// Waits for every launched kernel (real GPU); reports asynchronous launch failures.
     pub fn synchronize(&self) -> Result<()> {
         match &self.backend {

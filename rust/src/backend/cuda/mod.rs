@@ -9,6 +9,7 @@ pub mod cache;
 pub mod emu;
 pub mod gpu;
 pub mod kernels;
+pub mod nccl;
 pub mod ops;
 pub mod probe;
 pub mod storage;
