@@ -5,7 +5,8 @@ Collectives (`barrier`, `all_reduce`, `broadcast`, `all_gather`) move CPU tensor
 mpi4py with a deadline (`timeout=`, default $TLRS_DIST_TIMEOUT or 60 s), so a rank that dies
 makes the others fail with a message instead of hanging. `DistributedTrainer` trains a
 `tlrs.Module` with results that do not depend on the world size (see docs/scaling-out.md).
-Needs `pip install mpi4py mpich` (or mpi4py against another MPI). NCCL is not built in.
+Needs `pip install mpi4py mpich` (or mpi4py against another MPI); `init(backend="nccl")` adds
+NCCL for CUDA tensors (`pip install nvidia-nccl-cu13`).
 """
 
 from ._comm import (
