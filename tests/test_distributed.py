@@ -229,7 +229,7 @@ def test_nccl_without_a_gpu_fails_cleanly_on_every_rank(n):
     _ok(r)
     # mpiexec forwards each rank's output in its own chunks, so two ranks' lines may interleave
     # without newlines between them: find the records, not lines.
-    refused = re.findall(r"refused: (.*?) \| initialized after: (\w+)", r.stdout)
+    refused = re.findall(r"refused: (.*?) \| initialized after: (True|False)", r.stdout)
     assert len(refused) == (n or 1), r.stdout
     ranks = list(range(n or 1))
     for message, initialized in refused:
