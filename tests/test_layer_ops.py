@@ -161,6 +161,44 @@ def test_pools_match_numpy(shape, k, stride, padding, kind, dtype):
         check(fn(T(x), k, stride, padding), np_pool(x64, k, stride, padding, kind), dtype)
 
 
+def np_max_pool_grad(x, g, k, s):
+    """Max pooling's gradient without padding: each output's gradient to the first maximum of
+    its window in row-major order (np.argmax's choice), accumulated in output order."""
+    gx = np.zeros_like(x)
+    n, c, oh, ow = g.shape
+    for i in range(oh):
+        for j in range(ow):
+            win = x[:, :, i * s:i * s + k, j * s:j * s + k].reshape(n, c, -1)
+            r, q = np.divmod(win.argmax(axis=2), k)
+            for a in range(n):
+                for b in range(c):
+                    gx[a, b, i * s + r[a, b], j * s + q[a, b]] += g[a, b, i, j]
+    return gx
+
+
+@pytest.mark.parametrize("k, s", [(2, 2), (3, 2)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_pools_on_every_thread_count_match_numpy(k, s, dtype):
+    # Large enough that planes are spread over threads; rounded values make many ties.
+    x = np.round(np.random.default_rng(11).normal(size=(8, 8, 28, 28)), 1).astype(dtype)
+    g = np.random.default_rng(12).normal(size=(8, 8, (28 - k) // s + 1, (28 - k) // s + 1)).astype(dtype)
+    results, before = [], tlrs.get_num_threads()
+    for threads in (1, 2):
+        tlrs.set_num_threads(threads)
+        try:
+            t = tlrs.tensor(x, requires_grad=True)
+            y = ops.max_pool2d(t, k, s)
+            (gx,) = tlrs.grad([y], [t], grad_outputs=[tlrs.tensor(g)])
+            a = ops.avg_pool2d(tlrs.tensor(x), k, s)
+        finally:
+            tlrs.set_num_threads(before)
+        results.append((y.numpy().tobytes(), gx.numpy().tobytes(), a.numpy().tobytes()))
+        np.testing.assert_array_equal(y.numpy(), np_pool(x, k, s, 0, "max"))
+        np.testing.assert_array_equal(gx.numpy(), np_max_pool_grad(x, g, k, s))
+        check(a, np_pool(x.astype(np.float64), k, s, 0, "avg"), dtype)
+    assert results[0] == results[1], "the bits must not depend on the thread count"
+
+
 def test_max_pool_padding_never_wins_and_avg_divisor_counts_padding():
     x = -np.arange(1.0, 10.0).reshape(1, 1, 3, 3)
     mx = ops.max_pool2d(T(x), 2, stride=2, padding=1).numpy()

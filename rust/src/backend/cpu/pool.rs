@@ -1,56 +1,145 @@
 //! Pooling windows over [N*C, H, W] planes: max pooling (padding cells never win; the first
 //! maximum in row-major window order is recorded for backward) and average pooling.
+//!
+//! Planes are independent, so large inputs spread whole planes over the thread pool; each
+//! output is computed exactly as in one thread (same comparisons or additions, same order), so
+//! the bits do not depend on the thread count.
 
+use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};
 use crate::dtype::Float;
 use crate::geometry::PoolDims;
+use rayon::prelude::*;
+
+/// Runs `f(plane, chunk)` over `out` split into `per` elements per plane; across threads when
+/// `work` (elements touched) is large enough.
+fn for_planes<A: Send>(out: &mut [A], per: usize, work: usize, f: impl Fn(usize, &mut [A]) + Sync) {
+    if per == 0 {
+        return;
+    }
+    if worth_threads(work, PAR_MIN_ELEMS) {
+        install(|| {
+            out.par_chunks_mut(per)
+                .enumerate()
+                .for_each(|(p, o)| f(p, o))
+        });
+    } else {
+        out.chunks_mut(per).enumerate().for_each(|(p, o)| f(p, o));
+    }
+}
+
+/// `for_planes` over two outputs split alike (max pooling's values and winners).
+fn for_planes2<A: Send, B: Send>(
+    a: &mut [A],
+    b: &mut [B],
+    per: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [A], &mut [B]) + Sync,
+) {
+    if per == 0 {
+        return;
+    }
+    let run = |(p, (x, y)): (usize, (&mut [A], &mut [B]))| f(p, x, y);
+    if worth_threads(work, PAR_MIN_ELEMS) {
+        install(|| {
+            a.par_chunks_mut(per)
+                .zip(b.par_chunks_mut(per))
+                .enumerate()
+                .for_each(run)
+        });
+    } else {
+        a.chunks_mut(per)
+            .zip(b.chunks_mut(per))
+            .enumerate()
+            .for_each(run);
+    }
+}
+
+/// Whether `v` replaces `best` as a window's maximum (a NaN wins and then stays).
+#[inline(always)]
+fn beats<T: Float>(v: T, best: T) -> bool {
+    (v > best || v.is_nan()) && !best.is_nan()
+}
+
+fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usize]) {
+    if d.kh == 2 && d.kw == 2 && d.stride == 2 && d.pad == 0 {
+        // The common 2x2 / stride 2 window, always inside the image: the general loop's
+        // candidates in its order, without its range bookkeeping.
+        for oy in 0..d.oh {
+            let (r0, r1) = (2 * oy * d.w, (2 * oy + 1) * d.w);
+            for ox in 0..d.ow {
+                let c = 2 * ox;
+                let (mut best, mut bi) = (xp[r0 + c], r0 + c);
+                for k in [r0 + c + 1, r1 + c, r1 + c + 1] {
+                    if beats(xp[k], best) {
+                        best = xp[k];
+                        bi = k;
+                    }
+                }
+                y[oy * d.ow + ox] = best;
+                arg[oy * d.ow + ox] = bi;
+            }
+        }
+        return;
+    }
+    for oy in 0..d.oh {
+        for ox in 0..d.ow {
+            let (rows, cols) = d.window(oy, ox);
+            let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
+            for r in rows {
+                for c in cols.clone() {
+                    let v = xp[r * d.w + c];
+                    if bi == usize::MAX || beats(v, best) {
+                        best = v;
+                        bi = r * d.w + c;
+                    }
+                }
+            }
+            y[oy * d.ow + ox] = best;
+            arg[oy * d.ow + ox] = bi;
+        }
+    }
+}
 
 /// Max over each window; also returns the flat input index that won (within its plane).
 pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
-    let mut y = Vec::with_capacity(d.planes * d.oh * d.ow);
-    let mut arg = Vec::with_capacity(y.capacity());
-    for p in 0..d.planes {
-        let xp = &x[p * d.h * d.w..][..d.h * d.w];
-        for oy in 0..d.oh {
-            for ox in 0..d.ow {
-                let (rows, cols) = d.window(oy, ox);
-                let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
-                for r in rows {
-                    for c in cols.clone() {
-                        let v = xp[r * d.w + c];
-                        if bi == usize::MAX || ((v > best || v.is_nan()) && !best.is_nan()) {
-                            best = v;
-                            bi = r * d.w + c;
-                        }
-                    }
-                }
-                y.push(best);
-                arg.push(bi);
-            }
-        }
-    }
+    let per = d.oh * d.ow;
+    let mut y = vec![T::ZERO; d.planes * per];
+    let mut arg = vec![0usize; d.planes * per];
+    let hw = d.h * d.w;
+    for_planes2(&mut y, &mut arg, per, x.len(), |p, yp, ap| {
+        max_pool_plane(&x[p * hw..][..hw], &d, yp, ap)
+    });
     (y, arg)
 }
 
 /// Gradient of max pooling: each output's gradient added to its winner, in output order.
 pub fn max_pool_grad<T: Float>(g: &[T], arg: &[usize], d: PoolDims) -> Vec<T> {
-    let mut gx = vec![T::ZERO; d.planes * d.h * d.w];
+    let hw = d.h * d.w;
     let per = d.oh * d.ow;
-    for (i, (&gv, &a)) in g.iter().zip(arg).enumerate() {
-        if a != usize::MAX {
-            let k = (i / per) * d.h * d.w + a;
-            gx[k] = gx[k] + gv;
+    let mut gx = vec![T::ZERO; d.planes * hw];
+    for_planes(&mut gx, hw, gx_len(&d), |p, gp| {
+        for (&gv, &a) in g[p * per..][..per].iter().zip(&arg[p * per..][..per]) {
+            if a != usize::MAX {
+                gp[a] = gp[a] + gv;
+            }
         }
-    }
+    });
     gx
+}
+
+fn gx_len(d: &PoolDims) -> usize {
+    d.planes * d.h * d.w
 }
 
 /// Mean over each window. Padding cells count in the divisor (PyTorch's default
 /// `count_include_pad=True`): the divisor is always kh*kw.
 pub fn avg_pool<T: Float>(x: &[T], d: PoolDims) -> Vec<T> {
     let div = T::from_f64((d.kh * d.kw) as f64);
-    let mut y = Vec::with_capacity(d.planes * d.oh * d.ow);
-    for p in 0..d.planes {
-        let xp = &x[p * d.h * d.w..][..d.h * d.w];
+    let per = d.oh * d.ow;
+    let hw = d.h * d.w;
+    let mut y = vec![T::ZERO; d.planes * per];
+    for_planes(&mut y, per, x.len(), |p, yp| {
+        let xp = &x[p * hw..][..hw];
         for oy in 0..d.oh {
             for ox in 0..d.ow {
                 let (rows, cols) = d.window(oy, ox);
@@ -60,29 +149,30 @@ pub fn avg_pool<T: Float>(x: &[T], d: PoolDims) -> Vec<T> {
                         s = s + xp[r * d.w + c];
                     }
                 }
-                y.push(s / div);
+                yp[oy * d.ow + ox] = s / div;
             }
         }
-    }
+    });
     y
 }
 
 pub fn avg_pool_grad<T: Float>(g: &[T], d: PoolDims) -> Vec<T> {
     let div = T::from_f64((d.kh * d.kw) as f64);
-    let mut gx = vec![T::ZERO; d.planes * d.h * d.w];
-    for p in 0..d.planes {
+    let per = d.oh * d.ow;
+    let mut gx = vec![T::ZERO; gx_len(&d)];
+    for_planes(&mut gx, d.h * d.w, gx_len(&d), |p, gp| {
         for oy in 0..d.oh {
             for ox in 0..d.ow {
-                let gv = g[(p * d.oh + oy) * d.ow + ox] / div;
+                let gv = g[p * per + oy * d.ow + ox] / div;
                 let (rows, cols) = d.window(oy, ox);
                 for r in rows {
                     for c in cols.clone() {
-                        let k = p * d.h * d.w + r * d.w + c;
-                        gx[k] = gx[k] + gv;
+                        let k = r * d.w + c;
+                        gp[k] = gp[k] + gv;
                     }
                 }
             }
         }
-    }
+    });
     gx
 }
