@@ -53,6 +53,15 @@ def test_world_sizes_give_the_same_losses_and_checkpoint_bits(tmp_path, shards, 
             assert np.array_equal(p[k], params[0][k]) and p[k].tobytes() == params[0][k].tobytes(), k
 
 
+def test_compiled_backend_gives_the_eager_bits_at_world_size_2(tmp_path):
+    _ok(_tlrs(None, *RUN, "--grad-shards", "2", "--log", "eager.json", cwd=tmp_path))
+    _ok(_tlrs(2, *RUN, "--grad-shards", "2", "--backend", "compiled", "--log", "compiled.json",
+              cwd=tmp_path))
+    eager, compiled = (json.loads((tmp_path / f).read_text())["series"]
+                       for f in ("eager.json", "compiled.json"))
+    assert compiled == eager
+
+
 def test_only_rank_0_prints(tmp_path):
     r = _tlrs(2, *RUN, "--grad-shards", "2", cwd=tmp_path)
     _ok(r)

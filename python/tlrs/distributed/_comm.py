@@ -17,7 +17,7 @@ import numpy as np
 
 from .._core import Tensor
 from ..errors import DTypeError, ShapeError
-from ..tensor import tensor
+from ..tensor import from_numpy
 from . import _nccl
 
 __all__ = [
@@ -419,7 +419,9 @@ def _local_type_error(arr: np.ndarray | None, t: Any, op: str) -> None:
 
 
 def _result(arr: np.ndarray, like: Tensor) -> Tensor:
-    out = tensor(arr, dtype=like.dtype)
+    """A tensor over `arr`, a receive buffer this module allocated and nobody else holds, so
+    the tensor shares it instead of copying (from_numpy)."""
+    out = from_numpy(np.ascontiguousarray(arr, dtype=like.dtype))
     return out if like.device == "cpu" else out.to(like.device)
 
 
