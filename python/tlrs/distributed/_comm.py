@@ -421,7 +421,7 @@ def _local_type_error(arr: np.ndarray | None, t: Any, op: str) -> None:
 def _result(arr: np.ndarray, like: Tensor) -> Tensor:
     """A tensor over `arr`, a receive buffer this module allocated and nobody else holds, so
     the tensor shares it instead of copying (from_numpy)."""
-    out = from_numpy(np.ascontiguousarray(arr, dtype=like.dtype))
+    out = from_numpy(np.asarray(arr, dtype=like.dtype, order="C"))  # 0-d stays 0-d
     return out if like.device == "cpu" else out.to(like.device)
 
 
