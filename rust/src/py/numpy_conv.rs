@@ -152,27 +152,23 @@ pub fn array_protocol<'py>(
         Some(d) if !d.is_none() => Some(py.import("numpy")?.getattr("dtype")?.call1((d,))?),
         _ => None,
     };
-    let cast = match &want {
-        Some(w) => !a.getattr("dtype")?.eq(w)?,
-        None => false,
+    // The dtype to convert to, when it differs from the tensor's.
+    let cast = match want {
+        Some(w) if !a.getattr("dtype")?.eq(&w)? => Some(w),
+        _ => None,
     };
-    if copy == Some(false) && (cast || t.is_cuda()) {
-        let why = if cast {
-            format!(
-                "a conversion from {} to {}",
-                t.dtype(),
-                want.expect("cast has a dtype")
-            )
-        } else {
-            format!("a copy from {} to the host", t.device())
+    if copy == Some(false) && (cast.is_some() || t.is_cuda()) {
+        let why = match &cast {
+            Some(w) => format!("a conversion from {} to {w}", t.dtype()),
+            None => format!("a copy from {} to the host", t.device()),
         };
         return Err(PyValueError::new_err(format!(
             "Tensor.__array__: copy=False was given, but the array needs {why}"
         )));
     }
-    match (want, copy) {
-        (Some(w), _) if cast => a.call_method1("astype", (w,)),
-        (_, Some(true)) => a.call_method0("copy"),
-        _ => Ok(a),
+    match (cast, copy) {
+        (Some(w), _) => a.call_method1("astype", (w,)),
+        (None, Some(true)) => a.call_method0("copy"),
+        (None, _) => Ok(a),
     }
 }
