@@ -153,87 +153,84 @@ impl Comm {
         Ok(())
     }
 
-    fn run(&self, what: &str, call: impl FnOnce(sys::cudaStream_t) -> Result<()>) -> Result<()> {
+    /// Runs one collective from `buf` into a new buffer of `out_len` elements on this device,
+    /// on the tlrs stream; `call(send, recv, stream)` is the NCCL call named `what`.
+    fn collective(
+        &self,
+        op: &'static str,
+        what: &str,
+        buf: &DeviceBuffer,
+        out_len: usize,
+        call: impl FnOnce(
+            *const std::ffi::c_void,
+            *mut std::ffi::c_void,
+            sys::cudaStream_t,
+        ) -> std::result::Result<result::NcclStatus, result::NcclError>,
+    ) -> Result<DeviceBuffer> {
+        self.check(buf, op)?;
+        let out = self.gpu.alloc(buf.dtype(), out_len)?;
+        let (send, recv) = (buf.address() as *const _, out.address() as *mut _);
         self.gpu
-            .with_raw_stream(|stream| call(stream as sys::cudaStream_t))
+            .with_raw_stream(|stream| {
+                call(send, recv, stream as sys::cudaStream_t)
+                    .map(|_| ())
+                    .map_err(|e| nccl_err(what, e))
+            })
             .unwrap_or_else(|| {
                 Err(unavailable(format!(
                     "{what}: the CUDA emulator has no NCCL"
                 )))
-            })
+            })?;
+        Ok(out)
     }
 
     /// Every rank's buffer, concatenated in rank order (`size * len` elements).
     pub fn all_gather(&self, buf: &DeviceBuffer) -> Result<DeviceBuffer> {
-        self.check(buf, "all_gather")?;
         let total = buf
             .len()
             .checked_mul(self.size)
             .ok_or_else(|| Error::OutOfMemory("all_gather: the result is too large".into()))?;
-        let out = self.gpu.alloc(buf.dtype(), total)?;
-        self.run("ncclAllGather", |stream| {
-            // SAFETY: `buf` holds len elements and `out` size * len, both on this device.
-            unsafe {
-                result::all_gather(
-                    buf.address() as *const _,
-                    out.address() as *mut _,
-                    buf.len(),
-                    nccl_type(buf.dtype()),
-                    self.raw,
-                    stream,
-                )
-            }
-            .map(|_| ())
-            .map_err(|e| nccl_err("ncclAllGather", e))
-        })?;
-        Ok(out)
+        let (n, dt) = (buf.len(), nccl_type(buf.dtype()));
+        // SAFETY: `send` holds n elements and `recv` size * n, both on this device.
+        self.collective(
+            "all_gather",
+            "ncclAllGather",
+            buf,
+            total,
+            |send, recv, stream| unsafe { result::all_gather(send, recv, n, dt, self.raw, stream) },
+        )
     }
 
     /// Rank `root`'s buffer on every rank (every rank passes a buffer of the same length).
     pub fn broadcast(&self, buf: &DeviceBuffer, root: usize) -> Result<DeviceBuffer> {
-        self.check(buf, "broadcast")?;
-        let out = self.gpu.alloc(buf.dtype(), buf.len())?;
-        self.run("ncclBroadcast", |stream| {
-            // SAFETY: both buffers hold len elements on this device.
-            unsafe {
-                result::broadcast(
-                    buf.address() as *const _,
-                    out.address() as *mut _,
-                    buf.len(),
-                    nccl_type(buf.dtype()),
-                    root as i32,
-                    self.raw,
-                    stream,
-                )
-            }
-            .map(|_| ())
-            .map_err(|e| nccl_err("ncclBroadcast", e))
-        })?;
-        Ok(out)
+        let (n, dt) = (buf.len(), nccl_type(buf.dtype()));
+        // SAFETY: both buffers hold n elements on this device.
+        self.collective(
+            "broadcast",
+            "ncclBroadcast",
+            buf,
+            n,
+            |send, recv, stream| unsafe {
+                result::broadcast(send, recv, n, dt, root as i32, self.raw, stream)
+            },
+        )
     }
 
     /// The elementwise sum over ranks in NCCL's own order (fast; its bits may depend on the
     /// world size and topology).
     pub fn all_reduce_sum(&self, buf: &DeviceBuffer) -> Result<DeviceBuffer> {
-        self.check(buf, "all_reduce")?;
-        let out = self.gpu.alloc(buf.dtype(), buf.len())?;
-        self.run("ncclAllReduce", |stream| {
-            // SAFETY: both buffers hold len elements on this device.
-            unsafe {
-                result::all_reduce(
-                    buf.address() as *const _,
-                    out.address() as *mut _,
-                    buf.len(),
-                    nccl_type(buf.dtype()),
-                    sys::ncclRedOp_t::ncclSum,
-                    self.raw,
-                    stream,
-                )
-            }
-            .map(|_| ())
-            .map_err(|e| nccl_err("ncclAllReduce", e))
-        })?;
-        Ok(out)
+        let (n, dt) = (buf.len(), nccl_type(buf.dtype()));
+        let sum = sys::ncclRedOp_t::ncclSum;
+        // SAFETY: both buffers hold n elements on this device.
+        self.collective(
+            "all_reduce",
+            "ncclAllReduce",
+            buf,
+            n,
+            |send, recv, stream| unsafe {
+                result::all_reduce(send, recv, n, dt, sum, self.raw, stream)
+            },
+        )
     }
 }
 
