@@ -1,7 +1,7 @@
 //! Elementwise kernels: maps over one tensor and NumPy-broadcast maps over two. Each output
 //! element is computed independently, so splitting work across threads cannot change a bit.
 
-use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};
+use super::parallel::{for_chunks, install, worth_threads, PAR_MIN_ELEMS};
 use crate::dtype::Float;
 use crate::Shape;
 use rayon::prelude::*;
@@ -118,16 +118,6 @@ pub fn broadcast_map<T: Float>(
             }
         }
     };
-    if worth_threads(n, PAR_MIN_ELEMS) {
-        install(|| {
-            res.par_chunks_mut(last)
-                .enumerate()
-                .for_each(|(r, o)| row(r, o))
-        });
-    } else {
-        res.chunks_mut(last)
-            .enumerate()
-            .for_each(|(r, o)| row(r, o));
-    }
+    for_chunks(&mut res, last, n, row);
     res
 }

@@ -76,6 +76,30 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     pool().install(f)
 }
 
+/// Runs `f(i, chunk)` over `out` split into chunks of `per` elements, in order: across the
+/// pool when `work` (elements touched) is worth it, else on the calling thread. Each chunk is
+/// written by one call, so the result does not depend on the thread count.
+pub fn for_chunks<A: Send>(
+    out: &mut [A],
+    per: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [A]) + Sync,
+) {
+    use rayon::prelude::*;
+    if per == 0 {
+        return;
+    }
+    if worth_threads(work, PAR_MIN_ELEMS) {
+        install(|| {
+            out.par_chunks_mut(per)
+                .enumerate()
+                .for_each(|(i, o)| f(i, o))
+        });
+    } else {
+        out.chunks_mut(per).enumerate().for_each(|(i, o)| f(i, o));
+    }
+}
+
 /// Whether this thread runs fast kernels (see `backend::settings`).
 pub fn fast_kernels() -> bool {
     settings::current().fast

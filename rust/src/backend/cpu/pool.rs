@@ -5,29 +5,12 @@
 //! output is computed exactly as in one thread (same comparisons or additions, same order), so
 //! the bits do not depend on the thread count.
 
-use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};
+use super::parallel::{for_chunks, install, worth_threads, PAR_MIN_ELEMS};
 use crate::dtype::Float;
 use crate::geometry::PoolDims;
 use rayon::prelude::*;
 
-/// Runs `f(plane, chunk)` over `out` split into `per` elements per plane; across threads when
-/// `work` (elements touched) is large enough.
-fn for_planes<A: Send>(out: &mut [A], per: usize, work: usize, f: impl Fn(usize, &mut [A]) + Sync) {
-    if per == 0 {
-        return;
-    }
-    if worth_threads(work, PAR_MIN_ELEMS) {
-        install(|| {
-            out.par_chunks_mut(per)
-                .enumerate()
-                .for_each(|(p, o)| f(p, o))
-        });
-    } else {
-        out.chunks_mut(per).enumerate().for_each(|(p, o)| f(p, o));
-    }
-}
-
-/// `for_planes` over two outputs split alike (max pooling's values and winners).
+/// `for_chunks` over two outputs split alike (max pooling's values and winners).
 fn for_planes2<A: Send, B: Send>(
     a: &mut [A],
     b: &mut [B],
@@ -117,7 +100,7 @@ pub fn max_pool_grad<T: Float>(g: &[T], arg: &[usize], d: PoolDims) -> Vec<T> {
     let hw = d.h * d.w;
     let per = d.oh * d.ow;
     let mut gx = vec![T::ZERO; d.planes * hw];
-    for_planes(&mut gx, hw, gx_len(&d), |p, gp| {
+    for_chunks(&mut gx, hw, gx_len(&d), |p, gp| {
         for (&gv, &a) in g[p * per..][..per].iter().zip(&arg[p * per..][..per]) {
             if a != usize::MAX {
                 gp[a] = gp[a] + gv;
@@ -138,7 +121,7 @@ pub fn avg_pool<T: Float>(x: &[T], d: PoolDims) -> Vec<T> {
     let per = d.oh * d.ow;
     let hw = d.h * d.w;
     let mut y = vec![T::ZERO; d.planes * per];
-    for_planes(&mut y, per, x.len(), |p, yp| {
+    for_chunks(&mut y, per, x.len(), |p, yp| {
         let xp = &x[p * hw..][..hw];
         for oy in 0..d.oh {
             for ox in 0..d.ow {
@@ -160,7 +143,7 @@ pub fn avg_pool_grad<T: Float>(g: &[T], d: PoolDims) -> Vec<T> {
     let div = T::from_f64((d.kh * d.kw) as f64);
     let per = d.oh * d.ow;
     let mut gx = vec![T::ZERO; gx_len(&d)];
-    for_planes(&mut gx, d.h * d.w, gx_len(&d), |p, gp| {
+    for_chunks(&mut gx, d.h * d.w, gx_len(&d), |p, gp| {
         for oy in 0..d.oh {
             for ox in 0..d.ow {
                 let gv = g[p * per + oy * d.ow + ox] / div;
