@@ -1,5 +1,6 @@
 //! The tensor handle: shape, dtype, device, shared storage, and the autograd record (the `Op`
-//! that produced it). Cloning a `Tensor` clones a pointer; storage is never mutated in place.
+//! that produced it). Cloning a `Tensor` clones a pointer; storage is never mutated while
+//! shared (only a sole owner may write: `Tensor::cpu_mut`).
 
 use crate::autograd::{grad_enabled, Op};
 use crate::storage::{CpuStorage, CudaStorage, Storage};
@@ -220,6 +221,19 @@ impl Tensor {
     }
     pub fn cpu(&self) -> Result<&CpuStorage> {
         self.0.storage.cpu()
+    }
+    /// The CPU elements for writing in place, when nothing else can see them: this handle is
+    /// the only one to its tensor, the tensor is a leaf, its storage is not shared with another
+    /// tensor (a view, a detached copy) and tlrs owns the memory. `None` otherwise.
+    pub fn cpu_mut(&mut self) -> Option<&mut CpuStorage> {
+        let inner = Arc::get_mut(&mut self.0)?;
+        if inner.op.is_some() {
+            return None;
+        }
+        match Arc::get_mut(&mut inner.storage)? {
+            Storage::Cpu(c) => Some(c),
+            Storage::Cuda(_) => None,
+        }
     }
     pub fn op(&self) -> Option<&Op> {
         self.0.op.as_ref()

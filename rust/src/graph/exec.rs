@@ -141,12 +141,16 @@ pub fn train(
         let (loss, grads) = loss_and_grads(g, &params, flags, &samples[s % samples.len()])?;
         losses.push(loss.item()?);
         step += 1;
-        for i in 0..params.len() {
+        // Each parameter moves into its update, so after the first step (whose parameters the
+        // caller still holds) the update writes into the loop's own buffers.
+        let olds = std::mem::take(&mut params);
+        for (i, (p, g)) in olds.into_iter().zip(&grads).enumerate() {
             if !flags[i] {
+                params.push(p);
                 continue;
             }
-            let (p, ns) = update(kind, step, &params[i], &grads[i], &slots[i])?;
-            params[i] = p;
+            let (p, ns) = update(kind, step, p, g, std::mem::take(&mut slots[i]))?;
+            params.push(p);
             slots[i] = ns;
         }
     }

@@ -142,44 +142,67 @@ impl Consts {
 }
 
 /// The `lr / (sqrt(d) + eps)` factor, formed before it multiplies the gradient or moment.
+#[inline(always)]
 fn adaptive<A: Arith>(k: &Consts, d: &A) -> Result<A> {
     d.lit(k.lr).div(&d.sqrt()?.add(&d.lit(k.eps))?)
 }
 
+/// Which formula an update runs: the optimizer's kind without its hyper-parameters (those are
+/// in `Consts`). A literal `Rule` lets a loop over elements fold the choice away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    Sgd,
+    MomentumSgd,
+    Adagrad,
+    Rmsprop,
+    Adam,
+    AdamW,
+    Adadelta,
+}
+
+impl OptimKind {
+    pub fn rule(&self) -> Rule {
+        match self {
+            OptimKind::Sgd { .. } => Rule::Sgd,
+            OptimKind::MomentumSgd { .. } => Rule::MomentumSgd,
+            OptimKind::Adagrad { .. } => Rule::Adagrad,
+            OptimKind::Rmsprop { .. } => Rule::Rmsprop,
+            OptimKind::Adam { .. } => Rule::Adam,
+            OptimKind::AdamW { .. } => Rule::AdamW,
+            OptimKind::Adadelta { .. } => Rule::Adadelta,
+        }
+    }
+}
+
 /// One update: (new parameter, new slots); unused slots of a kind come back as given.
-pub fn step<A: Arith>(
-    kind: OptimKind,
-    k: &Consts,
-    p: &A,
-    g: &A,
-    s: &[A; 2],
-) -> Result<(A, [A; 2])> {
+#[inline(always)]
+pub fn step<A: Arith>(rule: Rule, k: &Consts, p: &A, g: &A, s: &[A; 2]) -> Result<(A, [A; 2])> {
     let l = |v: f64| p.lit(v);
-    Ok(match kind {
-        OptimKind::Sgd { .. } => (p.sub(&g.mul(&l(k.lr))?)?, s.clone()),
-        OptimKind::MomentumSgd { .. } => {
+    Ok(match rule {
+        Rule::Sgd => (p.sub(&g.mul(&l(k.lr))?)?, s.clone()),
+        Rule::MomentumSgd => {
             let buf = s[0].mul(&l(k.a))?.add(g)?;
             (p.sub(&buf.mul(&l(k.lr))?)?, [buf, s[1].clone()])
         }
-        OptimKind::Adagrad { .. } => {
+        Rule::Adagrad => {
             let acc = s[0].add(&g.mul(g)?)?;
             (p.sub(&adaptive(k, &acc)?.mul(g)?)?, [acc, s[1].clone()])
         }
-        OptimKind::Rmsprop { .. } => {
+        Rule::Rmsprop => {
             let v = s[0].mul(&l(k.a))?.add(&g.mul(g)?.mul(&l(k.a_rest))?)?;
             (p.sub(&adaptive(k, &v)?.mul(g)?)?, [v, s[1].clone()])
         }
-        OptimKind::Adam { .. } | OptimKind::AdamW { .. } => {
+        Rule::Adam | Rule::AdamW => {
             let m = s[0].mul(&l(k.a))?.add(&g.mul(&l(k.a_rest))?)?;
             let v = s[1].mul(&l(k.b))?.add(&g.mul(g)?.mul(&l(k.b_rest))?)?;
             let delta = adaptive(k, &v.mul(&l(k.bc2))?)?.mul(&m.mul(&l(k.bc1))?)?;
-            let base = match kind {
-                OptimKind::AdamW { .. } => p.sub(&p.mul(&l(k.lr_wd))?)?,
+            let base = match rule {
+                Rule::AdamW => p.sub(&p.mul(&l(k.lr_wd))?)?,
                 _ => p.clone(),
             };
             (base.sub(&delta)?, [m, v])
         }
-        OptimKind::Adadelta { .. } => {
+        Rule::Adadelta => {
             let v = s[0].mul(&l(k.a))?.add(&g.mul(g)?.mul(&l(k.a_rest))?)?;
             let ratio = s[1]
                 .add(&l(k.eps))?

@@ -3,11 +3,12 @@
 //! element by element on CPU buffers or as device ops, each operation rounded once in the
 //! parameter's dtype.
 
+mod cpu;
 mod formula;
 
-use crate::storage::{CpuElem, CpuStorage};
+use crate::storage::CpuElem;
 use crate::{DType, Error, Result, Tensor};
-use formula::{step, Arith, Consts};
+use formula::{step, Consts};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OptimKind {
@@ -105,14 +106,16 @@ impl OptimKind {
 }
 
 /// One update of one parameter at step `t` (1-based); returns the new value and slots. CPU
-/// tensors run the formulas element by element in one pass; device tensors run the same
-/// formulas as device ops (one kernel per operation), so both round every operation the same.
+/// tensors run the formulas element by element in one pass, writing into `p`'s and the slots'
+/// buffers when this call holds them alone (else into copies: a tensor someone else can see is
+/// never changed); device tensors run the same formulas as device ops (one kernel per
+/// operation), so both round every operation the same.
 pub fn update(
     kind: OptimKind,
     t: u64,
-    p: &Tensor,
+    mut p: Tensor,
     g: &Tensor,
-    slots: &[Tensor],
+    mut slots: Vec<Tensor>,
 ) -> Result<(Tensor, Vec<Tensor>)> {
     if slots.len() != kind.slot_count() {
         return Err(Error::arg(
@@ -145,52 +148,17 @@ pub fn update(
         DType::F64 => Consts::of::<f64>(kind, t),
     };
     if p.is_cuda() {
-        return crate::autograd::no_grad(|| on_tensors(kind, &k, p, g, slots));
+        return crate::autograd::no_grad(|| on_tensors(kind, &k, &p, g, &slots));
     }
-    let (np, ns) = match p.dtype() {
-        DType::F32 => elementwise::<f32>(kind, &k, p, g, slots)?,
-        DType::F64 => elementwise::<f64>(kind, &k, p, g, slots)?,
-    };
-    let shape = p.shape().clone();
-    let slots = ns
-        .into_iter()
-        .map(|s| Tensor::from_cpu(s, shape.clone()))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((Tensor::from_cpu(np, shape)?, slots))
+    match p.dtype() {
+        DType::F32 => cpu::update::<f32>(kind, &k, &mut p, g, &mut slots)?,
+        DType::F64 => cpu::update::<f64>(kind, &k, &mut p, g, &mut slots)?,
+    }
+    Ok((p, slots))
 }
 
 fn view<T: CpuElem>(t: &Tensor) -> Result<&[T]> {
     T::view(t.cpu()?).ok_or_else(|| crate::storage::dtype_mismatch("optim", T::DTYPE, t.dtype()))
-}
-
-/// The formulas over each element of CPU buffers, in one pass.
-fn elementwise<T: CpuElem + Arith>(
-    kind: OptimKind,
-    k: &Consts,
-    p: &Tensor,
-    g: &Tensor,
-    slots: &[Tensor],
-) -> Result<(CpuStorage, Vec<CpuStorage>)> {
-    let (pv, gv) = (view::<T>(p)?, view::<T>(g)?);
-    let sv = slots.iter().map(view::<T>).collect::<Result<Vec<_>>>()?;
-    let n = pv.len();
-    let count = kind.slot_count();
-    let mut np = crate::storage::try_alloc::<T>(n)?;
-    let mut ns: Vec<Vec<T>> = (0..count)
-        .map(|_| crate::storage::try_alloc::<T>(n))
-        .collect::<Result<_>>()?;
-    for i in 0..n {
-        let s = [
-            sv.first().map_or(T::ZERO, |s| s[i]),
-            sv.get(1).map_or(T::ZERO, |s| s[i]),
-        ];
-        let (q, out) = step(kind, k, &pv[i], &gv[i], &s)?;
-        np.push(q);
-        for (dst, v) in ns.iter_mut().zip(out) {
-            dst.push(v);
-        }
-    }
-    Ok((T::wrap(np), ns.into_iter().map(T::wrap).collect()))
 }
 
 /// The formulas over whole tensors (device tensors: one kernel per operation).
@@ -205,7 +173,7 @@ fn on_tensors(
         slots.first().unwrap_or(p).clone(),
         slots.get(1).unwrap_or(p).clone(),
     ];
-    let (q, out) = step(kind, k, p, g, &s)?;
+    let (q, out) = step(kind.rule(), k, p, g, &s)?;
     Ok((q, out.into_iter().take(kind.slot_count()).collect()))
 }
 

@@ -23,7 +23,7 @@ pub fn optim_update(
     let okind = guard(|| OptimKind::parse(kind, &|k| hyper.get(k).copied()))?;
     let (p, g) = (param.inner.clone(), grad.inner.clone());
     let s: Vec<Tensor> = slots.iter().map(|t| t.inner.clone()).collect();
-    let (np, ns) = py.detach(|| guard(|| update(okind, t, &p, &g, &s)))?;
+    let (np, ns) = py.detach(|| guard(|| update(okind, t, p, &g, s)))?;
     Ok((
         PyTensor::new(np),
         ns.into_iter().map(PyTensor::new).collect(),

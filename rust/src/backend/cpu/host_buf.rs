@@ -47,6 +47,13 @@ impl<T> HostBuf<T> {
     pub fn is_borrowed(&self) -> bool {
         matches!(self.repr, Repr::Borrowed { .. })
     }
+    /// The elements for writing, when tlrs owns them (borrowed memory is never written).
+    pub fn owned_mut(&mut self) -> Option<&mut [T]> {
+        match &mut self.repr {
+            Repr::Owned(v) => Some(v),
+            Repr::Borrowed { .. } => None,
+        }
+    }
 }
 
 impl<T: Clone> HostBuf<T> {

@@ -123,12 +123,20 @@ macro_rules! map_cpu2 {
 /// Typed access to CPU storage, for kernels that handle several tensors of one dtype.
 pub trait CpuElem: crate::dtype::Float {
     fn view(s: &CpuStorage) -> Option<&[Self]>;
+    /// The elements for writing: only owned storage of this dtype.
+    fn view_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
     fn wrap(v: Vec<Self>) -> CpuStorage;
 }
 impl CpuElem for f32 {
     fn view(s: &CpuStorage) -> Option<&[f32]> {
         match s {
             CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn view_mut(s: &mut CpuStorage) -> Option<&mut [f32]> {
+        match s {
+            CpuStorage::F32(v) => v.owned_mut(),
             _ => None,
         }
     }
@@ -140,6 +148,12 @@ impl CpuElem for f64 {
     fn view(s: &CpuStorage) -> Option<&[f64]> {
         match s {
             CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn view_mut(s: &mut CpuStorage) -> Option<&mut [f64]> {
+        match s {
+            CpuStorage::F64(v) => v.owned_mut(),
             _ => None,
         }
     }

@@ -1,0 +1,134 @@
+//! The formulas over CPU buffers, written into the parameter's and slots' own buffers when the
+//! update holds them alone (the compiled loop's parameters after its first step), else into
+//! copies. Elements are independent, so chunks run across the pool and the bits depend on
+//! neither the thread count nor the path taken.
+
+use super::formula::{step, Arith, Consts, Rule};
+use super::OptimKind;
+use crate::backend::cpu::parallel;
+use crate::storage::{try_alloc, CpuElem};
+use crate::{Result, Tensor};
+
+/// Elements per chunk handed to a worker.
+const CHUNK: usize = 1 << 14;
+
+/// `t`'s elements for writing: in place when `t` is its storage's sole owner, else a copy that
+/// replaces it (a failed allocation is an out-of-memory error).
+fn writable<T: CpuElem>(t: &mut Tensor) -> Result<&mut [T]> {
+    if t.cpu_mut().and_then(T::view_mut).is_none() {
+        let src = super::view::<T>(t)?;
+        let mut copy = try_alloc::<T>(src.len())?;
+        copy.extend_from_slice(src);
+        *t = Tensor::from_cpu(T::wrap(copy), t.shape().clone())?;
+    }
+    // A fresh copy has one owner, so this only fails if the dtype was wrong (checked above).
+    let dtype = t.dtype();
+    t.cpu_mut()
+        .and_then(T::view_mut)
+        .ok_or_else(|| crate::storage::dtype_mismatch("optim", T::DTYPE, dtype))
+}
+
+/// Updates `p` and `slots` (as many as `kind` uses) by one step of `kind` with gradient `g`.
+pub fn update<T: CpuElem + Arith>(
+    kind: OptimKind,
+    k: &Consts,
+    p: &mut Tensor,
+    g: &Tensor,
+    slots: &mut [Tensor],
+) -> Result<()> {
+    let gv = super::view::<T>(g)?;
+    let pv = writable::<T>(p)?;
+    let (s0, s1) = match slots {
+        [] => (None, None),
+        [a] => (Some(writable::<T>(a)?), None),
+        [a, b, ..] => (Some(writable::<T>(a)?), Some(writable::<T>(b)?)),
+    };
+    // One arm per rule, each passing a literal: its loop has the formula's match folded away.
+    match kind.rule() {
+        Rule::Sgd => run(Rule::Sgd, k, pv, gv, s0, s1),
+        Rule::MomentumSgd => run(Rule::MomentumSgd, k, pv, gv, s0, s1),
+        Rule::Adagrad => run(Rule::Adagrad, k, pv, gv, s0, s1),
+        Rule::Rmsprop => run(Rule::Rmsprop, k, pv, gv, s0, s1),
+        Rule::Adam => run(Rule::Adam, k, pv, gv, s0, s1),
+        Rule::AdamW => run(Rule::AdamW, k, pv, gv, s0, s1),
+        Rule::Adadelta => run(Rule::Adadelta, k, pv, gv, s0, s1),
+    }
+    Ok(())
+}
+
+type Piece<'a, T> = (
+    &'a mut [T],
+    &'a [T],
+    Option<&'a mut [T]>,
+    Option<&'a mut [T]>,
+);
+
+#[inline(always)]
+fn run<T: CpuElem + Arith>(
+    rule: Rule,
+    k: &Consts,
+    p: &mut [T],
+    g: &[T],
+    s0: Option<&mut [T]>,
+    s1: Option<&mut [T]>,
+) {
+    if !parallel::worth_threads(p.len(), parallel::PAR_MIN_ELEMS * 4) {
+        return apply(rule, k, (p, g, s0, s1));
+    }
+    let mut pieces: Vec<Piece<'_, T>> = Vec::new();
+    let (mut p, mut g, mut s0, mut s1) = (p, g, s0, s1);
+    while !p.is_empty() {
+        let n = CHUNK.min(p.len());
+        let (ph, pt) = std::mem::take(&mut p).split_at_mut(n);
+        let (gh, gt) = g.split_at(n);
+        let (ah, at) = split(s0.take(), n);
+        let (bh, bt) = split(s1.take(), n);
+        pieces.push((ph, gh, ah, bh));
+        (p, g, s0, s1) = (pt, gt, at, bt);
+    }
+    use rayon::prelude::*;
+    parallel::install(|| pieces.into_par_iter().for_each(|pc| apply(rule, k, pc)));
+}
+
+fn split<T>(s: Option<&mut [T]>, n: usize) -> (Option<&mut [T]>, Option<&mut [T]>) {
+    match s {
+        Some(s) => {
+            let (h, t) = s.split_at_mut(n);
+            (Some(h), Some(t))
+        }
+        None => (None, None),
+    }
+}
+
+/// One element: updates `p` and returns the new slot values.
+#[inline(always)]
+fn one<T: CpuElem + Arith>(rule: Rule, k: &Consts, p: &mut T, g: &T, a: T, b: T) -> (T, T) {
+    // Element arithmetic cannot fail: every `?` in the formula is an `Ok`.
+    match step(rule, k, p, g, &[a, b]) {
+        Ok((q, [na, nb])) => {
+            *p = q;
+            (na, nb)
+        }
+        Err(_) => (a, b),
+    }
+}
+
+#[inline(always)]
+fn apply<T: CpuElem + Arith>(rule: Rule, k: &Consts, (p, g, s0, s1): Piece<'_, T>) {
+    match (s0, s1) {
+        (None, _) => p.iter_mut().zip(g).for_each(|(p, g)| {
+            one(rule, k, p, g, T::ZERO, T::ZERO);
+        }),
+        (Some(a), None) => p.iter_mut().zip(g).zip(a).for_each(|((p, g), a)| {
+            *a = one(rule, k, p, g, *a, T::ZERO).0;
+        }),
+        (Some(a), Some(b)) => {
+            p.iter_mut()
+                .zip(g)
+                .zip(a.iter_mut().zip(b))
+                .for_each(|((p, g), (a, b))| {
+                    (*a, *b) = one(rule, k, p, g, *a, *b);
+                })
+        }
+    }
+}
