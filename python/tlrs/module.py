@@ -305,9 +305,12 @@ class Module:
         self._sgd_step(lr, self._value_and_grads(xs)[1])
 
     def _sgd_step(self, lr: float, grads: list[Tensor]) -> None:
-        with self._settings(), no_grad():
+        # `p - lr*g` in one native pass per parameter (two ops would write two new tensors).
+        hyper = {"lr": float(lr)}
+        with self._settings():
             updated = zip(self._params, grads, self.requires_grad, strict=True)
-            self._params = [p - g * float(lr) if flag else p for p, g, flag in updated]
+            self._params = [_core.optim_update("sgd", hyper, 1, p.detach(), g.detach(), [])[0] if flag else p
+                            for p, g, flag in updated]
 
     def init_optim(self, opt: optim.Optimizer) -> optim.OptimState:
         """`opt.init` on the current parameters."""

@@ -8,6 +8,7 @@ use super::OptimKind;
 use crate::backend::cpu::parallel;
 use crate::storage::{try_alloc, CpuElem};
 use crate::{Result, Tensor};
+use std::sync::Mutex;
 
 /// Elements per chunk handed to a worker.
 const CHUNK: usize = 1 << 14;
@@ -72,9 +73,10 @@ fn run<T: CpuElem + Arith>(
     s0: Option<&mut [T]>,
     s1: Option<&mut [T]>,
 ) {
-    if !parallel::worth_threads(p.len(), parallel::PAR_MIN_ELEMS * 4) {
+    if p.len() <= CHUNK {
         return apply(rule, k, (p, g, s0, s1));
     }
+    let p_len = p.len();
     let mut pieces: Vec<Piece<'_, T>> = Vec::new();
     let (mut p, mut g, mut s0, mut s1) = (p, g, s0, s1);
     while !p.is_empty() {
@@ -86,8 +88,14 @@ fn run<T: CpuElem + Arith>(
         pieces.push((ph, gh, ah, bh));
         (p, g, s0, s1) = (pt, gt, at, bt);
     }
-    use rayon::prelude::*;
-    parallel::install(|| pieces.into_par_iter().for_each(|pc| apply(rule, k, pc)));
+    // Each piece is taken by the one item that claims its index.
+    let pieces: Vec<Mutex<Option<Piece<'_, T>>>> =
+        pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    parallel::team_for(pieces.len(), p_len, |i| {
+        if let Some(pc) = pieces[i].lock().ok().and_then(|mut p| p.take()) {
+            apply(rule, k, pc)
+        }
+    });
 }
 
 fn split<T>(s: Option<&mut [T]>, n: usize) -> (Option<&mut [T]>, Option<&mut [T]>) {

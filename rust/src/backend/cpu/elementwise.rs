@@ -1,64 +1,42 @@
 //! Elementwise kernels: maps over one tensor and NumPy-broadcast maps over two. Each output
 //! element is computed independently, so splitting work across threads cannot change a bit.
 
-use super::parallel::{for_chunks, install, worth_threads, PAR_MIN_ELEMS};
+use super::parallel::for_chunks;
 use crate::dtype::Float;
 use crate::Shape;
-use rayon::prelude::*;
 
 const CHUNK: usize = 1 << 13;
 
 pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     let mut out = vec![T::ZERO; x.len()];
-    if worth_threads(x.len(), PAR_MIN_ELEMS) {
-        install(|| {
-            out.par_chunks_mut(CHUNK)
-                .zip(x.par_chunks(CHUNK))
-                .for_each(|(o, i)| o.iter_mut().zip(i).for_each(|(o, &v)| *o = f(v)));
-        });
-    } else {
-        out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
-    }
+    for_chunks(&mut out, CHUNK, x.len(), |ci, o| {
+        let x = &x[ci * CHUNK..][..o.len()];
+        o.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+    });
     out
 }
 
 pub fn zip_map<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
     debug_assert_eq!(a.len(), b.len());
     let mut out = vec![T::ZERO; a.len()];
-    if worth_threads(a.len(), PAR_MIN_ELEMS) {
-        install(|| {
-            out.par_chunks_mut(CHUNK)
-                .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
-                .for_each(|(o, (x, y))| {
-                    for i in 0..o.len() {
-                        o[i] = f(x[i], y[i]);
-                    }
-                });
-        });
-    } else {
-        for i in 0..out.len() {
-            out[i] = f(a[i], b[i]);
+    for_chunks(&mut out, CHUNK, a.len(), |ci, o| {
+        let (x, y) = (&a[ci * CHUNK..][..o.len()], &b[ci * CHUNK..][..o.len()]);
+        for i in 0..o.len() {
+            o[i] = f(x[i], y[i]);
         }
-    }
+    });
     out
 }
 
 pub fn zip3_map<T: Float>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
     let mut out = vec![T::ZERO; a.len()];
-    let run = |o: &mut [T], start: usize| {
-        for (i, o) in o.iter_mut().enumerate() {
-            *o = f(a[start + i], b[start + i], c[start + i]);
+    for_chunks(&mut out, CHUNK, a.len(), |ci, o| {
+        let s = ci * CHUNK;
+        let (x, y, z) = (&a[s..][..o.len()], &b[s..][..o.len()], &c[s..][..o.len()]);
+        for i in 0..o.len() {
+            o[i] = f(x[i], y[i], z[i]);
         }
-    };
-    if worth_threads(a.len(), PAR_MIN_ELEMS) {
-        install(|| {
-            out.par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(ci, o)| run(o, ci * CHUNK))
-        });
-    } else {
-        run(&mut out, 0);
-    }
+    });
     out
 }
 

@@ -3,6 +3,7 @@
 
 use crate::backend::settings;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 static POOL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
@@ -76,28 +77,98 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     pool().install(f)
 }
 
-/// Runs `f(i, chunk)` over `out` split into chunks of `per` elements, in order: across the
-/// pool when `work` (elements touched) is worth it, else on the calling thread. Each chunk is
-/// written by one call, so the result does not depend on the thread count.
+/// Runs `f(i)` once for every `i` in `0..count`, spread over the calling thread and the pool's
+/// workers when `work` (elements touched) is worth it. The caller takes part: items are claimed
+/// from a shared counter, so when a worker wakes late the caller simply does more of them, and
+/// handing work over never costs more than waking a thread (a blocking `install` costs two
+/// context switches per op, more than a small kernel's whole run on two cores).
+pub fn team_for(count: usize, work: usize, f: impl Fn(usize) + Sync) {
+    let helpers = num_threads().min(count).saturating_sub(1);
+    if helpers == 0 || work < PAR_MIN_ELEMS {
+        (0..count).for_each(f);
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let run = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= count {
+            break;
+        }
+        f(i);
+    };
+    pool().in_place_scope(|s| {
+        for _ in 0..helpers {
+            s.spawn(|_| run());
+        }
+        run();
+    });
+}
+
+/// A pointer to an output that `team_for` items write in disjoint pieces.
+struct Disjoint<A>(*mut A, usize);
+// Each piece is handed to exactly one item (see `piece`), so sharing the pointer is sound.
+unsafe impl<A: Send> Sync for Disjoint<A> {}
+
+impl<A> Disjoint<A> {
+    /// Elements `start..start + len` (clamped to the end).
+    ///
+    /// # Safety
+    /// No two live calls may overlap, and the output must outlive the piece.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn piece(&self, start: usize, len: usize) -> &mut [A] {
+        std::slice::from_raw_parts_mut(self.0.add(start), len.min(self.1 - start))
+    }
+}
+
+/// Elements a `for_chunks` claim covers at least, so tiny chunks (short rows) are not claimed
+/// one atomic operation at a time.
+const CLAIM_ELEMS: usize = 1 << 13;
+
+/// Runs `f(i, chunk)` over `out` split into chunks of `per` elements: across the calling thread
+/// and the pool when `work` (elements touched) is worth it (`team_for`). Each chunk is written
+/// by one call, so the result does not depend on the thread count.
 pub fn for_chunks<A: Send>(
     out: &mut [A],
     per: usize,
     work: usize,
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
-    use rayon::prelude::*;
-    if per == 0 {
+    if per == 0 || out.is_empty() {
         return;
     }
-    if worth_threads(work, PAR_MIN_ELEMS) {
-        install(|| {
-            out.par_chunks_mut(per)
-                .enumerate()
-                .for_each(|(i, o)| f(i, o))
-        });
-    } else {
-        out.chunks_mut(per).enumerate().for_each(|(i, o)| f(i, o));
+    let chunks = out.len().div_ceil(per);
+    let group = CLAIM_ELEMS.div_ceil(per).max(1);
+    let (len, ptr) = (out.len(), Disjoint(out.as_mut_ptr(), out.len()));
+    team_for(chunks.div_ceil(group), work, |g| {
+        for i in g * group..((g + 1) * group).min(chunks) {
+            // SAFETY: chunk i covers i*per..(i+1)*per, claimed by one item only; `out` is
+            // borrowed mutably for this whole call.
+            f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) });
+        }
+    });
+}
+
+/// `for_chunks` over two outputs split alike (e.g. max pooling's values and winners): chunk `i`
+/// is `a[i*pa..]` and `b[i*pb..]`.
+pub fn for_chunks2<A: Send, B: Send>(
+    a: &mut [A],
+    pa: usize,
+    b: &mut [B],
+    pb: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [A], &mut [B]) + Sync,
+) {
+    if pa == 0 || pb == 0 || a.is_empty() {
+        return;
     }
+    let chunks = a.len().div_ceil(pa).min(b.len().div_ceil(pb));
+    let (la, lb) = (a.len(), b.len());
+    let (x, y) = (Disjoint(a.as_mut_ptr(), la), Disjoint(b.as_mut_ptr(), lb));
+    team_for(chunks, work, |i| {
+        // SAFETY: as in `for_chunks`, chunk i of each output belongs to item i alone.
+        let (ca, cb) = unsafe { (x.piece(i * pa, pa), y.piece(i * pb, pb)) };
+        f(i, ca, cb)
+    });
 }
 
 /// Whether this thread runs fast kernels (see `backend::settings`).

@@ -5,37 +5,9 @@
 //! output is computed exactly as in one thread (same comparisons or additions, same order), so
 //! the bits do not depend on the thread count.
 
-use super::parallel::{for_chunks, install, worth_threads, PAR_MIN_ELEMS};
+use super::parallel::{for_chunks, for_chunks2};
 use crate::dtype::Float;
 use crate::geometry::PoolDims;
-use rayon::prelude::*;
-
-/// `for_chunks` over two outputs split alike (max pooling's values and winners).
-fn for_planes2<A: Send, B: Send>(
-    a: &mut [A],
-    b: &mut [B],
-    per: usize,
-    work: usize,
-    f: impl Fn(usize, &mut [A], &mut [B]) + Sync,
-) {
-    if per == 0 {
-        return;
-    }
-    let run = |(p, (x, y)): (usize, (&mut [A], &mut [B]))| f(p, x, y);
-    if worth_threads(work, PAR_MIN_ELEMS) {
-        install(|| {
-            a.par_chunks_mut(per)
-                .zip(b.par_chunks_mut(per))
-                .enumerate()
-                .for_each(run)
-        });
-    } else {
-        a.chunks_mut(per)
-            .zip(b.chunks_mut(per))
-            .enumerate()
-            .for_each(run);
-    }
-}
 
 /// Whether `v` replaces `best` as a window's maximum (a NaN wins and then stays).
 #[inline(always)]
@@ -89,7 +61,7 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
     let mut y = vec![T::ZERO; d.planes * per];
     let mut arg = vec![0usize; d.planes * per];
     let hw = d.h * d.w;
-    for_planes2(&mut y, &mut arg, per, x.len(), |p, yp, ap| {
+    for_chunks2(&mut y, per, &mut arg, per, x.len(), |p, yp, ap| {
         max_pool_plane(&x[p * hw..][..hw], &d, yp, ap)
     });
     (y, arg)

@@ -1,11 +1,10 @@
 //! Reductions. Every sum is a left fold from 0 in index order (docs/numerics.md): outputs are split
 //! across threads, a single output's accumulation never is.
 
-use super::parallel::{install, worth_threads, PAR_MIN_ELEMS};
+use super::parallel::for_chunks;
 use crate::dtype::Float;
 use crate::shape::broadcast_strides;
 use crate::Shape;
-use rayon::prelude::*;
 
 pub fn sum_all<T: Float>(x: &[T]) -> T {
     let mut acc = T::ZERO;
@@ -30,17 +29,7 @@ pub fn sum_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> Ve
             }
         }
     };
-    if worth_threads(x.len(), PAR_MIN_ELEMS) && outer > 1 {
-        install(|| {
-            out.par_chunks_mut(inner)
-                .enumerate()
-                .for_each(|(o, acc)| block(o, acc))
-        });
-    } else {
-        out.chunks_mut(inner)
-            .enumerate()
-            .for_each(|(o, acc)| block(o, acc));
-    }
+    for_chunks(&mut out, inner, x.len(), block);
     out
 }
 
