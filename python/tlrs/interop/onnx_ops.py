@@ -293,6 +293,23 @@ def _masked_fill(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Where", [mask, em.scalar(n.attrs["value"], n.dtype), ins[0]], out)
 
 
+def _batch_norm_per_image(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """The chain the op fuses: per image and channel, mean and biased variance over H x W,
+    `(x - mean) / sqrt(var + eps) * weight + bias`."""
+    rank = len(n.shape)
+    axes = em.ints([rank - 2, rank - 1])
+    mean = em.add("ReduceMean", [ins[0], axes], keepdims=1)
+    centred = em.add("Sub", [ins[0], mean])
+    var = em.add("ReduceMean", [em.add("Mul", [centred, centred]), axes], keepdims=1)
+    y = em.add("Div", [centred, em.add("Sqrt", [em.add("Add", [var, em.scalar(n.attrs["eps"], n.dtype)])])])
+    per_channel = em.dims([n.shape[rank - 3], 1, 1])
+    rest = ins[1:]
+    for flag, op_type in (("weight", "Mul"), ("bias", "Add")):
+        if n.attrs[flag]:
+            y = em.add(op_type, [y, em.add("Reshape", [rest.pop(0), per_channel])])
+    return em.add("Identity", [y], out)
+
+
 EMITTERS: dict[str, Emit] = {
     "to_device": _plain("Identity"),
     "cast": _cast,
@@ -342,6 +359,7 @@ EMITTERS: dict[str, Emit] = {
     "gather": _gather,
     "scatter_add": _scatter_add,
     "masked_fill": _masked_fill,
+    "batch_norm_per_image": _batch_norm_per_image,
 }
 """Each exportable IR op (the name `Graph.nodes()` gives) and its emitter."""
 

@@ -101,6 +101,14 @@ pub enum Op {
         mask: Arc<Vec<bool>>,
         value: f64,
     },
+    /// Per-image batch norm on the CPU; `stats` holds each plane's mean and sqrt(var + eps).
+    BatchNormPerImage {
+        x: Tensor,
+        w: Option<Tensor>,
+        b: Option<Tensor>,
+        eps: f64,
+        stats: Tensor,
+    },
 }
 
 impl Op {
@@ -135,6 +143,9 @@ impl Op {
                 .chain(b.iter())
                 .collect(),
             Op::Concat(xs, _) => xs.iter().collect(),
+            Op::BatchNormPerImage { x, w, b, .. } => {
+                std::iter::once(x).chain(w.iter()).chain(b.iter()).collect()
+            }
         }
     }
 
@@ -174,6 +185,7 @@ impl Op {
             Op::Gather { .. } => "gather",
             Op::ScatterAdd { .. } => "scatter_add",
             Op::MaskedFill { .. } => "masked_fill",
+            Op::BatchNormPerImage { .. } => "batch_norm_per_image",
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::ops::elementwise::{clamp_grad, pow_grad, select_weight, unary_grad};
 use crate::ops::index::{gather_grad, masked_fill_grad, scatter_src_grad};
 use crate::ops::layout::{index_select_grad, permute_raw, reshape_to, unslice};
 use crate::ops::loss::nll_grad;
+use crate::ops::norm::batch_norm_per_image_grads;
 use crate::ops::reduce::{max_grad, reduced_shape};
 use crate::ops::softmax::softmax_grad;
 use crate::ops::{
@@ -173,5 +174,8 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
                 .transpose()?,
         ],
         Op::MaskedFill { mask, .. } => vec![Some(masked_fill_grad(mask, g)?)],
+        Op::BatchNormPerImage { x, w, b, stats, .. } => {
+            batch_norm_per_image_grads(x, w.as_ref(), b.as_ref(), stats, g)?
+        }
     })
 }

@@ -124,6 +124,11 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
             ("mask", Attr::Mask(mask.to_vec())),
             ("value", Attr::Float(Some(*value))),
         ],
+        Op::BatchNormPerImage { w, b, eps, .. } => vec![
+            ("eps", Attr::Float(Some(*eps))),
+            ("weight", Attr::Flag(w.is_some())),
+            ("bias", Attr::Flag(b.is_some())),
+        ],
         // A table op's scalar parameters (leaky_relu's slope, hardtanh's bounds).
         Op::Unary(u, _) => u
             .params()

@@ -61,6 +61,11 @@ pub fn replay(op: &Op, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
             index::scatter_add(&xs[0], *axis as isize, &idx(index), &xs[1])?
         }
         Op::MaskedFill { mask, value, .. } => index::masked_fill(x()?, mask, out.dims(), *value)?,
+        Op::BatchNormPerImage { w, b, eps, .. } => {
+            let weight = w.as_ref().and(xs.get(1));
+            let bias = b.as_ref().and(xs.get(if w.is_some() { 2 } else { 1 }));
+            ops::batch_norm_per_image(x()?, weight, bias, *eps)?
+        }
     };
     if y.shape() != out {
         return Err(Error::shape(

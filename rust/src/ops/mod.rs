@@ -9,6 +9,7 @@ pub mod layout;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
+mod norm_per_image;
 pub mod reduce;
 pub mod softmax;
 

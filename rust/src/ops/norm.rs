@@ -6,6 +6,8 @@ use crate::ops::layout::{permute_raw, reshape_to};
 use crate::ops::reduce::mean;
 use crate::{Error, Result, Shape, Tensor};
 
+pub(crate) use super::norm_per_image::batch_norm_per_image_grads;
+
 fn scalar(v: f64, like: &Tensor) -> Tensor {
     Tensor::scalar(v, like.dtype())
 }
@@ -61,10 +63,26 @@ pub fn batch_norm_per_image(
             ),
         ));
     }
-    let r = x.rank();
-    let (c, h, w) = (x.dims()[r - 3], x.dims()[r - 2], x.dims()[r - 1]);
+    let c = x.dims()[x.rank() - 3];
     check_affine("batch_norm", weight, c)?;
     check_affine("batch_norm", bias, c)?;
+    if super::norm_per_image::fusable(x, weight, bias) {
+        return super::norm_per_image::batch_norm_per_image_fused(x, weight, bias, eps);
+    }
+    batch_norm_per_image_chain(x, weight, bias, eps)
+}
+
+/// The per-image batch norm as a chain of recorded ops: the form device tensors run, and the
+/// definition the fused CPU op (norm_per_image.rs) reproduces bit for bit. Expects the shapes
+/// `batch_norm_per_image` checks.
+pub fn batch_norm_per_image_chain(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let r = x.rank();
+    let (h, w) = (x.dims()[r - 2], x.dims()[r - 1]);
     let mut flat = x.dims()[..r - 2].to_vec();
     flat.push(h * w);
     let y = reshape_to(

@@ -7,6 +7,7 @@ pub mod host_buf;
 pub mod layout;
 pub mod loss;
 pub mod matmul;
+pub mod norm;
 pub mod parallel;
 pub mod pool;
 pub mod reduce;

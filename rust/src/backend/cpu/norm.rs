@@ -1,0 +1,121 @@
+//! Per-image batch norm (statistics over H×W of each image and channel) in fused passes over
+//! each plane. Every value is rounded exactly as the chain of elementwise ops and reductions it
+//! replaces (ops/norm.rs, which keeps that chain for devices and as the tests' oracle), and the
+//! gradients follow the order in which autograd accumulated them through that chain, so both
+//! forms give the same bits:
+//!
+//! forward, per plane: `mu = (0 + x_0 + ...) / n`, `c_i = x_i - mu`,
+//! `var = (0 + c_0*c_0 + ...) / n`, `d = sqrt(var + eps)`, `y_i = c_i / d * w + b`.
+//!
+//! backward, per plane (`gz_i = g_i * w`): `gd = 0 + -(gz_0 * (z_0 / d)) + ...`,
+//! `s = gd / (2 * d) / n`, `gc_i = (gz_i / d + s * c_i) + s * c_i`,
+//! `gx_i = gc_i + (0 + -gc_0 + ...) / n`; per channel, over images then positions:
+//! `gw = 0 + g*z + ...`, `gb = 0 + g + ...`.
+
+use super::parallel::{for_chunks, for_chunks2};
+use crate::dtype::Float;
+
+/// The planes of an [N, C, H, W] (or [C, H, W]) input: `planes` = N·C, plane p is channel
+/// `p % channels`, each `hw` elements long.
+#[derive(Clone, Copy, Debug)]
+pub struct PlaneDims {
+    pub planes: usize,
+    pub channels: usize,
+    pub hw: usize,
+}
+
+/// Mean and `sqrt(var + eps)` of one plane.
+#[inline]
+fn stats<T: Float>(x: &[T], eps: T) -> (T, T) {
+    let n = T::from_f64(x.len() as f64);
+    let mu = x.iter().fold(T::ZERO, |s, &v| s + v) / n;
+    let var = x.iter().fold(T::ZERO, |s, &v| {
+        let c = v - mu;
+        s + c * c
+    }) / n;
+    (mu, (var + eps).sqrt())
+}
+
+/// (y, per-plane statistics `[mu, d]` for the backward pass).
+pub fn per_image_forward<T: Float>(
+    x: &[T],
+    w: Option<&[T]>,
+    b: Option<&[T]>,
+    d: PlaneDims,
+    eps: f64,
+) -> (Vec<T>, Vec<T>) {
+    let eps = T::from_f64(eps);
+    let mut y = vec![T::ZERO; x.len()];
+    let mut st = vec![T::ZERO; d.planes * 2];
+    for_chunks2(&mut y, d.hw, &mut st, 2, x.len(), |p, yp, sp| {
+        let xp = &x[p * d.hw..][..d.hw];
+        let (mu, dev) = stats(xp, eps);
+        (sp[0], sp[1]) = (mu, dev);
+        let ch = p % d.channels;
+        let (wc, bc) = (w.map(|w| w[ch]), b.map(|b| b[ch]));
+        for (o, &v) in yp.iter_mut().zip(xp) {
+            let mut z = (v - mu) / dev;
+            if let Some(wc) = wc {
+                z = z * wc;
+            }
+            if let Some(bc) = bc {
+                z = z + bc;
+            }
+            *o = z;
+        }
+    });
+    (y, st)
+}
+
+/// (gx, gw, gb) for upstream `g`; gw and gb are per channel (computed when asked).
+pub fn per_image_backward<T: Float>(
+    g: &[T],
+    x: &[T],
+    st: &[T],
+    w: Option<&[T]>,
+    d: PlaneDims,
+    want: [bool; 3],
+) -> [Option<Vec<T>>; 3] {
+    let n = T::from_f64(d.hw as f64);
+    let two = T::from_f64(2.0);
+    let gx = want[0].then(|| {
+        let mut gx = vec![T::ZERO; x.len()];
+        for_chunks(&mut gx, d.hw, x.len(), |p, gp| {
+            let (xp, gy) = (&x[p * d.hw..][..d.hw], &g[p * d.hw..][..d.hw]);
+            let (mu, dev) = (st[2 * p], st[2 * p + 1]);
+            let wc = w.map(|w| w[p % d.channels]);
+            let gz = |i: usize| wc.map_or(gy[i], |wc| gy[i] * wc);
+            let gd = (0..d.hw).fold(T::ZERO, |s, i| {
+                let z = (xp[i] - mu) / dev;
+                s + -(gz(i) * (z / dev))
+            });
+            let s = gd / (two * dev) / n;
+            for (i, o) in gp.iter_mut().enumerate() {
+                let t = s * (xp[i] - mu);
+                *o = (gz(i) / dev + t) + t;
+            }
+            let sm = gp.iter().fold(T::ZERO, |a, &v| a + -v) / n;
+            gp.iter_mut().for_each(|v| *v = *v + sm);
+        });
+        gx
+    });
+    let (mut gw, mut gb) = (None, None);
+    if want[1] || want[2] {
+        let (mut pw, mut pb) = (vec![T::ZERO; d.channels], vec![T::ZERO; d.channels]);
+        for_chunks2(&mut pw, 1, &mut pb, 1, g.len(), |ch, ow, ob| {
+            let (mut aw, mut ab) = (T::ZERO, T::ZERO);
+            for p in (ch..d.planes).step_by(d.channels.max(1)) {
+                let (xp, gy) = (&x[p * d.hw..][..d.hw], &g[p * d.hw..][..d.hw]);
+                let (mu, dev) = (st[2 * p], st[2 * p + 1]);
+                for (&v, &gv) in xp.iter().zip(gy) {
+                    aw = aw + gv * ((v - mu) / dev);
+                    ab = ab + gv;
+                }
+            }
+            (ow[0], ob[0]) = (aw, ab);
+        });
+        gw = want[1].then_some(pw);
+        gb = want[2].then_some(pb);
+    }
+    [gx, gw, gb]
+}

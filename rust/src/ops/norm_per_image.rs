@@ -1,0 +1,216 @@
+//! The per-image batch norm as one recorded op on CPU tensors: forward and gradients in fused
+//! passes (backend/cpu/norm.rs) that round every value as the op chain in `norm.rs` does, so
+//! results are bit-identical to it while reading each plane a few times instead of building
+//! ten intermediate tensors. Device tensors, and mixed dtypes or devices (whose errors the chain
+//! reports), take the chain.
+
+use crate::autograd::Op;
+use crate::backend::cpu::norm::{per_image_backward, per_image_forward, PlaneDims};
+use crate::storage::{CpuElem, CpuStorage};
+use crate::{DType, Error, Result, Shape, Tensor};
+
+fn dims(x: &Tensor) -> PlaneDims {
+    let r = x.rank();
+    let (c, hw) = (x.dims()[r - 3], x.dims()[r - 2] * x.dims()[r - 1]);
+    PlaneDims {
+        planes: x.dims()[..r - 2].iter().product(),
+        channels: c,
+        hw,
+    }
+}
+
+/// Whether the fused form applies: every tensor on the CPU in `x`'s dtype.
+pub(crate) fn fusable(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> bool {
+    let same = |t: &Tensor| !t.is_cuda() && t.dtype() == x.dtype();
+    same(x) && weight.is_none_or(same) && bias.is_none_or(same)
+}
+
+fn view<T: CpuElem>(t: &Tensor) -> Result<&[T]> {
+    T::view(t.cpu()?)
+        .ok_or_else(|| crate::storage::dtype_mismatch("batch_norm", T::DTYPE, t.dtype()))
+}
+
+fn forward<T: CpuElem>(
+    x: &Tensor,
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    eps: f64,
+) -> Result<(CpuStorage, CpuStorage)> {
+    let (w, b) = (w.map(view::<T>).transpose()?, b.map(view::<T>).transpose()?);
+    let (y, st) = per_image_forward(view::<T>(x)?, w, b, dims(x), eps);
+    Ok((T::wrap(y), T::wrap(st)))
+}
+
+/// The fused op (the caller checked shapes and `fusable`).
+pub(crate) fn batch_norm_per_image_fused(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    crate::storage::check_alloc("batch_norm", x.shape())?;
+    let (y, st) = match x.dtype() {
+        DType::F32 => forward::<f32>(x, weight, bias, eps)?,
+        DType::F64 => forward::<f64>(x, weight, bias, eps)?,
+    };
+    let stats = Tensor::from_cpu(st, Shape(vec![dims(x).planes, 2]))?;
+    let op = Op::BatchNormPerImage {
+        x: x.clone(),
+        w: weight.cloned(),
+        b: bias.cloned(),
+        eps,
+        stats,
+    };
+    Ok(Tensor::from_op(y, x.shape().clone(), op))
+}
+
+fn backward<T: CpuElem>(
+    x: &Tensor,
+    w: Option<&Tensor>,
+    stats: &Tensor,
+    g: &Tensor,
+    want: [bool; 3],
+) -> Result<[Option<Vec<T>>; 3]> {
+    let w = w.map(view::<T>).transpose()?;
+    Ok(per_image_backward(
+        view::<T>(g)?,
+        view::<T>(x)?,
+        view::<T>(stats)?,
+        w,
+        dims(x),
+        want,
+    ))
+}
+
+/// Gradients for the op's inputs in order (x, then weight and bias where given); `None` for
+/// inputs that need none.
+pub(crate) fn batch_norm_per_image_grads(
+    x: &Tensor,
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    stats: &Tensor,
+    g: &Tensor,
+) -> Result<Vec<Option<Tensor>>> {
+    if g.shape() != x.shape() || g.dtype() != x.dtype() || g.is_cuda() {
+        return Err(Error::shape(
+            "batch_norm",
+            format!(
+                "expected a CPU gradient {} {}, got {} {}",
+                x.dtype(),
+                x.shape(),
+                g.dtype(),
+                g.shape()
+            ),
+        ));
+    }
+    let want = [
+        x.requires_grad(),
+        w.is_some_and(|t| t.requires_grad()),
+        b.is_some_and(|t| t.requires_grad()),
+    ];
+    let c = dims(x).channels;
+    let wrap =
+        |v: Option<CpuStorage>, shape: Shape| v.map(|s| Tensor::from_cpu(s, shape)).transpose();
+    let [gx, gw, gb] = match x.dtype() {
+        DType::F32 => backward::<f32>(x, w, stats, g, want)?.map(|v| v.map(f32::wrap)),
+        DType::F64 => backward::<f64>(x, w, stats, g, want)?.map(|v| v.map(f64::wrap)),
+    };
+    let mut out = vec![wrap(gx, x.shape().clone())?];
+    if w.is_some() {
+        out.push(wrap(gw, Shape(vec![c]))?);
+    }
+    if b.is_some() {
+        out.push(wrap(gb, Shape(vec![c]))?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fused op against the op chain it replaces (run through autograd), bit for bit.
+    use super::super::norm::batch_norm_per_image_chain;
+    use super::*;
+    use crate::ops::{mul, sum};
+
+    fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * scale
+            })
+            .collect()
+    }
+
+    fn leaf(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
+        let n = dims.iter().product();
+        Tensor::from_vec_f64(values(n, seed, scale), dims.to_vec())
+            .and_then(|t| t.to_dtype(dtype))
+            .unwrap()
+            .detach_with_grad(true)
+    }
+
+    fn bits(t: &Tensor) -> Vec<u64> {
+        t.to_f64_vec()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    }
+
+    /// (output, gradients of sum(y * r) for x and the given affine parameters).
+    fn run(
+        f: impl Fn(&Tensor, Option<&Tensor>, Option<&Tensor>) -> Result<Tensor>,
+        x: &Tensor,
+        w: Option<&Tensor>,
+        b: Option<&Tensor>,
+        r: &Tensor,
+    ) -> (Tensor, Vec<Tensor>) {
+        let y = f(x, w, b).unwrap();
+        let loss = sum(&mul(&y, r).unwrap(), None, false).unwrap();
+        let wrt: Vec<Tensor> = std::iter::once(x).chain(w).chain(b).cloned().collect();
+        (y.detach(), crate::autograd::grad(&loss, &wrt).unwrap())
+    }
+
+    #[test]
+    fn fused_equals_the_op_chain_bit_for_bit() {
+        let shapes: [&[usize]; 4] = [&[3, 4, 5, 6], &[2, 3, 1, 1], &[4, 7, 3], &[2, 2, 0, 3]];
+        for (k, dims) in shapes.iter().enumerate() {
+            for dtype in [DType::F32, DType::F64] {
+                for (with_w, with_b) in [(true, true), (false, false), (true, false), (false, true)]
+                {
+                    let c = dims[dims.len() - 3];
+                    let seed = 10 * k as u64;
+                    let x = leaf(dims, seed + 1, 6.0, dtype);
+                    let w = with_w.then(|| leaf(&[c], seed + 2, 2.0, dtype));
+                    let b = with_b.then(|| leaf(&[c], seed + 3, 2.0, dtype));
+                    let r = leaf(dims, seed + 4, 2.0, dtype).detach();
+                    let eps = 1e-5;
+                    assert!(fusable(&x, w.as_ref(), b.as_ref()));
+                    let fused = run(
+                        |x, w, b| batch_norm_per_image_fused(x, w, b, eps),
+                        &x,
+                        w.as_ref(),
+                        b.as_ref(),
+                        &r,
+                    );
+                    let chain = run(
+                        |x, w, b| batch_norm_per_image_chain(x, w, b, eps),
+                        &x,
+                        w.as_ref(),
+                        b.as_ref(),
+                        &r,
+                    );
+                    let case = format!("{dims:?} {dtype} w={with_w} b={with_b}");
+                    assert_eq!(bits(&fused.0), bits(&chain.0), "output, {case}");
+                    for (i, (a, e)) in fused.1.iter().zip(&chain.1).enumerate() {
+                        assert_eq!(a.shape(), e.shape(), "gradient {i} shape, {case}");
+                        assert_eq!(bits(a), bits(e), "gradient {i}, {case}");
+                    }
+                }
+            }
+        }
+    }
+}
