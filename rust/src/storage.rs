@@ -335,15 +335,21 @@ impl Storage {
             _ => Err(device_mismatch("conv2d", self, w)),
         }
     }
-    pub fn conv2d_grads(&self, w: &Storage, g: &Storage, d: ConvDims) -> Result<[Storage; 3]> {
+    pub fn conv2d_grads(
+        &self,
+        w: &Storage,
+        g: &Storage,
+        d: ConvDims,
+        need_x: bool,
+    ) -> Result<[Storage; 3]> {
         match (self, w, g) {
             (Storage::Cpu(x), Storage::Cpu(w), Storage::Cpu(g)) => {
-                Ok(x.conv2d_grads(w, g, d)?.map(Storage::Cpu))
+                Ok(x.conv2d_grads(w, g, d, need_x)?.map(Storage::Cpu))
             }
             (Storage::Cuda(x), Storage::Cuda(wc), Storage::Cuda(gc))
                 if x.ordinal() == wc.ordinal() && x.ordinal() == gc.ordinal() =>
             {
-                Ok(x.conv2d_grads(wc, gc, d)?.map(Storage::Cuda))
+                Ok(x.conv2d_grads(wc, gc, d, need_x)?.map(Storage::Cuda))
             }
             _ => {
                 let other = if w.device() != self.device() { w } else { g };

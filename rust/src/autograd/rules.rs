@@ -147,10 +147,10 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
         Op::LogSoftmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, true)?)],
         Op::NllLoss { logp, target } => vec![Some(nll_grad(logp, target, g)?)],
         Op::Conv2d { x, w, b, d } => {
-            let [gx, gw, gb] = conv2d_grads(x, w, g, *d)?;
-            let mut v = vec![Some(gx), Some(gw)];
+            let [gx, gw, gb] = conv2d_grads(x, w, g, *d, need(x))?;
+            let mut v = vec![gx, gw];
             if b.is_some() {
-                v.push(Some(gb));
+                v.push(gb);
             }
             v
         }

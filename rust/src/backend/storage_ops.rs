@@ -105,7 +105,9 @@ pub trait BackendStorage: Sized {
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
     fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self>;
     /// The conv2d gradients for input, weight and bias from the upstream gradient `g`.
-    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims) -> Result<[Self; 3]>;
+    /// Input, weight and bias gradients; without `need_x` the input gradient may come back
+    /// empty (a backend that always computes it may ignore the flag).
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need_x: bool) -> Result<[Self; 3]>;
     /// Average pooling (padding cells count in the divisor).
     fn avg_pool2d(&self, d: PoolDims) -> Result<Self>;
     /// The average-pooling gradient from the upstream gradient `self`.

@@ -116,14 +116,24 @@ pub fn conv2d(
     Ok(unbatch(y, squeeze))
 }
 
-/// Gradients of conv2d for input, weight and bias.
-pub(crate) fn conv2d_grads(x: &Tensor, w: &Tensor, g: &Tensor, d: ConvDims) -> Result<[Tensor; 3]> {
+/// Gradients of conv2d for input (when `need_x`: nothing needs it otherwise), weight and bias.
+pub(crate) fn conv2d_grads(
+    x: &Tensor,
+    w: &Tensor,
+    g: &Tensor,
+    d: ConvDims,
+    need_x: bool,
+) -> Result<[Option<Tensor>; 3]> {
     check_same_dtype("conv2d", &[x, w, g])?;
-    let [gx, gw, gb] = x.storage().conv2d_grads(w.storage(), g.storage(), d)?;
+    let [gx, gw, gb] = x
+        .storage()
+        .conv2d_grads(w.storage(), g.storage(), d, need_x)?;
     Ok([
-        Tensor::from_storage(gx, x.shape().clone())?,
-        Tensor::from_storage(gw, w.shape().clone())?,
-        Tensor::from_storage(gb, Shape(vec![d.oc]))?,
+        need_x
+            .then(|| Tensor::from_storage(gx, x.shape().clone()))
+            .transpose()?,
+        Some(Tensor::from_storage(gw, w.shape().clone())?),
+        Some(Tensor::from_storage(gb, Shape(vec![d.oc]))?),
     ])
 }
 

@@ -1,13 +1,30 @@
-//! 2-D convolution (cross-correlation, zero padding) on [N, C, H, W], lowered to im2col and a
-//! GEMM per image. Reference kernels use the reference GEMM, so each output is a left fold from 0
-//! over (input channel, kernel row, kernel column) with separate multiply and add, padding cells
-//! taking part as zeros, then + bias; fast kernels use the `gemm` crate.
+//! 2-D convolution (cross-correlation, zero padding) on [N, C, H, W], lowered to im2col and
+//! GEMMs over groups of images side by side (conv_grad.rs has the gradients). Reference kernels
+//! use the reference GEMM, so each output is a left fold from 0 over (input channel, kernel row,
+//! kernel column) with separate multiply and add, padding cells taking part as zeros, then
+//! + bias, however many images share a product; fast kernels use the `gemm` crate.
 
 use super::matmul::{product, GemmElem};
-use super::parallel::{install, worth_threads};
+use super::parallel::{for_chunks, install, worth_threads};
 use crate::dtype::Float;
 use crate::geometry::ConvDims;
-use rayon::prelude::*;
+
+/// Products below this many multiply-adds run on the calling thread.
+pub(super) const PAR_MIN_FLOPS: usize = 1 << 20;
+
+/// Column elements one group of images may fill ([CKK, G·P] stays under it): bounds the
+/// lowering's memory for large batches. The group size is a function of the shapes alone.
+const COLS_BUDGET: usize = 1 << 22;
+
+/// Feature maps with fewer output positions than this fold a group of images into one product
+/// (a product per image would be too thin to run fast); larger ones run a product per image,
+/// images across threads.
+pub(super) const BATCH_BELOW: usize = 64;
+
+pub(super) fn group_size(d: &ConvDims) -> usize {
+    let per_image = (d.c * d.kh * d.kw * d.oh * d.ow).max(1);
+    (COLS_BUDGET / per_image).clamp(1, d.n.max(1))
+}
 
 /// Bias gradient: per output channel, a fold over (n, oy, ox).
 pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
@@ -25,34 +42,37 @@ pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
         .collect()
 }
 
-/// Unfolds one image [C, H, W] into columns [C*KH*KW, OH*OW] (padding cells are 0).
-fn im2col<T: Float>(x: &[T], d: ConvDims) -> Vec<T> {
-    let plane = d.oh * d.ow;
-    let mut cols = vec![T::ZERO; d.c * d.kh * d.kw * plane];
-    for c in 0..d.c {
-        for ky in 0..d.kh {
-            for kx in 0..d.kw {
-                let row = &mut cols[((c * d.kh + ky) * d.kw + kx) * plane..][..plane];
-                let (lo, hi) = d.valid_cols(kx);
-                for oy in 0..d.oh {
-                    let Some(iy) = d.in_row(oy, ky) else { continue };
-                    for ox in lo..hi {
-                        row[oy * d.ow + ox] = x[(c * d.h + iy) * d.w + ox * d.stride + kx - d.pad];
-                    }
+/// Unfolds images `n0..n0 + g` into columns [C*KH*KW, g*OH*OW] (padding cells are 0): row
+/// (c, ky, kx) holds image i's patch values at columns i*P .. (i+1)*P. Rows fill in parallel.
+pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
+    let (plane, img) = (d.oh * d.ow, d.c * d.h * d.w);
+    let kk = d.c * d.kh * d.kw;
+    let mut cols = vec![T::ZERO; kk * g * plane];
+    for_chunks(&mut cols, g * plane, kk * g * plane, |q, row| {
+        let (c, ky, kx) = (q / (d.kh * d.kw), (q / d.kw) % d.kh, q % d.kw);
+        let (lo, hi) = d.valid_cols(kx);
+        for (i, r) in row.chunks_mut(plane).enumerate() {
+            let xi = &x[(n0 + i) * img + c * d.h * d.w..][..d.h * d.w];
+            for oy in 0..d.oh {
+                let Some(iy) = d.in_row(oy, ky) else { continue };
+                for ox in lo..hi {
+                    r[oy * d.ow + ox] = xi[iy * d.w + ox * d.stride + kx - d.pad];
                 }
             }
         }
-    }
+    });
     cols
 }
 
-/// Adds columns [C*KH*KW, OH*OW] back into an image [C, H, W] (the adjoint of im2col).
-fn col2im<T: Float>(cols: &[T], d: ConvDims, x: &mut [T]) {
+/// Adds one image's columns back into it [C, H, W] (the adjoint of im2col): column block
+/// `cols[q * stride + off ..][..P]` for row q, added in (c, ky, kx, oy, ox) order.
+pub(super) fn col2im<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDims, x: &mut [T]) {
     let plane = d.oh * d.ow;
     for c in 0..d.c {
         for ky in 0..d.kh {
             for kx in 0..d.kw {
-                let row = &cols[((c * d.kh + ky) * d.kw + kx) * plane..][..plane];
+                let q = (c * d.kh + ky) * d.kw + kx;
+                let row = &cols[q * stride + off..][..plane];
                 let (lo, hi) = d.valid_cols(kx);
                 for oy in 0..d.oh {
                     let Some(iy) = d.in_row(oy, ky) else { continue };
@@ -66,8 +86,29 @@ fn col2im<T: Float>(cols: &[T], d: ConvDims, x: &mut [T]) {
     }
 }
 
-/// Forward: per image, W [OC, CKK] @ cols [CKK, OH*OW], then + bias. Images run in parallel
-/// when there are several; a single image threads inside its GEMM instead.
+/// One product, threaded inside the GEMM when it is large enough.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn product_auto<T: GemmElem>(
+    fast: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: (&[T], usize, usize),
+    b: (&[T], usize, usize),
+    c: &mut [T],
+) {
+    let run = |c: &mut [T], par: bool| product(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par);
+    if worth_threads(m * n * k, PAR_MIN_FLOPS) {
+        install(|| run(c, true));
+    } else {
+        run(c, false);
+    }
+}
+
+/// Forward: W [OC, CKK] @ cols [CKK, G·P] + bias. Small feature maps put a group of images side
+/// by side in one wide product (the weights are read once per group, not once per image) and
+/// move each (image, channel) row to its place in [N, OC, P]; larger ones run one product per
+/// image, images across threads (one image alone threads inside its product).
 pub fn conv2d<T: GemmElem>(
     x: &[T],
     wt: &[T],
@@ -75,154 +116,45 @@ pub fn conv2d<T: GemmElem>(
     d: ConvDims,
     fast: bool,
 ) -> Vec<T> {
-    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
+    let (plane, kk) = (d.oh * d.ow, d.c * d.kh * d.kw);
     let mut y = vec![T::ZERO; d.n * d.oc * plane];
-    let one = |n: usize, out: &mut [T], parallel: bool| {
-        let cols = im2col(&x[n * img..][..img], d);
-        product(
-            fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, parallel,
-        );
-        if let Some(b) = bias {
-            for (o, row) in out.chunks_mut(plane.max(1)).enumerate() {
-                row.iter_mut().for_each(|v| *v = *v + b[o]);
-            }
-        }
+    if plane == 0 || d.oc == 0 {
+        return y;
+    }
+    let add_bias = |row: &mut [T], src: &[T], o: usize| match bias {
+        Some(b) => row.iter_mut().zip(src).for_each(|(v, &s)| *v = s + b[o]),
+        None => row.copy_from_slice(src),
     };
-    let work = d.n * d.oc * plane * kk;
-    if !worth_threads(work, 1 << 20) {
-        y.chunks_mut((d.oc * plane).max(1))
-            .enumerate()
-            .for_each(|(n, out)| one(n, out, false));
-    } else if d.n == 1 {
-        install(|| one(0, &mut y, true));
-    } else {
-        install(|| {
-            y.par_chunks_mut((d.oc * plane).max(1))
-                .enumerate()
-                .for_each(|(n, out)| one(n, out, false))
+    if plane >= BATCH_BELOW {
+        let one = |n: usize, out: &mut [T], par: bool| {
+            let cols = im2col(x, d, n, 1);
+            product(fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, par);
+            if let Some(b) = bias {
+                for (o, row) in out.chunks_mut(plane).enumerate() {
+                    row.iter_mut().for_each(|v| *v = *v + b[o]);
+                }
+            }
+        };
+        let per = d.oc * plane;
+        if d.n == 1 && worth_threads(per * kk, PAR_MIN_FLOPS) {
+            install(|| one(0, &mut y, true));
+        } else {
+            for_chunks(&mut y, per, d.n * per * kk, |n, out| one(n, out, false));
+        }
+        return y;
+    }
+    let g = group_size(&d);
+    for n0 in (0..d.n).step_by(g) {
+        let gn = g.min(d.n - n0);
+        let np = gn * plane;
+        let cols = im2col(x, d, n0, gn);
+        let mut out = vec![T::ZERO; d.oc * np];
+        product_auto(fast, d.oc, np, kk, (wt, kk, 1), (&cols, np, 1), &mut out);
+        let dst = &mut y[n0 * d.oc * plane..][..gn * d.oc * plane];
+        for_chunks(dst, plane, dst.len(), |r, row| {
+            let (i, o) = (r / d.oc, r % d.oc);
+            add_bias(row, &out[o * np + i * plane..][..plane], o);
         });
     }
     y
-}
-
-/// Gradients of input and weight through the same lowering. Large images run one pair of
-/// products per image (in parallel across images); small feature maps, where per-image products
-/// would be thin, fold the batch into the products' spatial axis. Either way the result is a
-/// fixed function of the shapes, whatever the thread count.
-pub fn conv2d_grads<T: GemmElem>(
-    g: &[T],
-    x: &[T],
-    wt: &[T],
-    d: ConvDims,
-    fast: bool,
-) -> (Vec<T>, Vec<T>) {
-    if d.oh * d.ow >= 64 {
-        grads_per_image(g, x, wt, d, fast)
-    } else {
-        grads_batched(g, x, wt, d, fast)
-    }
-}
-
-/// Per image: gcols = Wᵀ gY (then col2im) and gW_n = gY colsᵀ; the weight gradient adds the
-/// images' gW_n in image order.
-fn grads_per_image<T: GemmElem>(
-    g: &[T],
-    x: &[T],
-    wt: &[T],
-    d: ConvDims,
-    fast: bool,
-) -> (Vec<T>, Vec<T>) {
-    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
-    let mut gx = vec![T::ZERO; d.n * img];
-    let mut per_image = vec![T::ZERO; d.n * d.oc * kk];
-    let one = |n: usize, gxn: &mut [T], gwn: &mut [T], parallel: bool| {
-        let gy = &g[n * d.oc * plane..][..d.oc * plane];
-        let cols = im2col(&x[n * img..][..img], d);
-        // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
-        product(
-            fast, d.oc, kk, plane, gy, plane, 1, &cols, 1, plane, gwn, parallel,
-        );
-        // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
-        let mut gcols = vec![T::ZERO; kk * plane];
-        product(
-            fast, kk, plane, d.oc, wt, 1, kk, gy, plane, 1, &mut gcols, parallel,
-        );
-        col2im(&gcols, d, gxn);
-    };
-    let work = d.n * d.oc * plane * kk;
-    let (gx_chunk, gw_chunk) = (img.max(1), (d.oc * kk).max(1));
-    if !worth_threads(work, 1 << 20) {
-        for (n, (gxn, gwn)) in gx
-            .chunks_mut(gx_chunk)
-            .zip(per_image.chunks_mut(gw_chunk))
-            .enumerate()
-        {
-            one(n, gxn, gwn, false);
-        }
-    } else if d.n == 1 {
-        install(|| one(0, &mut gx, &mut per_image, true));
-    } else {
-        install(|| {
-            gx.par_chunks_mut(gx_chunk)
-                .zip(per_image.par_chunks_mut(gw_chunk))
-                .enumerate()
-                .for_each(|(n, (gxn, gwn))| one(n, gxn, gwn, false))
-        });
-    }
-    let mut gw = vec![T::ZERO; d.oc * kk];
-    for part in per_image.chunks(gw_chunk) {
-        gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
-    }
-    (gx, gw)
-}
-
-/// The batch folded into the GEMMs' spatial axis: with gY as [OC, N·P] and the images' columns side by side as
-/// [CKK, N·P], gW = gY · colsᵀ is one product (each weight gradient a fold over (n, oy, ox))
-/// and gcols = Wᵀ · gY another, scattered back per image by col2im.
-fn grads_batched<T: GemmElem>(
-    g: &[T],
-    x: &[T],
-    wt: &[T],
-    d: ConvDims,
-    fast: bool,
-) -> (Vec<T>, Vec<T>) {
-    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
-    let np = d.n * plane;
-    // [CKK, N·P]: image n's columns occupy columns n·P .. (n+1)·P.
-    let mut cols = vec![T::ZERO; kk * np];
-    // [OC, N·P]: gY with the image axis moved next to the spatial one.
-    let mut gy = vec![T::ZERO; d.oc * np];
-    for n in 0..d.n {
-        let c_n = im2col(&x[n * img..][..img], d);
-        for q in 0..kk {
-            cols[q * np + n * plane..][..plane].copy_from_slice(&c_n[q * plane..][..plane]);
-        }
-        for o in 0..d.oc {
-            gy[o * np + n * plane..][..plane]
-                .copy_from_slice(&g[(n * d.oc + o) * plane..][..plane]);
-        }
-    }
-    let parallel = worth_threads(d.oc * np * kk, 1 << 20);
-    let mut gw = vec![T::ZERO; d.oc * kk];
-    let mut gcols = vec![T::ZERO; kk * np];
-    let run = |gw: &mut [T], gcols: &mut [T]| {
-        // gW = gY [OC, N·P] @ colsᵀ [N·P, CKK]
-        product(fast, d.oc, kk, np, &gy, np, 1, &cols, 1, np, gw, parallel);
-        // gcols = Wᵀ [CKK, OC] @ gY [OC, N·P]
-        product(fast, kk, np, d.oc, wt, 1, kk, &gy, np, 1, gcols, parallel);
-    };
-    if parallel {
-        install(|| run(&mut gw, &mut gcols));
-    } else {
-        run(&mut gw, &mut gcols);
-    }
-    let mut gx = vec![T::ZERO; d.n * img];
-    let mut block = vec![T::ZERO; kk * plane];
-    for n in 0..d.n {
-        for q in 0..kk {
-            block[q * plane..][..plane].copy_from_slice(&gcols[q * np + n * plane..][..plane]);
-        }
-        col2im(&block, d, &mut gx[n * img..][..img]);
-    }
-    (gx, gw)
 }

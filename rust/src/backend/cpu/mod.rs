@@ -1,6 +1,7 @@
 //! CPU kernels: reference kernels (bit-reproducible fold orders) and fast kernels.
 
 pub mod conv;
+pub mod conv_grad;
 pub mod elementwise;
 pub mod gemm_ref;
 pub mod host_buf;

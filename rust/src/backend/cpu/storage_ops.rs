@@ -325,25 +325,26 @@ impl BackendStorage for CpuStorage {
         }
     }
 
-    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims) -> Result<[Self; 3]> {
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need_x: bool) -> Result<[Self; 3]> {
         fn go<T: CpuElem + GemmElem>(
             x: &CpuStorage,
             w: &CpuStorage,
             g: &CpuStorage,
             d: ConvDims,
+            need_x: bool,
         ) -> Result<[CpuStorage; 3]> {
             let (xv, wv, gv) = (typed::<T>(x)?, typed::<T>(w)?, typed::<T>(g)?);
-            let (gx, gw) =
-                super::conv::conv2d_grads(gv, xv, wv, d, super::parallel::fast_kernels());
+            let fast = super::parallel::fast_kernels();
+            let (gx, gw) = super::conv_grad::conv2d_grads(gv, xv, wv, d, fast, need_x);
             Ok([
-                T::wrap(gx),
+                T::wrap(gx.unwrap_or_default()),
                 T::wrap(gw),
                 T::wrap(super::conv::conv2d_grad_bias(gv, d)),
             ])
         }
         match self.dtype() {
-            DType::F32 => go::<f32>(self, w, g, d),
-            DType::F64 => go::<f64>(self, w, g, d),
+            DType::F32 => go::<f32>(self, w, g, d, need_x),
+            DType::F64 => go::<f64>(self, w, g, d, need_x),
         }
     }
 

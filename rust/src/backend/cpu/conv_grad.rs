@@ -1,0 +1,144 @@
+//! Gradients of conv2d's input and weight through the im2col lowering (conv.rs). Small feature
+//! maps fold groups of images into the products' spatial axis (per-image products would be
+//! thin); feature maps of `BATCH_BELOW` positions or more run one pair of products per image,
+//! images across threads, and add the images' weight gradients in image order. Which form runs is
+//! a function of the kernel kind and the shapes, never of the thread count. The input gradient
+//! is skipped when nothing needs it (a network's first layer).
+
+use super::conv::{col2im, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS};
+use super::matmul::{product, GemmElem};
+use super::parallel::{for_chunks, install, worth_threads};
+use crate::geometry::ConvDims;
+use rayon::prelude::*;
+
+/// (input gradient when `need_x`, weight gradient).
+pub fn conv2d_grads<T: GemmElem>(
+    g: &[T],
+    x: &[T],
+    wt: &[T],
+    d: ConvDims,
+    fast: bool,
+    need_x: bool,
+) -> (Option<Vec<T>>, Vec<T>) {
+    if d.oh * d.ow < BATCH_BELOW {
+        // Reference kernels keep the whole batch in one product (one fold over (n, oy, ox) per
+        // weight gradient); fast kernels bound the columns' memory by grouping images.
+        let g_images = if fast { group_size(&d) } else { d.n.max(1) };
+        grads_batched(g, x, wt, d, fast, need_x, g_images)
+    } else {
+        grads_per_image(g, x, wt, d, fast, need_x)
+    }
+}
+
+/// Per image: gW_n = gY colsᵀ and gcols = Wᵀ gY (then col2im); the
+/// weight gradient adds the images' gW_n in image order.
+fn grads_per_image<T: GemmElem>(
+    g: &[T],
+    x: &[T],
+    wt: &[T],
+    d: ConvDims,
+    fast: bool,
+    need_x: bool,
+) -> (Option<Vec<T>>, Vec<T>) {
+    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
+    let mut gx = vec![T::ZERO; if need_x { d.n * img } else { 0 }];
+    let mut per_image = vec![T::ZERO; d.n * d.oc * kk];
+    // One image alone threads inside its products; several run one image per thread.
+    let prod = |m, n, k, a: (&[T], usize, usize), b: (&[T], usize, usize), c: &mut [T]| {
+        if d.n == 1 {
+            product_auto(fast, m, n, k, a, b, c)
+        } else {
+            product(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, false)
+        }
+    };
+    let one = |n: usize, gxn: Option<&mut [T]>, gwn: &mut [T]| {
+        let gy = &g[n * d.oc * plane..][..d.oc * plane];
+        let cols = im2col(x, d, n, 1);
+        // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
+        prod(d.oc, kk, plane, (gy, plane, 1), (&cols, 1, plane), gwn);
+        if let Some(gxn) = gxn {
+            // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
+            let mut gcols = vec![T::ZERO; kk * plane];
+            prod(kk, plane, d.oc, (wt, 1, kk), (gy, plane, 1), &mut gcols);
+            col2im(&gcols, plane, 0, d, gxn);
+        }
+    };
+    let gw_chunk = (d.oc * kk).max(1);
+    let run = |(n, gwn): (usize, &mut [T]), gxn: Option<&mut [T]>| one(n, gxn, gwn);
+    let parallel = worth_threads(d.n * d.oc * plane * kk, PAR_MIN_FLOPS) && d.n > 1;
+    match (need_x, parallel) {
+        (true, true) => install(|| {
+            gx.par_chunks_mut(img.max(1))
+                .zip(per_image.par_chunks_mut(gw_chunk))
+                .enumerate()
+                .for_each(|(n, (gxn, gwn))| run((n, gwn), Some(gxn)))
+        }),
+        (true, false) => gx
+            .chunks_mut(img.max(1))
+            .zip(per_image.chunks_mut(gw_chunk))
+            .enumerate()
+            .for_each(|(n, (gxn, gwn))| run((n, gwn), Some(gxn))),
+        (false, true) => install(|| {
+            per_image
+                .par_chunks_mut(gw_chunk)
+                .enumerate()
+                .for_each(|p| run(p, None))
+        }),
+        (false, false) => per_image
+            .chunks_mut(gw_chunk)
+            .enumerate()
+            .for_each(|p| run(p, None)),
+    }
+    let mut gw = vec![T::ZERO; d.oc * kk];
+    for part in per_image.chunks(gw_chunk) {
+        gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
+    }
+    (need_x.then_some(gx), gw)
+}
+
+/// Groups of `group` images folded into the products' spatial axis: with gY as [OC, G·P] and
+/// the images' columns side by side as [CKK, G·P], gW = gY · colsᵀ is one product per group
+/// (groups' results added in order) and gcols = Wᵀ · gY another, scattered back per image by
+/// col2im.
+fn grads_batched<T: GemmElem>(
+    g: &[T],
+    x: &[T],
+    wt: &[T],
+    d: ConvDims,
+    fast: bool,
+    need_x: bool,
+    group: usize,
+) -> (Option<Vec<T>>, Vec<T>) {
+    let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
+    let mut gx = vec![T::ZERO; if need_x { d.n * img } else { 0 }];
+    let mut gw = vec![T::ZERO; d.oc * kk];
+    let mut part = vec![T::ZERO; if d.n > group { d.oc * kk } else { 0 }];
+    for n0 in (0..d.n).step_by(group) {
+        let gn = group.min(d.n - n0);
+        let np = gn * plane;
+        let cols = im2col(x, d, n0, gn);
+        // [OC, G·P]: gY with the image axis moved next to the spatial one.
+        let mut gy = vec![T::ZERO; d.oc * np];
+        for_chunks(&mut gy, np.max(1), d.oc * np, |o, row| {
+            for (i, r) in row.chunks_mut(plane.max(1)).enumerate() {
+                r.copy_from_slice(&g[((n0 + i) * d.oc + o) * plane..][..plane]);
+            }
+        });
+        // gW (+)= gY [OC, G·P] @ colsᵀ [G·P, CKK]
+        let dst = if n0 == 0 { &mut gw } else { &mut part };
+        product_auto(fast, d.oc, kk, np, (&gy, np, 1), (&cols, 1, np), dst);
+        if n0 > 0 {
+            gw.iter_mut().zip(&part).for_each(|(a, &b)| *a = *a + b);
+        }
+        if need_x {
+            // gcols = Wᵀ [CKK, OC] @ gY [OC, G·P], then each image's columns back into it.
+            let mut gcols = vec![T::ZERO; kk * np];
+            product_auto(fast, kk, np, d.oc, (wt, 1, kk), (&gy, np, 1), &mut gcols);
+            let dst = &mut gx[n0 * img..][..gn * img];
+            for_chunks(dst, img.max(1), dst.len() * d.kh * d.kw, |i, gxi| {
+                col2im(&gcols, np, i * plane, d, gxi)
+            });
+        }
+    }
+    (need_x.then_some(gx), gw)
+}

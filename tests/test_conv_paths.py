@@ -1,0 +1,65 @@
+"""conv2d's lowering forms (backend/cpu/conv.rs, conv_grad.rs): feature maps of 64 positions or
+more run a product per image, smaller ones fold groups of images into one product (several
+groups for large batches with fast kernels), and the input gradient is skipped when the input
+needs none. Each form against NumPy (central differences for gradients) or, for the grouped
+fast form, against the reference kernels."""
+
+import numpy as np
+import pytest
+
+import tlrs
+from test_layer_ops import T, check, data, np_conv2d, numeric_grads
+from tlrs import ops
+
+
+def readout(shape_out, seed):
+    return np.random.default_rng(seed).uniform(-1, 1, size=shape_out)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("n", [1, 3])
+def test_per_image_form_gradients_vs_central_differences(fast, n):
+    # 10x10 output positions (>= 64): one product per image; one image alone threads inside it.
+    x, w, b = data((n, 2, 10, 10), seed=70)[0], data((3, 2, 3, 3), seed=71)[0], data((3,), seed=72)[0]
+    r = readout(np_conv2d(x, w, b, 1, 1).shape, 73)
+    ts = [T(a, requires_grad=True) for a in (x, w, b)]
+    with tlrs.fast_kernels(fast):
+        y = ops.conv2d(*ts, stride=1, padding=1)
+        got = tlrs.grad(ops.sum(ops.mul(y, T(r))), ts)
+    check(y, np_conv2d(x, w, b, 1, 1), "float64")
+    want = numeric_grads(lambda *a: float((np_conv2d(*a, 1, 1) * r).sum()), [x.copy(), w.copy(), b.copy()])
+    for g, e in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("shape, pad", [((2, 3, 10, 10), 1), ((4, 3, 5, 5), 1)])
+def test_weight_gradient_alone_when_the_input_needs_none(fast, shape, pad):
+    x, w = data(shape, seed=80)[0], data((4, shape[1], 3, 3), seed=81)[0]
+    r = readout(np_conv2d(x, w, None, 1, pad).shape, 82)
+    wt = T(w, requires_grad=True)
+    with tlrs.fast_kernels(fast):
+        (gw,) = tlrs.grad(ops.sum(ops.mul(ops.conv2d(T(x), wt, None, 1, pad), T(r))), [wt])
+    (want,) = numeric_grads(lambda a: float((np_conv2d(x, a, None, 1, pad) * r).sum()), [w.copy()])
+    np.testing.assert_allclose(gw.numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_fast_kernels_over_several_image_groups_match_the_reference():
+    # 7x7 outputs (< 64 positions) with 576 column rows: 148 images fill one group's columns,
+    # so 160 images make two groups (the weight gradient adds the groups' products).
+    n = 160
+    x, w, b = (data((n, 64, 7, 7), "float32", seed=90)[0], data((8, 64, 3, 3), "float32", seed=91)[0],
+               data((8,), "float32", seed=92)[0])
+    r = T(readout((n, 8, 7, 7), 93).astype(np.float32))
+
+    def run(fast):
+        ts = [T(a, requires_grad=True) for a in (x, w, b)]
+        with tlrs.fast_kernels(fast):
+            y = ops.conv2d(*ts, stride=1, padding=1)
+            return [y.numpy().astype(np.float64)] + [g.numpy().astype(np.float64)
+                                                    for g in tlrs.grad(ops.sum(ops.mul(y, r)), ts)]
+
+    ref, fast = run(False), run(True)
+    for a, e in zip(fast, ref, strict=True):
+        scale = max(1.0, float(np.abs(e).max()))
+        assert float(np.abs(a - e).max()) <= 1e-5 * scale
