@@ -80,3 +80,12 @@ pub struct MatmulDims {
     pub a_batch_stride: usize,
     pub b_batch_stride: usize,
 }
+
+/// The planes of an [N, C, H, W] (or [C, H, W]) input: `planes` = N·C, plane p is channel
+/// `p % channels`, each `hw` elements long.
+#[derive(Clone, Copy, Debug)]
+pub struct PlaneDims {
+    pub planes: usize,
+    pub channels: usize,
+    pub hw: usize,
+}

@@ -4,7 +4,7 @@
 
 use crate::backend::cuda::DeviceBuffer;
 use crate::backend::BackendStorage;
-use crate::geometry::{ConvDims, PoolDims};
+use crate::geometry::{ConvDims, PlaneDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{DType, Device, Error, Result, Shape};
 use std::borrow::Cow;
@@ -355,6 +355,48 @@ impl Storage {
                 let other = if w.device() != self.device() { w } else { g };
                 Err(device_mismatch("conv2d", self, other))
             }
+        }
+    }
+    /// The fused per-image batch norm: (y, per-plane statistics). CPU only; the op layer
+    /// builds it from elementwise ops and reductions on devices.
+    pub fn batch_norm_per_image(
+        &self,
+        w: Option<&Storage>,
+        b: Option<&Storage>,
+        d: PlaneDims,
+        eps: f64,
+    ) -> Result<(Storage, Storage)> {
+        let (w, b) = (
+            w.map(|t| self.same_cpu("batch_norm", t)).transpose()?,
+            b.map(|t| self.same_cpu("batch_norm", t)).transpose()?,
+        );
+        let (y, st) = self.cpu()?.batch_norm_per_image(w, b, d, eps)?;
+        Ok((Storage::Cpu(y), Storage::Cpu(st)))
+    }
+    /// Gradients (x, weight, bias) of the fused per-image batch norm of `self`; CPU only.
+    pub fn batch_norm_per_image_grads(
+        &self,
+        w: Option<&Storage>,
+        stats: &Storage,
+        g: &Storage,
+        d: PlaneDims,
+        want: [bool; 3],
+    ) -> Result<[Option<Storage>; 3]> {
+        let w = w.map(|t| self.same_cpu("batch_norm", t)).transpose()?;
+        let (st, g) = (
+            self.same_cpu("batch_norm", stats)?,
+            self.same_cpu("batch_norm", g)?,
+        );
+        Ok(self
+            .cpu()?
+            .batch_norm_per_image_grads(w, st, g, d, want)?
+            .map(|v| v.map(Storage::Cpu)))
+    }
+    /// `other`'s CPU values, where `self` is on the CPU too.
+    fn same_cpu<'a>(&self, op: &'static str, other: &'a Storage) -> Result<&'a CpuStorage> {
+        match other {
+            Storage::Cpu(c) => Ok(c),
+            Storage::Cuda(_) => Err(device_mismatch(op, self, other)),
         }
     }
     pub fn avg_pool2d(&self, d: PoolDims) -> Result<Storage> {

@@ -5,9 +5,8 @@
 //! reports), take the chain.
 
 use crate::autograd::Op;
-use crate::backend::cpu::norm::{per_image_backward, per_image_forward, PlaneDims};
-use crate::storage::{CpuElem, CpuStorage};
-use crate::{DType, Error, Result, Shape, Tensor};
+use crate::geometry::PlaneDims;
+use crate::{Error, Result, Shape, Tensor};
 
 fn dims(x: &Tensor) -> PlaneDims {
     let r = x.rank();
@@ -25,22 +24,6 @@ pub(crate) fn fusable(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>
     same(x) && weight.is_none_or(same) && bias.is_none_or(same)
 }
 
-fn view<T: CpuElem>(t: &Tensor) -> Result<&[T]> {
-    T::view(t.cpu()?)
-        .ok_or_else(|| crate::storage::dtype_mismatch("batch_norm", T::DTYPE, t.dtype()))
-}
-
-fn forward<T: CpuElem>(
-    x: &Tensor,
-    w: Option<&Tensor>,
-    b: Option<&Tensor>,
-    eps: f64,
-) -> Result<(CpuStorage, CpuStorage)> {
-    let (w, b) = (w.map(view::<T>).transpose()?, b.map(view::<T>).transpose()?);
-    let (y, st) = per_image_forward(view::<T>(x)?, w, b, dims(x), eps);
-    Ok((T::wrap(y), T::wrap(st)))
-}
-
 /// The fused op (the caller checked shapes and `fusable`).
 pub(crate) fn batch_norm_per_image_fused(
     x: &Tensor,
@@ -49,11 +32,13 @@ pub(crate) fn batch_norm_per_image_fused(
     eps: f64,
 ) -> Result<Tensor> {
     crate::storage::check_alloc("batch_norm", x.shape())?;
-    let (y, st) = match x.dtype() {
-        DType::F32 => forward::<f32>(x, weight, bias, eps)?,
-        DType::F64 => forward::<f64>(x, weight, bias, eps)?,
-    };
-    let stats = Tensor::from_cpu(st, Shape(vec![dims(x).planes, 2]))?;
+    let (y, st) = x.storage().batch_norm_per_image(
+        weight.map(Tensor::storage),
+        bias.map(Tensor::storage),
+        dims(x),
+        eps,
+    )?;
+    let stats = Tensor::from_storage(st, Shape(vec![dims(x).planes, 2]))?;
     let op = Op::BatchNormPerImage {
         x: x.clone(),
         w: weight.cloned(),
@@ -62,24 +47,6 @@ pub(crate) fn batch_norm_per_image_fused(
         stats,
     };
     Ok(Tensor::from_op(y, x.shape().clone(), op))
-}
-
-fn backward<T: CpuElem>(
-    x: &Tensor,
-    w: Option<&Tensor>,
-    stats: &Tensor,
-    g: &Tensor,
-    want: [bool; 3],
-) -> Result<[Option<Vec<T>>; 3]> {
-    let w = w.map(view::<T>).transpose()?;
-    Ok(per_image_backward(
-        view::<T>(g)?,
-        view::<T>(x)?,
-        view::<T>(stats)?,
-        w,
-        dims(x),
-        want,
-    ))
 }
 
 /// Gradients for the op's inputs in order (x, then weight and bias where given); `None` for
@@ -109,11 +76,15 @@ pub(crate) fn batch_norm_per_image_grads(
         b.is_some_and(|t| t.requires_grad()),
     ];
     let c = dims(x).channels;
-    let wrap =
-        |v: Option<CpuStorage>, shape: Shape| v.map(|s| Tensor::from_cpu(s, shape)).transpose();
-    let [gx, gw, gb] = match x.dtype() {
-        DType::F32 => backward::<f32>(x, w, stats, g, want)?.map(|v| v.map(f32::wrap)),
-        DType::F64 => backward::<f64>(x, w, stats, g, want)?.map(|v| v.map(f64::wrap)),
+    let [gx, gw, gb] = x.storage().batch_norm_per_image_grads(
+        w.map(Tensor::storage),
+        stats.storage(),
+        g.storage(),
+        dims(x),
+        want,
+    )?;
+    let wrap = |v: Option<crate::storage::Storage>, shape: Shape| {
+        v.map(|s| Tensor::from_storage(s, shape)).transpose()
     };
     let mut out = vec![wrap(gx, x.shape().clone())?];
     if w.is_some() {
@@ -131,6 +102,7 @@ mod tests {
     use super::super::norm::batch_norm_per_image_chain;
     use super::*;
     use crate::ops::{mul, sum};
+    use crate::DType;
 
     fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
         let mut s = seed;

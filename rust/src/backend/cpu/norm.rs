@@ -13,16 +13,10 @@
 //! `gw = 0 + g*z + ...`, `gb = 0 + g + ...`.
 
 use super::parallel::{for_chunks, for_chunks2};
+use super::storage::{CpuElem, CpuStorage};
 use crate::dtype::Float;
-
-/// The planes of an [N, C, H, W] (or [C, H, W]) input: `planes` = N·C, plane p is channel
-/// `p % channels`, each `hw` elements long.
-#[derive(Clone, Copy, Debug)]
-pub struct PlaneDims {
-    pub planes: usize,
-    pub channels: usize,
-    pub hw: usize,
-}
+pub use crate::geometry::PlaneDims;
+use crate::{DType, Result};
 
 /// Mean and `sqrt(var + eps)` of one plane.
 #[inline]
@@ -118,4 +112,67 @@ pub fn per_image_backward<T: Float>(
         gb = want[2].then_some(pb);
     }
     [gx, gw, gb]
+}
+
+fn typed<T: CpuElem>(s: &CpuStorage) -> Result<&[T]> {
+    T::view(s).ok_or_else(|| crate::error::dtype_mismatch("batch_norm", T::DTYPE, s.dtype()))
+}
+
+impl CpuStorage {
+    /// The per-image batch norm of `self` with optional per-channel affine parameters (all of
+    /// `self`'s dtype): (y, per-plane statistics `[mu, d]` for the backward pass).
+    pub fn batch_norm_per_image(
+        &self,
+        w: Option<&CpuStorage>,
+        b: Option<&CpuStorage>,
+        d: PlaneDims,
+        eps: f64,
+    ) -> Result<(CpuStorage, CpuStorage)> {
+        fn go<T: CpuElem>(
+            x: &CpuStorage,
+            w: Option<&CpuStorage>,
+            b: Option<&CpuStorage>,
+            d: PlaneDims,
+            eps: f64,
+        ) -> Result<(CpuStorage, CpuStorage)> {
+            let (w, b) = (
+                w.map(typed::<T>).transpose()?,
+                b.map(typed::<T>).transpose()?,
+            );
+            let (y, st) = per_image_forward(typed::<T>(x)?, w, b, d, eps);
+            Ok((T::wrap(y), T::wrap(st)))
+        }
+        match self.dtype() {
+            DType::F32 => go::<f32>(self, w, b, d, eps),
+            DType::F64 => go::<f64>(self, w, b, d, eps),
+        }
+    }
+
+    /// Gradients (x, weight, bias) of the per-image batch norm of `self` for upstream `g`, from
+    /// the forward's statistics; each computed only where `want` asks.
+    pub fn batch_norm_per_image_grads(
+        &self,
+        w: Option<&CpuStorage>,
+        stats: &CpuStorage,
+        g: &CpuStorage,
+        d: PlaneDims,
+        want: [bool; 3],
+    ) -> Result<[Option<CpuStorage>; 3]> {
+        fn go<T: CpuElem>(
+            x: &CpuStorage,
+            w: Option<&CpuStorage>,
+            st: &CpuStorage,
+            g: &CpuStorage,
+            d: PlaneDims,
+            want: [bool; 3],
+        ) -> Result<[Option<CpuStorage>; 3]> {
+            let w = w.map(typed::<T>).transpose()?;
+            let (x, st, g) = (typed::<T>(x)?, typed::<T>(st)?, typed::<T>(g)?);
+            Ok(per_image_backward(g, x, st, w, d, want).map(|v| v.map(T::wrap)))
+        }
+        match self.dtype() {
+            DType::F32 => go::<f32>(self, w, stats, g, d, want),
+            DType::F64 => go::<f64>(self, w, stats, g, d, want),
+        }
+    }
 }
