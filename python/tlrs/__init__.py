@@ -15,7 +15,15 @@ from .errors import (
     ShapeError,
     TraceError,
 )
-from .kernels import fast_kernels, get_fast_kernels, get_num_threads, set_fast_kernels, set_num_threads
+from .kernels import (
+    cached_memory,
+    fast_kernels,
+    get_fast_kernels,
+    get_num_threads,
+    release_cached_memory,
+    set_fast_kernels,
+    set_num_threads,
+)
 from .module import (
     Module,
     ModuleDef,
@@ -54,6 +62,7 @@ __all__ = [
     "Tensor",
     "__version__",
     "arange",
+    "cached_memory",
     "fast_kernels",
     "fresh_seed",
     "from_dlpack",
@@ -72,6 +81,7 @@ __all__ = [
     "rand",
     "randn",
     "random",
+    "release_cached_memory",
     "set_fast_kernels",
     "set_num_threads",
     "tensor",

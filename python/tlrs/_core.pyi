@@ -329,6 +329,10 @@ def set_num_threads(n: int) -> None:
     """Sets the number of CPU threads kernels use (n >= 1)."""
 def get_num_threads() -> int:
     """The number of CPU worker threads."""
+def cached_memory() -> int:
+    """Bytes of freed host buffers kept for reuse."""
+def release_cached_memory() -> int:
+    """Returns the kept buffers to the system; the bytes returned."""
 def set_fast_kernels(on: bool) -> None:
     """Selects this thread's kernel kind: fast (True) or bit-reproducible reference (False)."""
 def get_fast_kernels() -> bool:

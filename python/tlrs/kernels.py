@@ -58,3 +58,15 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """The number of CPU threads kernels use."""
     return _core.get_num_threads()
+
+
+def cached_memory() -> int:
+    """Bytes of freed host buffers tlrs keeps for reuse. A training step frees and reallocates the
+    same large buffers every step; reusing them spares the page faults of fresh memory. Buffers of
+    256 KiB or more are kept, up to 1 GiB in all, the least recently freed returned first."""
+    return _core.cached_memory()
+
+
+def release_cached_memory() -> int:
+    """Returns every kept buffer to the system (see `cached_memory`); the bytes returned."""
+    return _core.release_cached_memory()

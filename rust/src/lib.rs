@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod autograd;
 pub mod backend;
+pub mod buffer_cache;
 pub mod checkpoint;
 pub mod device;
 pub mod dtype;
@@ -22,6 +23,11 @@ pub mod tensor;
 
 #[cfg(feature = "python")]
 mod py;
+
+/// Large freed buffers are kept for reuse (buffer_cache.rs): a training step reallocates the
+/// same sizes every step, and reused memory costs no page faults.
+#[global_allocator]
+static ALLOCATOR: buffer_cache::BufferCache = buffer_cache::BufferCache;
 
 pub use device::Device;
 pub use dtype::DType;

@@ -71,6 +71,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::is_grad_enabled,
         ops::set_num_threads,
         ops::get_num_threads,
+        ops::cached_memory,
+        ops::release_cached_memory,
         ops::set_fast_kernels,
         ops::get_fast_kernels,
         ops::get_kernel_settings,

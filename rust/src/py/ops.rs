@@ -203,6 +203,16 @@ pub fn get_num_threads() -> usize {
 }
 
 #[pyfunction]
+pub fn cached_memory() -> usize {
+    crate::buffer_cache::cached_bytes()
+}
+
+#[pyfunction]
+pub fn release_cached_memory() -> usize {
+    crate::buffer_cache::release_all()
+}
+
+#[pyfunction]
 pub fn set_fast_kernels(on: bool) {
     parallel::set_fast_kernels(on);
 }

@@ -4,40 +4,54 @@
 use super::parallel::for_chunks;
 use crate::dtype::Float;
 use crate::Shape;
+use std::mem::MaybeUninit;
 
 const CHUNK: usize = 1 << 13;
 
-pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
-    let mut out = vec![T::ZERO; x.len()];
-    for_chunks(&mut out, CHUNK, x.len(), |ci, o| {
-        let x = &x[ci * CHUNK..][..o.len()];
-        o.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
-    });
+/// A vector of `n` elements, each written once by `fill(chunk index, chunk)` over chunks of
+/// `per` (in parallel when `work` is large). The memory is never zeroed first: a zeroing pass
+/// would cost as much as the kernel and push its inputs out of cache.
+pub fn filled<T: Float>(
+    n: usize,
+    per: usize,
+    work: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<T>]) + Sync,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(n);
+    for_chunks(&mut out.spare_capacity_mut()[..n], per, work, fill);
+    // SAFETY: `for_chunks` hands every chunk of the n elements to `fill`, which writes each
+    // element of its chunk (the callers below write them all, in order).
+    unsafe { out.set_len(n) };
     out
+}
+
+pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
+    filled(x.len(), CHUNK, x.len(), |ci, o| {
+        let x = &x[ci * CHUNK..][..o.len()];
+        o.iter_mut().zip(x).for_each(|(o, &v)| {
+            o.write(f(v));
+        });
+    })
 }
 
 pub fn zip_map<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
     debug_assert_eq!(a.len(), b.len());
-    let mut out = vec![T::ZERO; a.len()];
-    for_chunks(&mut out, CHUNK, a.len(), |ci, o| {
+    filled(a.len(), CHUNK, a.len(), |ci, o| {
         let (x, y) = (&a[ci * CHUNK..][..o.len()], &b[ci * CHUNK..][..o.len()]);
         for i in 0..o.len() {
-            o[i] = f(x[i], y[i]);
+            o[i].write(f(x[i], y[i]));
         }
-    });
-    out
+    })
 }
 
 pub fn zip3_map<T: Float>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
-    let mut out = vec![T::ZERO; a.len()];
-    for_chunks(&mut out, CHUNK, a.len(), |ci, o| {
+    filled(a.len(), CHUNK, a.len(), |ci, o| {
         let s = ci * CHUNK;
         let (x, y, z) = (&a[s..][..o.len()], &b[s..][..o.len()], &c[s..][..o.len()]);
         for i in 0..o.len() {
-            o[i] = f(x[i], y[i], z[i]);
+            o[i].write(f(x[i], y[i], z[i]));
         }
-    });
-    out
+    })
 }
 
 /// `f(a, b)` over the broadcast shape `out`; `sa`/`sb` are the operands' broadcast strides.
@@ -56,13 +70,12 @@ pub fn broadcast_map<T: Float>(
     }
     let last = dims[dims.len() - 1];
     let (la, lb) = (sa[sa.len() - 1], sb[sb.len() - 1]);
-    let mut res = vec![T::ZERO; n];
     if last == 0 {
-        return res;
+        return vec![T::ZERO; n];
     }
     let rank = dims.len();
     // One output row at a time: compute the operands' row offsets from the row index.
-    let row = |r: usize, o: &mut [T]| {
+    let row = |r: usize, o: &mut [MaybeUninit<T>]| {
         let (mut oa, mut ob, mut rem) = (0usize, 0usize, r);
         for d in (0..rank - 1).rev() {
             let i = rem % dims[d];
@@ -74,28 +87,27 @@ pub fn broadcast_map<T: Float>(
             (1, 1) => {
                 let (x, y) = (&a[oa..oa + last], &b[ob..ob + last]);
                 for j in 0..last {
-                    o[j] = f(x[j], y[j]);
+                    o[j].write(f(x[j], y[j]));
                 }
             }
             (1, 0) => {
                 let (x, y) = (&a[oa..oa + last], b[ob]);
                 for j in 0..last {
-                    o[j] = f(x[j], y);
+                    o[j].write(f(x[j], y));
                 }
             }
             (0, 1) => {
                 let (x, y) = (a[oa], &b[ob..ob + last]);
                 for j in 0..last {
-                    o[j] = f(x, y[j]);
+                    o[j].write(f(x, y[j]));
                 }
             }
             _ => {
                 for j in 0..last {
-                    o[j] = f(a[oa + j * la], b[ob + j * lb]);
+                    o[j].write(f(a[oa + j * la], b[ob + j * lb]));
                 }
             }
         }
     };
-    for_chunks(&mut res, last, n, row);
-    res
+    filled(n, last, n, row)
 }

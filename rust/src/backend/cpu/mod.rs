@@ -12,6 +12,7 @@ pub mod norm;
 pub mod parallel;
 pub mod pool;
 pub mod reduce;
+pub mod simd;
 pub mod softmax;
 pub mod storage;
 pub mod storage_ops;

@@ -125,7 +125,8 @@ impl<A> Disjoint<A> {
 const CLAIM_ELEMS: usize = 1 << 13;
 
 /// Runs `f(i, chunk)` over `out` split into chunks of `per` elements: across the calling thread
-/// and the pool when `work` (elements touched) is worth it (`team_for`). Each chunk is written
+/// and the pool when `work` (elements touched) is worth it (`team_for`), each call compiled for
+/// the widest vector instructions available (`simd::widest`). Each chunk is written
 /// by one call, so the result does not depend on the thread count.
 pub fn for_chunks<A: Send>(
     out: &mut [A],
@@ -143,7 +144,8 @@ pub fn for_chunks<A: Send>(
         for i in g * group..((g + 1) * group).min(chunks) {
             // SAFETY: chunk i covers i*per..(i+1)*per, claimed by one item only; `out` is
             // borrowed mutably for this whole call.
-            f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) });
+            let piece = unsafe { ptr.piece(i * per, per.min(len - i * per)) };
+            super::simd::widest(|| f(i, piece));
         }
     });
 }
@@ -167,7 +169,7 @@ pub fn for_chunks2<A: Send, B: Send>(
     team_for(chunks, work, |i| {
         // SAFETY: as in `for_chunks`, chunk i of each output belongs to item i alone.
         let (ca, cb) = unsafe { (x.piece(i * pa, pa), y.piece(i * pb, pb)) };
-        f(i, ca, cb)
+        super::simd::widest(|| f(i, ca, cb))
     });
 }
 
