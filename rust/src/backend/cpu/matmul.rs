@@ -3,7 +3,7 @@
 //! the `gemm` crate (FMA, blocked, threaded).
 
 use super::gemm_ref::{gemm_ref, RefGemmElem};
-use super::parallel::{install, num_threads, worth_threads};
+use super::parallel::{install, worth_threads};
 use crate::dtype::Float;
 use rayon::prelude::*;
 
@@ -88,6 +88,12 @@ pub(crate) fn product<T: GemmElem>(
 }
 
 /// One product through the gemm crate: c = A·B with A(i,p) = a[i*a_rs + p*a_cs] and likewise B.
+///
+/// Products of `BLOCKED_FLOPS` or more are cut along C's longer axis into `BLOCKS` blocks, each
+/// one single-threaded gemm call; in parallel the blocks run side by side on the team
+/// (`team_for`), the caller included. On two cores that reaches 1.7-1.9x one core where the
+/// crate's own threading reached 1.4x on mid-sized products (128x784x512: 271 -> 317 GFLOP/s).
+/// The cut is a function of the shapes alone, so the bits do not depend on the thread count.
 #[allow(clippy::too_many_arguments)]
 fn gemm_fast<T: GemmElem>(
     m: usize,
@@ -106,34 +112,200 @@ fn gemm_fast<T: GemmElem>(
         c.iter_mut().for_each(|v| *v = T::ZERO);
         return;
     }
-    let par = if parallel {
-        gemm::Parallelism::Rayon(num_threads())
+    let blocks = if m * n * k >= BLOCKED_FLOPS {
+        BLOCKS.min(m.max(n) / 32).max(1)
     } else {
-        gemm::Parallelism::None
+        1
     };
-    // SAFETY: the caller sized `a`, `b` and `c` for these dimensions and strides (checked at the
-    // op boundary); `c` is exclusively borrowed; gemm reads `dst` only when read_dst is true.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            a_cs as isize,
-            a_rs as isize,
-            b.as_ptr(),
-            b_cs as isize,
-            b_rs as isize,
-            T::ZERO,
-            T::ONE,
-            false,
-            false,
-            false,
-            par,
-        );
+    gemm_in_blocks(
+        blocks,
+        parallel,
+        m,
+        n,
+        k,
+        (a, a_rs, a_cs),
+        (b, b_rs, b_cs),
+        c,
+    );
+}
+
+/// Gemm calls per blocked product: two per thread on two cores, so a helper that wakes late
+/// leaves the caller more to do instead of idling; more blocks would repack A more often (each
+/// block packs all of it).
+const BLOCKS: usize = 4;
+/// Products this large are blocked.
+const BLOCKED_FLOPS: usize = 1 << 20;
+
+/// c = A·B as `blocks` gemm calls over equal blocks (whole register tiles) of C's longer axis,
+/// side by side when `parallel`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_in_blocks<T: GemmElem>(
+    blocks: usize,
+    parallel: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    (a, a_rs, a_cs): (&[T], usize, usize),
+    (b, b_rs, b_cs): (&[T], usize, usize),
+    c: &mut [T],
+) {
+    let by_cols = n >= m;
+    let len = if by_cols { n } else { m };
+    let step = len.div_ceil(blocks.max(1)).div_ceil(16) * 16;
+    let (pa, pb, pc) = (
+        a.as_ptr() as usize,
+        b.as_ptr() as usize,
+        c.as_mut_ptr() as usize,
+    );
+    let size = std::mem::size_of::<T>();
+    let block = |i: usize| {
+        let (lo, hi) = (i * step, ((i + 1) * step).min(len));
+        // SAFETY: the caller sized `a`, `b` and `c` for these dimensions and strides; block i
+        // reads its own rows of A or columns of B and writes C's rows or columns lo..hi,
+        // disjoint from every other block's; `c` stays borrowed mutably until all have run.
+        unsafe {
+            if by_cols {
+                let (bp, cp) = (
+                    (pb + lo * b_cs * size) as *const T,
+                    (pc + lo * size) as *mut T,
+                );
+                gemm_block(
+                    m,
+                    hi - lo,
+                    k,
+                    pa as *const T,
+                    a_rs,
+                    a_cs,
+                    bp,
+                    b_rs,
+                    b_cs,
+                    cp,
+                    n,
+                );
+            } else {
+                let (ap, cp) = (
+                    (pa + lo * a_rs * size) as *const T,
+                    (pc + lo * n * size) as *mut T,
+                );
+                gemm_block(
+                    hi - lo,
+                    n,
+                    k,
+                    ap,
+                    a_rs,
+                    a_cs,
+                    pb as *const T,
+                    b_rs,
+                    b_cs,
+                    cp,
+                    n,
+                );
+            }
+        }
+    };
+    let count = len.div_ceil(step);
+    if parallel {
+        super::parallel::team_for(count, usize::MAX, block);
+    } else {
+        (0..count).for_each(block);
+    }
+}
+
+/// One single-threaded gemm call: C (row stride `ldc`) = A·B.
+///
+/// # Safety
+/// The pointers address matrices of these sizes and strides; nothing else writes C meanwhile.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_block<T: GemmElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const T,
+    a_rs: usize,
+    a_cs: usize,
+    b: *const T,
+    b_rs: usize,
+    b_cs: usize,
+    c: *mut T,
+    ldc: usize,
+) {
+    // gemm reads `dst` only when read_dst is true.
+    gemm::gemm(
+        m,
+        n,
+        k,
+        c,
+        1,
+        ldc as isize,
+        false,
+        a,
+        a_cs as isize,
+        a_rs as isize,
+        b,
+        b_cs as isize,
+        b_rs as isize,
+        T::ZERO,
+        T::ONE,
+        false,
+        false,
+        false,
+        gemm::Parallelism::None,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    /// Blocked products match an f64 triple loop, for both axes, uneven blocks and transposed
+    /// operands, and the blocks run side by side give the bits they give one after another.
+    #[test]
+    fn blocked_products_are_right_and_the_same_in_parallel() {
+        for &(m, n, k) in &[(128, 512, 784), (300, 70, 129), (33, 97, 1000), (64, 64, 5)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true)] {
+                let (a, b) = (values(m * k, 1), values(k * n, 2));
+                let (a_rs, a_cs) = if ta { (1, m) } else { (k, 1) };
+                let (b_rs, b_cs) = if tb { (1, k) } else { (n, 1) };
+                for blocks in [1, 2, 3, 7] {
+                    let run = |parallel| {
+                        let mut c = vec![f32::NAN; m * n];
+                        let (a, b) = ((&a[..], a_rs, a_cs), (&b[..], b_rs, b_cs));
+                        gemm_in_blocks(blocks, parallel, m, n, k, a, b, &mut c);
+                        c
+                    };
+                    let seq = run(false);
+                    for i in 0..m {
+                        for j in 0..n {
+                            let e: f64 = (0..k)
+                                .map(|p| {
+                                    a[i * a_rs + p * a_cs] as f64 * b[p * b_rs + j * b_cs] as f64
+                                })
+                                .sum();
+                            let tol = 1e-5 * (k as f64).sqrt() * 4.0;
+                            let got = seq[i * n + j] as f64;
+                            assert!((got - e).abs() <= tol, "{m}x{n}x{k} {blocks} ({i},{j})");
+                        }
+                    }
+                    let par = run(true);
+                    let same = par
+                        .iter()
+                        .zip(&seq)
+                        .all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(same, "{m}x{n}x{k} ta={ta} tb={tb} in {blocks} blocks");
+                }
+            }
+        }
     }
 }
