@@ -3,31 +3,99 @@
 use crate::dtype::Float;
 
 /// Output of permuting `x` (shape `dims`) so that output axis i is input axis `perm[i]`.
+///
+/// Axes of size 1 are dropped and input-adjacent axes that stay adjacent are merged first. When
+/// the input's last axis stays last, the output is runs copied whole; otherwise it is written in
+/// `TILE`-square tiles spanning the output's last axis and the axis that reads the input
+/// contiguously, so both sides touch whole cache lines (an element-by-element walk reads the
+/// input a stride apart: a 512x784 f32 transpose took 0.71 ms; tiled it streams).
 pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
-    let rank = dims.len();
-    let in_strides = crate::Shape::new(dims.to_vec()).strides();
-    let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
-    let src_strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
     let n = x.len();
-    let mut out = Vec::with_capacity(n);
     if n == 0 {
-        return out;
+        return Vec::new();
     }
-    let mut index = vec![0usize; rank];
-    let mut src = 0usize;
-    for _ in 0..n {
-        out.push(x[src]);
-        for d in (0..rank).rev() {
-            index[d] += 1;
-            src += src_strides[d];
-            if index[d] < out_dims[d] {
-                break;
+    let (od, ss) = simplify(dims, perm);
+    let r = od.len();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let dst = out.spare_capacity_mut();
+    // Output strides (row-major).
+    let mut ds = vec![1usize; r];
+    for d in (0..r.saturating_sub(1)).rev() {
+        ds[d] = ds[d + 1] * od[d + 1];
+    }
+    // The output axis that reads the input contiguously (stride 1), if any besides the last.
+    let last = r - 1;
+    let unit = (0..last).find(|&d| ss[d] == 1).filter(|_| ss[last] != 1);
+    let outer: Vec<usize> = (0..last).filter(|&d| Some(d) != unit).collect();
+    let count: usize = outer.iter().map(|&d| od[d]).product();
+    for mut o in 0..count {
+        // Offsets of this combination of the outer axes, the last outer axis fastest.
+        let (mut src, mut at) = (0usize, 0usize);
+        for &d in outer.iter().rev() {
+            let i = o % od[d];
+            o /= od[d];
+            src += i * ss[d];
+            at += i * ds[d];
+        }
+        match unit {
+            None => {
+                for j in 0..od[last] {
+                    dst[at + j].write(x[src + j * ss[last]]);
+                }
             }
-            src -= src_strides[d] * index[d];
-            index[d] = 0;
+            Some(u) => {
+                let (rows, cols, sc, du) = (od[u], od[last], ss[last], ds[u]);
+                for i0 in (0..rows).step_by(TILE) {
+                    for j0 in (0..cols).step_by(TILE) {
+                        for j in j0..(j0 + TILE).min(cols) {
+                            for i in i0..(i0 + TILE).min(rows) {
+                                dst[at + i * du + j].write(x[src + i + j * sc]);
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
+    // SAFETY: every output offset sum(index[d] * ds[d]) over all index combinations was written
+    // exactly once above (the outer axes, then the unit axis and the last axis in full).
+    unsafe { out.set_len(n) };
     out
+}
+
+/// Side of the square tiles of a transposing permute (elements).
+const TILE: usize = 16;
+
+/// The permute as (output dims, input strides per output axis) with size-1 axes dropped and
+/// runs of output axes that are consecutive in the input, in order, merged into one.
+fn simplify(dims: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let in_strides = crate::Shape::new(dims.to_vec()).strides();
+    let (mut od, mut ss): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    let mut prev: Option<usize> = None;
+    for &p in perm {
+        if dims[p] == 1 {
+            continue;
+        }
+        match (prev, od.last_mut(), ss.last_mut()) {
+            // Axis p follows axis q in the input and in the output: one axis.
+            (Some(q), Some(d), Some(s))
+                if p == q + 1 || (q + 1..p).all(|a| dims[a] == 1) && p > q =>
+            {
+                *d *= dims[p];
+                *s = in_strides[p];
+            }
+            _ => {
+                od.push(dims[p]);
+                ss.push(in_strides[p]);
+            }
+        }
+        prev = Some(p);
+    }
+    if od.is_empty() {
+        (vec![1], vec![1])
+    } else {
+        (od, ss)
+    }
 }
 
 /// Concatenates parts viewed as [outer, len_i, inner] along the middle axis.
