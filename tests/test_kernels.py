@@ -224,3 +224,34 @@ def test_fast_kernels_deterministic_for_fixed_threads(dtype, restore):
         first = (tlrs.tensor(a) @ tlrs.tensor(b)).numpy()
         second = (tlrs.tensor(a) @ tlrs.tensor(b)).numpy()
     assert_bits_equal(second, first)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fast_kernels_repeat_bit_for_bit_on_any_thread_count(dtype, restore):
+    """Fast GEMMs are cut into blocks by shape alone (rust/src/backend/cpu/matmul.rs), so a
+    product, a linear layer's gradients and a convolution's give the same bits on 1, 2 and 3
+    threads."""
+    a, b = arr((160, 300), dtype, 1), arr((300, 520), dtype, 2)
+    x, w = arr((8, 16, 12, 12), dtype, 3), arr((32, 16, 3, 3), dtype, 4)
+    lx, lw = arr((128, 784), dtype, 5), arr((512, 784), dtype, 6)
+
+    def run():
+        tlrs.set_fast_kernels(True)
+        out = [(tlrs.tensor(a, dtype=dtype) @ tlrs.tensor(b, dtype=dtype)).numpy()]
+        tx = tlrs.tensor(lx, dtype=dtype, requires_grad=True)
+        tw = tlrs.tensor(lw, dtype=dtype, requires_grad=True)
+        out += [g.numpy() for g in tlrs.grad(ops.sum(ops.linear(tx, tw, None) ** 2), [tx, tw])]
+        cx = tlrs.tensor(x, dtype=dtype, requires_grad=True)
+        cw = tlrs.tensor(w, dtype=dtype, requires_grad=True)
+        y = ops.conv2d(cx, cw, None, 1, 1)
+        out += [y.numpy()] + [g.numpy() for g in tlrs.grad(ops.sum(y * y), [cx, cw])]
+        return out
+
+    results = {}
+    for n in (1, 2, 3):
+        tlrs.set_num_threads(n)
+        results[n] = run()
+    for n in (2, 3):
+        for got, want in zip(results[n], results[1]):
+            assert_bits_equal(got, want)
+    np.testing.assert_allclose(results[1][0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
