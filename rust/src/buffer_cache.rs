@@ -52,6 +52,19 @@ struct Displaced {
     n: usize,
 }
 
+impl Displaced {
+    fn new() -> Displaced {
+        Displaced {
+            bufs: [(std::ptr::null_mut(), 0); SLOTS + 1],
+            n: 0,
+        }
+    }
+    fn push(&mut self, ptr: *mut u8, class: usize) {
+        self.bufs[self.n] = (ptr, class);
+        self.n += 1;
+    }
+}
+
 impl Table {
     const fn new() -> Table {
         Table {
@@ -75,16 +88,9 @@ impl Table {
     /// Parks `ptr` (`class` bytes) within `cap` bytes, displacing the least recently parked
     /// buffers to make room; `ptr` itself is displaced when it alone exceeds `cap`.
     fn park(&mut self, ptr: *mut u8, class: usize, cap: usize) -> Displaced {
-        let mut out = Displaced {
-            bufs: [(std::ptr::null_mut(), 0); SLOTS + 1],
-            n: 0,
-        };
-        let mut push = |d: (*mut u8, usize)| {
-            out.bufs[out.n] = d;
-            out.n += 1;
-        };
+        let mut out = Displaced::new();
         if class > cap {
-            push((ptr, class));
+            out.push(ptr, class);
             return out;
         }
         while self.bytes + class > cap || self.slots.iter().all(|s| !s.ptr.is_null()) {
@@ -94,12 +100,11 @@ impl Table {
             let Some(i) = oldest else { break };
             let s = std::mem::replace(&mut self.slots[i], EMPTY);
             self.bytes -= s.class;
-            push((s.ptr, s.class));
+            out.push(s.ptr, s.class);
         }
         self.clock += 1;
-        let i = self.slots.iter().position(|s| s.ptr.is_null());
         // The loop above freed a slot whenever all were taken.
-        let i = i.unwrap_or(0);
+        let i = self.slots.iter().position(|s| s.ptr.is_null()).unwrap_or(0);
         self.slots[i] = Slot {
             ptr,
             class,
@@ -111,13 +116,9 @@ impl Table {
 
     /// Every parked buffer, the table left empty.
     fn drain(&mut self) -> Displaced {
-        let mut out = Displaced {
-            bufs: [(std::ptr::null_mut(), 0); SLOTS + 1],
-            n: 0,
-        };
+        let mut out = Displaced::new();
         for s in self.slots.iter_mut().filter(|s| !s.ptr.is_null()) {
-            out.bufs[out.n] = (s.ptr, s.class);
-            out.n += 1;
+            out.push(s.ptr, s.class);
             *s = EMPTY;
         }
         self.bytes = 0;

@@ -105,14 +105,8 @@ mod tests {
     use crate::DType;
 
     fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * scale
-            })
+        (0..n as u64)
+            .map(|i| (crate::rng::uniform_at(seed, i) - 0.5) * scale)
             .collect()
     }
 

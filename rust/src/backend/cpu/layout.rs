@@ -77,10 +77,8 @@ fn simplify(dims: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
             continue;
         }
         match (prev, od.last_mut(), ss.last_mut()) {
-            // Axis p follows axis q in the input and in the output: one axis.
-            (Some(q), Some(d), Some(s))
-                if p == q + 1 || (q + 1..p).all(|a| dims[a] == 1) && p > q =>
-            {
+            // Axis p follows axis q (past size-1 axes) in the input and in the output: one axis.
+            (Some(q), Some(d), Some(s)) if p > q && (q + 1..p).all(|a| dims[a] == 1) => {
                 *d *= dims[p];
                 *s = in_strides[p];
             }

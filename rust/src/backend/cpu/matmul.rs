@@ -258,14 +258,8 @@ mod tests {
     use super::*;
 
     fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-            })
+        (0..n as u64)
+            .map(|i| crate::rng::uniform_at_f32(seed, i) - 0.5)
             .collect()
     }
 

@@ -114,9 +114,7 @@ pub fn per_image_backward<T: Float>(
     [gx, gw, gb]
 }
 
-fn typed<T: CpuElem>(s: &CpuStorage) -> Result<&[T]> {
-    T::view(s).ok_or_else(|| crate::error::dtype_mismatch("batch_norm", T::DTYPE, s.dtype()))
-}
+const OP: &str = "batch_norm";
 
 impl CpuStorage {
     /// The per-image batch norm of `self` with optional per-channel affine parameters (all of
@@ -136,10 +134,10 @@ impl CpuStorage {
             eps: f64,
         ) -> Result<(CpuStorage, CpuStorage)> {
             let (w, b) = (
-                w.map(typed::<T>).transpose()?,
-                b.map(typed::<T>).transpose()?,
+                w.map(|w| w.typed::<T>(OP)).transpose()?,
+                b.map(|b| b.typed::<T>(OP)).transpose()?,
             );
-            let (y, st) = per_image_forward(typed::<T>(x)?, w, b, d, eps);
+            let (y, st) = per_image_forward(x.typed::<T>(OP)?, w, b, d, eps);
             Ok((T::wrap(y), T::wrap(st)))
         }
         match self.dtype() {
@@ -166,8 +164,8 @@ impl CpuStorage {
             d: PlaneDims,
             want: [bool; 3],
         ) -> Result<[Option<CpuStorage>; 3]> {
-            let w = w.map(typed::<T>).transpose()?;
-            let (x, st, g) = (typed::<T>(x)?, typed::<T>(st)?, typed::<T>(g)?);
+            let w = w.map(|w| w.typed::<T>(OP)).transpose()?;
+            let (x, st, g) = (x.typed::<T>(OP)?, st.typed::<T>(OP)?, g.typed::<T>(OP)?);
             Ok(per_image_backward(g, x, st, w, d, want).map(|v| v.map(T::wrap)))
         }
         match self.dtype() {

@@ -141,12 +141,13 @@ pub fn for_chunks<A: Send>(
     let group = CLAIM_ELEMS.div_ceil(per).max(1);
     let (len, ptr) = (out.len(), Disjoint(out.as_mut_ptr(), out.len()));
     team_for(chunks.div_ceil(group), work, |g| {
-        for i in g * group..((g + 1) * group).min(chunks) {
-            // SAFETY: chunk i covers i*per..(i+1)*per, claimed by one item only; `out` is
-            // borrowed mutably for this whole call.
-            let piece = unsafe { ptr.piece(i * per, per.min(len - i * per)) };
-            super::simd::widest(|| f(i, piece));
-        }
+        super::simd::widest(|| {
+            for i in g * group..((g + 1) * group).min(chunks) {
+                // SAFETY: chunk i covers i*per..(i+1)*per, claimed by one item only; `out` is
+                // borrowed mutably for this whole call.
+                f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) });
+            }
+        })
     });
 }
 

@@ -13,6 +13,12 @@ pub enum CpuStorage {
 }
 
 impl CpuStorage {
+    /// The elements as `T`, or the dtype mismatch, named for `op`, of an operand that should
+    /// share `T` with the others.
+    pub fn typed<T: CpuElem>(&self, op: &'static str) -> Result<&[T]> {
+        T::view(self).ok_or_else(|| crate::error::dtype_mismatch(op, T::DTYPE, self.dtype()))
+    }
+
     pub fn dtype(&self) -> DType {
         match self {
             CpuStorage::F32(_) => DType::F32,

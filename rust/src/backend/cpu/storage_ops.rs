@@ -15,11 +15,6 @@ use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
 use crate::{map_cpu, map_cpu2, DType, Result, Shape};
 
-/// The elements of `s` as `T`, or the dtype mismatch (conv2d's operands share one dtype).
-fn typed<T: CpuElem>(s: &CpuStorage) -> Result<&[T]> {
-    T::view(s).ok_or_else(|| crate::error::dtype_mismatch("conv2d", T::DTYPE, s.dtype()))
-}
-
 impl BackendStorage for CpuStorage {
     type Winners = Vec<usize>;
 
@@ -309,8 +304,8 @@ impl BackendStorage for CpuStorage {
             b: Option<&CpuStorage>,
             d: ConvDims,
         ) -> Result<CpuStorage> {
-            let (xv, wv) = (typed::<T>(x)?, typed::<T>(w)?);
-            let bv = b.map(typed::<T>).transpose()?;
+            let (xv, wv) = (x.typed::<T>("conv2d")?, w.typed::<T>("conv2d")?);
+            let bv = b.map(|b| b.typed::<T>("conv2d")).transpose()?;
             Ok(T::wrap(super::conv::conv2d(
                 xv,
                 wv,
@@ -333,7 +328,8 @@ impl BackendStorage for CpuStorage {
             d: ConvDims,
             need_x: bool,
         ) -> Result<[CpuStorage; 3]> {
-            let (xv, wv, gv) = (typed::<T>(x)?, typed::<T>(w)?, typed::<T>(g)?);
+            let op = "conv2d";
+            let (xv, wv, gv) = (x.typed::<T>(op)?, w.typed::<T>(op)?, g.typed::<T>(op)?);
             let fast = super::parallel::fast_kernels();
             let (gx, gw) = super::conv_grad::conv2d_grads(gv, xv, wv, d, fast, need_x);
             Ok([
