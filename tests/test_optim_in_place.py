@@ -1,7 +1,8 @@
 """The CPU optimizer writes into a parameter's own buffer only when nothing else can see it (the
-compiled loop's parameters after its first step), and splits large parameters across threads.
-Neither may change a bit: eager updates (always into copies, checked against the reference
-formulas in test_optim.py) are the oracle, and tensors the caller holds must keep their values."""
+compiled loop's parameters after its first step, an eager module's own parameters under SGD),
+and splits large parameters across threads. Neither may change a bit: functional updates (always
+into copies, checked against the reference formulas in test_optim.py) and NumPy are the oracles,
+and tensors the caller holds must keep their values."""
 
 import numpy as np
 import pytest
@@ -74,3 +75,42 @@ def test_tensors_the_caller_holds_keep_their_values(backend):
         assert all(np.array_equal(a, b) for a, b in zip(bits(v), before[1][k], strict=True))
     # ...while the module itself moved on.
     assert not np.array_equal(bits(m.params())[0], before[0][0])
+
+
+def _address(t):
+    # The buffer's address; the NumPy view is dropped at once so it holds nothing afterwards.
+    return np.asarray(t).ctypes.data
+
+
+def test_eager_sgd_writes_the_modules_own_buffers_with_the_formulas_bits():
+    defn, xs = wide_linear(), data()
+    m = tlrs.instantiate_with_options(defn, "float32", Options(backend=Backend("eager")))
+    lr = 0.05
+    m.step(lr, xs[0])  # the first update copies: the definition's init_params share the buffers
+    for _ in range(2):
+        before = [np.asarray(p).copy() for p in m.params()]
+        grads = [np.asarray(g) for g in m.backward(xs[0])]
+        addresses = [_address(p) for p in m._params]
+        m.step(lr, xs[0])
+        assert [_address(p) for p in m._params] == addresses
+        after = [np.asarray(p).copy() for p in m.params()]
+        for a, b, g in zip(after, before, grads, strict=True):
+            want = b - np.float32(lr) * g  # each operation rounded in float32, as the reference
+            assert np.array_equal(a.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("hold", ["params", "state_dict", "numpy"])
+def test_eager_sgd_copies_a_parameter_someone_still_holds(hold):
+    defn, xs = wide_linear(), data()
+    m = tlrs.instantiate_with_options(defn, "float32", Options(backend=Backend("eager")))
+    if hold == "params":
+        held = m.params()
+    elif hold == "state_dict":
+        held = list(m.state_dict().values())
+    else:
+        held = [np.asarray(p) for p in m.params()]
+    before = [np.asarray(h).copy() for h in held]
+    m.train_sgd(0.05, 2, xs, log_every=0)
+    for h, b in zip(held, before, strict=True):
+        assert np.array_equal(np.asarray(h), b)
+    assert not np.array_equal(np.asarray(m.params()[0]), before[0])

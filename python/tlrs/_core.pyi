@@ -340,6 +340,9 @@ def get_fast_kernels() -> bool:
 def optim_update(kind: str, hyper: dict[str, float], t: int, param: Tensor, grad: Tensor,
                  slots: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
     """One update of one parameter at step t by the optimizer `kind`: (parameter, slots)."""
+def optim_update_(kind: str, hyper: dict[str, float], t: int, param: Tensor, grad: Tensor,
+                  slots: Sequence[Tensor]) -> None:
+    """As optim_update, replacing param's and the slots' values (in place when unshared)."""
 def get_kernel_settings() -> tuple[bool, bool, bool]:
     """This thread's kernel settings: (fast CPU kernels, GPU matmuls in fp64, TF32)."""
 def set_kernel_settings(fast: bool, gpu_fp64: bool, tf32: bool) -> None:

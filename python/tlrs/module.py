@@ -200,8 +200,14 @@ class Module:
         return tuple(self.defn.param_names or ())
 
     def params(self) -> list[Tensor]:
-        """The current parameter values, in order."""
-        return list(self._params)
+        """The current parameter values, in order (tensors of their own: a later update leaves
+        them as they are)."""
+        return self._shared_params()
+
+    def _shared_params(self) -> list[Tensor]:
+        # New handles on the same buffers: the module's own tensor objects never leave it, so
+        # `_sgd_step` may update them in place exactly when no handed-out tensor shares a buffer.
+        return [p.detach() for p in self._params]
 
     def set_params(self, ps: Sequence[Tensor]) -> None:
         """Replace every parameter value.
@@ -259,7 +265,7 @@ class Module:
             graph = self._compiled.graph_for([x.shape for x in xs_t])
             return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
         with self._settings(), no_grad():
-            return self._loss(self._params, xs)
+            return self._loss(self._shared_params(), xs)
 
     def _value_and_grads(self, xs: Inputs) -> tuple[Tensor, list[Tensor]]:
         """(loss, one gradient per parameter); frozen parameters get zeros."""
@@ -305,12 +311,13 @@ class Module:
         self._sgd_step(lr, self._value_and_grads(xs)[1])
 
     def _sgd_step(self, lr: float, grads: list[Tensor]) -> None:
-        # `p - lr*g` in one native pass per parameter (two ops would write two new tensors).
+        # `p - lr*g` in one native pass per parameter, into the parameter's own buffer unless a
+        # tensor handed out earlier (`params()`, `state_dict()`, a NumPy view) still shares it.
         hyper = {"lr": float(lr)}
         with self._settings():
-            updated = zip(self._params, grads, self.requires_grad, strict=True)
-            self._params = [_core.optim_update("sgd", hyper, 1, p.detach(), g.detach(), [])[0] if flag else p
-                            for p, g, flag in updated]
+            for p, g, flag in zip(self._params, grads, self.requires_grad, strict=True):
+                if flag:
+                    _core.optim_update_("sgd", hyper, 1, p, g, [])
 
     def init_optim(self, opt: optim.Optimizer) -> optim.OptimState:
         """`opt.init` on the current parameters."""
@@ -430,7 +437,7 @@ class Module:
     def state_dict(self) -> dict[str, Tensor]:
         """The parameters by name, in order, as tlrs tensors (`np.asarray(v)` and
         `torch.from_dlpack(v)` read them without a copy on the CPU)."""
-        return dict(zip(self.param_names, self._params, strict=True))
+        return dict(zip(self.param_names, self._shared_params(), strict=True))
 
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any:
         """Replace parameters from any mapping of name -> array (NumPy, PyTorch tensors, tlrs

@@ -1,11 +1,13 @@
 //! The formulas over CPU buffers, written into the parameter's and slots' own buffers when the
-//! update holds them alone (the compiled loop's parameters after its first step), else into
+//! update holds them alone (the compiled loop's parameters after its first step, an eager
+//! `Module`'s own parameters), else into
 //! copies. Elements are independent, so chunks run across the pool and the bits depend on
-//! neither the thread count nor the path taken.
+//! neither the thread count nor the path taken (nor the vector width the loops are compiled
+//! for: the same IEEE operations per element, no fused multiply-adds).
 
 use super::formula::{step, Arith, Consts, Rule};
 use super::OptimKind;
-use crate::backend::cpu::parallel;
+use crate::backend::cpu::{parallel, simd};
 use crate::storage::{try_alloc, CpuElem};
 use crate::{Result, Tensor};
 use std::sync::Mutex;
@@ -74,7 +76,7 @@ fn run<T: CpuElem + Arith>(
     s1: Option<&mut [T]>,
 ) {
     if p.len() <= CHUNK {
-        return apply(rule, k, (p, g, s0, s1));
+        return simd::widest(|| apply(rule, k, (p, g, s0, s1)));
     }
     let p_len = p.len();
     let mut pieces: Vec<Piece<'_, T>> = Vec::new();
@@ -93,7 +95,7 @@ fn run<T: CpuElem + Arith>(
         pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
     parallel::team_for(pieces.len(), p_len, |i| {
         if let Some(pc) = pieces[i].lock().ok().and_then(|mut p| p.take()) {
-            apply(rule, k, pc)
+            simd::widest(|| apply(rule, k, pc))
         }
     });
 }

@@ -117,6 +117,20 @@ pub fn update(
     g: &Tensor,
     mut slots: Vec<Tensor>,
 ) -> Result<(Tensor, Vec<Tensor>)> {
+    update_in_place(kind, t, &mut p, g, &mut slots)?;
+    Ok((p, slots))
+}
+
+/// As `update`, replacing `p` and `slots` with the results: on the CPU their buffers are
+/// written in place when nothing else holds them, so an owner that hands out only copies of
+/// its handles (the eager `Module`) updates without allocating. On error nothing changes.
+pub fn update_in_place(
+    kind: OptimKind,
+    t: u64,
+    p: &mut Tensor,
+    g: &Tensor,
+    slots: &mut [Tensor],
+) -> Result<()> {
     if slots.len() != kind.slot_count() {
         return Err(Error::arg(
             "optim",
@@ -148,13 +162,15 @@ pub fn update(
         DType::F64 => Consts::of::<f64>(kind, t),
     };
     if p.is_cuda() {
-        return crate::autograd::no_grad(|| on_tensors(kind, &k, &p, g, &slots));
+        let (q, out) = crate::autograd::no_grad(|| on_tensors(kind, &k, p, g, slots))?;
+        *p = q;
+        slots.iter_mut().zip(out).for_each(|(s, o)| *s = o);
+        return Ok(());
     }
     match p.dtype() {
-        DType::F32 => cpu::update::<f32>(kind, &k, &mut p, g, &mut slots)?,
-        DType::F64 => cpu::update::<f64>(kind, &k, &mut p, g, &mut slots)?,
+        DType::F32 => cpu::update::<f32>(kind, &k, p, g, slots),
+        DType::F64 => cpu::update::<f64>(kind, &k, p, g, slots),
     }
-    Ok((p, slots))
 }
 
 fn view<T: CpuElem>(t: &Tensor) -> Result<&[T]> {

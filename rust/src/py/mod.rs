@@ -121,6 +121,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         nccl::nccl_probe,
         nccl::nccl_unique_id,
         optim::optim_update,
+        optim::optim_update_,
         nn_ops::assign_,
     );
     elementwise::set_star_exports(m)
