@@ -63,3 +63,45 @@ def test_fast_kernels_over_several_image_groups_match_the_reference():
     for a, e in zip(fast, ref, strict=True):
         scale = max(1.0, float(np.abs(e).max()))
         assert float(np.abs(a - e).max()) <= 1e-5 * scale
+
+
+def np_conv2d_vjp(x, w, r, stride, padding):
+    """(d/dx, d/dw) of sum(conv2d(x, w) * r), by the adjoint of NumPy's patch sum."""
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    _, _, kh, kw = w.shape
+    oh, ow = r.shape[2:]
+    for ky in range(kh):
+        for kx in range(kw):
+            rows = slice(ky, ky + stride * (oh - 1) + 1, stride)
+            cols = slice(kx, kx + stride * (ow - 1) + 1, stride)
+            gxp[:, :, rows, cols] += np.einsum("nohw,oc->nchw", r, w[:, :, ky, kx])
+            gw[:, :, ky, kx] = np.einsum("nohw,nchw->oc", r, xp[:, :, rows, cols])
+    h, wd = x.shape[2:]
+    return gxp[:, :, padding:padding + h, padding:padding + wd], gw
+
+
+# Every im2col/col2im form: stride 1 keeping the width (one shifted copy per row) with padding
+# below, at and above the kernel's reach, stride 1 narrowing, strides 2 and 3, kernels larger
+# than the padded input's rows in one axis, planes above and below the per-image threshold.
+GEOMETRIES = [
+    ((2, 3, 9, 9), (4, 3, 3, 3), 1, 1), ((2, 2, 8, 8), (3, 2, 5, 5), 1, 2),
+    ((2, 2, 6, 6), (3, 2, 3, 3), 1, 3), ((2, 2, 7, 7), (3, 2, 1, 1), 1, 0),
+    ((2, 2, 9, 7), (3, 2, 3, 3), 1, 0), ((2, 2, 10, 10), (3, 2, 3, 3), 2, 1),
+    ((2, 2, 11, 9), (3, 2, 4, 2), 3, 2), ((2, 2, 3, 12), (3, 2, 5, 3), 1, 1),
+    ((1, 3, 12, 12), (2, 3, 7, 7), 2, 3), ((3, 2, 4, 4), (2, 2, 3, 3), 1, 4),
+]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("xs, ws, stride, pad", GEOMETRIES)
+def test_every_lowering_geometry_against_numpy(fast, xs, ws, stride, pad):
+    x, w = data(xs, seed=90)[0], data(ws, seed=91)[0]
+    r = readout(np_conv2d(x, w, None, stride, pad).shape, 92)
+    ts = [T(x, requires_grad=True), T(w, requires_grad=True)]
+    with tlrs.fast_kernels(fast):
+        y = ops.conv2d(*ts, stride=stride, padding=pad)
+        got = tlrs.grad(ops.sum(ops.mul(y, T(r))), ts)
+    check(y, np_conv2d(x, w, None, stride, pad), "float64")
+    for g, e in zip(got, np_conv2d_vjp(x, w, r, stride, pad), strict=True):
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-12, atol=1e-12)

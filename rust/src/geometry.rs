@@ -18,7 +18,8 @@ pub struct ConvDims {
 }
 
 impl ConvDims {
-    /// Output columns `ow` whose input column `ow*s + kx - p` lies inside [0, w).
+    /// Output columns `ow` whose input column `ow*s + kx - p` lies inside [0, w): a span
+    /// lo..hi within [0, OW] (empty when none does).
     pub(crate) fn valid_cols(&self, kx: usize) -> (usize, usize) {
         let (s, p) = (self.stride, self.pad);
         let lo = if kx >= p { 0 } else { (p - kx).div_ceil(s) };
@@ -28,6 +29,7 @@ impl ConvDims {
         } else {
             0
         };
+        let lo = lo.min(self.ow);
         (lo, hi.max(lo))
     }
     pub(crate) fn in_row(&self, oy: usize, ky: usize) -> Option<usize> {

@@ -4,10 +4,13 @@
 //! kernel column) with separate multiply and add, padding cells taking part as zeros, then
 //! + bias, however many images share a product; fast kernels use the `gemm` crate.
 
+use super::elementwise::filled;
 use super::matmul::{product, GemmElem};
 use super::parallel::{for_chunks, install, worth_threads};
+use super::simd;
 use crate::dtype::Float;
 use crate::geometry::ConvDims;
+use std::mem::MaybeUninit;
 
 /// Products below this many multiply-adds run on the calling thread.
 pub(super) const PAR_MIN_FLOPS: usize = 1 << 20;
@@ -43,47 +46,99 @@ pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
 }
 
 /// Unfolds images `n0..n0 + g` into columns [C*KH*KW, g*OH*OW] (padding cells are 0): row
-/// (c, ky, kx) holds image i's patch values at columns i*P .. (i+1)*P. Rows fill in parallel.
+/// (c, ky, kx) holds image i's patch values at columns i*P .. (i+1)*P. Rows fill in parallel,
+/// each output row's valid span as one contiguous (stride 1) or strided copy, into memory that
+/// is never zeroed first (the padding cells are written as zeros).
 pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
     let (plane, img) = (d.oh * d.ow, d.c * d.h * d.w);
     let kk = d.c * d.kh * d.kw;
-    let mut cols = vec![T::ZERO; kk * g * plane];
-    for_chunks(&mut cols, g * plane, kk * g * plane, |q, row| {
+    filled(kk * g * plane, g * plane, kk * g * plane, |q, row| {
         let (c, ky, kx) = (q / (d.kh * d.kw), (q / d.kw) % d.kh, q % d.kw);
         let (lo, hi) = d.valid_cols(kx);
         for (i, r) in row.chunks_mut(plane).enumerate() {
             let xi = &x[(n0 + i) * img + c * d.h * d.w..][..d.h * d.w];
-            for oy in 0..d.oh {
-                let Some(iy) = d.in_row(oy, ky) else { continue };
-                for ox in lo..hi {
-                    r[oy * d.ow + ox] = xi[iy * d.w + ox * d.stride + kx - d.pad];
+            if d.stride == 1 && d.ow == d.w {
+                shifted_plane(xi, d, ky, kx, r);
+                continue;
+            }
+            for (oy, out) in r.chunks_mut(d.ow).enumerate() {
+                let Some(iy) = d.in_row(oy, ky).filter(|_| hi > lo) else {
+                    zero(out);
+                    continue;
+                };
+                zero(&mut out[..lo]);
+                zero(&mut out[hi..]);
+                let src = &xi[iy * d.w + lo * d.stride + kx - d.pad..];
+                let dst = &mut out[lo..hi];
+                if d.stride == 1 {
+                    dst.iter_mut().zip(src).for_each(|(o, &v)| _ = o.write(v));
+                } else {
+                    let src = src.iter().step_by(d.stride);
+                    dst.iter_mut().zip(src).for_each(|(o, &v)| _ = o.write(v));
                 }
             }
         }
-    });
-    cols
+    })
+}
+
+fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
+    o.iter_mut().for_each(|v| _ = v.write(T::ZERO));
+}
+
+/// One im2col row of one image when the stride is 1 and rows keep their width (OW = W): the
+/// plane shifted by (ky - pad) rows and (kx - pad) columns, so every row that reads the input
+/// is one stretch of one copy; the cells that stretch wraps across row ends are then zeroed,
+/// like the rows above and below the input.
+fn shifted_plane<T: Float>(xi: &[T], d: ConvDims, ky: usize, kx: usize, r: &mut [MaybeUninit<T>]) {
+    let (lo, hi) = d.valid_cols(kx);
+    let oy0 = d.pad.saturating_sub(ky);
+    let oy1 = (d.h + d.pad).saturating_sub(ky).min(d.oh);
+    if oy1 <= oy0 || hi <= lo {
+        return zero(r);
+    }
+    let (start, end) = (oy0 * d.ow + lo, (oy1 - 1) * d.ow + hi);
+    let src = &xi[(oy0 + ky - d.pad) * d.w + lo + kx - d.pad..][..end - start];
+    zero(&mut r[..start]);
+    r[start..end]
+        .iter_mut()
+        .zip(src)
+        .for_each(|(o, &v)| _ = o.write(v));
+    zero(&mut r[end..]);
+    for oy in oy0..oy1 - 1 {
+        zero(&mut r[oy * d.ow + hi..(oy + 1) * d.ow + lo]);
+    }
 }
 
 /// Adds one image's columns back into it [C, H, W] (the adjoint of im2col): column block
-/// `cols[q * stride + off ..][..P]` for row q, added in (c, ky, kx, oy, ox) order.
+/// `cols[q * stride + off ..][..P]` for row q, added in (c, ky, kx, oy, ox) order, each output
+/// row's valid span at once (the same additions in the same order per element).
 pub(super) fn col2im<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDims, x: &mut [T]) {
     let plane = d.oh * d.ow;
-    for c in 0..d.c {
-        for ky in 0..d.kh {
-            for kx in 0..d.kw {
-                let q = (c * d.kh + ky) * d.kw + kx;
-                let row = &cols[q * stride + off..][..plane];
-                let (lo, hi) = d.valid_cols(kx);
-                for oy in 0..d.oh {
-                    let Some(iy) = d.in_row(oy, ky) else { continue };
-                    for ox in lo..hi {
-                        let i = (c * d.h + iy) * d.w + ox * d.stride + kx - d.pad;
-                        x[i] = x[i] + row[oy * d.ow + ox];
+    simd::widest(|| {
+        for c in 0..d.c {
+            for ky in 0..d.kh {
+                for kx in 0..d.kw {
+                    let q = (c * d.kh + ky) * d.kw + kx;
+                    let row = &cols[q * stride + off..][..plane];
+                    let (lo, hi) = d.valid_cols(kx);
+                    if hi == lo {
+                        continue;
+                    }
+                    for oy in 0..d.oh {
+                        let Some(iy) = d.in_row(oy, ky) else { continue };
+                        let src = &row[oy * d.ow + lo..oy * d.ow + hi];
+                        let dst = &mut x[(c * d.h + iy) * d.w + lo * d.stride + kx - d.pad..];
+                        if d.stride == 1 {
+                            dst.iter_mut().zip(src).for_each(|(a, &b)| *a = *a + b);
+                        } else {
+                            let dst = dst.iter_mut().step_by(d.stride);
+                            dst.zip(src).for_each(|(a, &b)| *a = *a + b);
+                        }
                     }
                 }
             }
         }
-    }
+    })
 }
 
 /// One product, threaded inside the GEMM when it is large enough.
