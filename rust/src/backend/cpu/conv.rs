@@ -4,10 +4,10 @@
 //! kernel column) with separate multiply and add, padding cells taking part as zeros, then
 //! + bias, however many images share a product; fast kernels use the `gemm` crate.
 
-use super::elementwise::filled;
-use super::matmul::{product, GemmElem};
+use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, install, worth_threads};
 use super::simd;
+use super::uninit::{assume_init, filled, written};
 use crate::dtype::Float;
 use crate::geometry::ConvDims;
 use std::mem::MaybeUninit;
@@ -57,7 +57,7 @@ pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec
         let (lo, hi) = d.valid_cols(kx);
         for (i, r) in row.chunks_mut(plane).enumerate() {
             let xi = &x[(n0 + i) * img + c * d.h * d.w..][..d.h * d.w];
-            if d.stride == 1 && d.ow == d.w {
+            if shifts(&d) {
                 shifted_plane(xi, d, ky, kx, r);
                 continue;
             }
@@ -91,9 +91,8 @@ fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
 /// like the rows above and below the input.
 fn shifted_plane<T: Float>(xi: &[T], d: ConvDims, ky: usize, kx: usize, r: &mut [MaybeUninit<T>]) {
     let (lo, hi) = d.valid_cols(kx);
-    let oy0 = d.pad.saturating_sub(ky);
-    let oy1 = (d.h + d.pad).saturating_sub(ky).min(d.oh);
-    if oy1 <= oy0 || hi <= lo {
+    let (oy0, oy1) = valid_rows(&d, ky);
+    if oy1 == oy0 || hi == lo {
         return zero(r);
     }
     let (start, end) = (oy0 * d.ow + lo, (oy1 - 1) * d.ow + hi);
@@ -109,25 +108,74 @@ fn shifted_plane<T: Float>(xi: &[T], d: ConvDims, ky: usize, kx: usize, r: &mut 
     }
 }
 
+/// Whether im2col rows of this geometry are shifted copies of the input plane (stride 1, rows
+/// as wide as the input's): then an output row's valid span runs on into the next row's.
+fn shifts(d: &ConvDims) -> bool {
+    d.stride == 1 && d.ow == d.w
+}
+
+/// The output rows oy0..oy1 of kernel row `ky` that read the input (`oy*s + ky - p` in [0, h)).
+fn valid_rows(d: &ConvDims, ky: usize) -> (usize, usize) {
+    let oy0 = d.pad.saturating_sub(ky).div_ceil(d.stride).min(d.oh);
+    let oy1 = match (d.h + d.pad).checked_sub(ky + 1) {
+        Some(last) => (last / d.stride + 1).min(d.oh),
+        None => 0,
+    };
+    (oy0, oy1.max(oy0))
+}
+
+/// Zeroes, in every row of columns [CKK, stride] holding `images` images side by side, the
+/// cells between one output row's valid span and the next (they read padding), so that
+/// `col2im` can add each row's valid rows as one stretch. Only shifting geometries have such
+/// cells in a stretch; others are left as they are.
+pub(super) fn clear_wrapped<T: Float>(cols: &mut [T], stride: usize, images: usize, d: ConvDims) {
+    if !shifts(&d) {
+        return;
+    }
+    let plane = d.oh * d.ow;
+    for (q, row) in cols.chunks_mut(stride).enumerate() {
+        let (ky, kx) = ((q / d.kw) % d.kh, q % d.kw);
+        let (lo, hi) = d.valid_cols(kx);
+        let (oy0, oy1) = valid_rows(&d, ky);
+        for r in row[..images * plane].chunks_mut(plane) {
+            for oy in oy0..oy1.saturating_sub(1) {
+                r[oy * d.ow + hi..(oy + 1) * d.ow + lo].fill(T::ZERO);
+            }
+        }
+    }
+}
+
 /// Adds one image's columns back into it [C, H, W] (the adjoint of im2col): column block
 /// `cols[q * stride + off ..][..P]` for row q, added in (c, ky, kx, oy, ox) order, each output
-/// row's valid span at once (the same additions in the same order per element).
+/// row's valid span at once, or in shifting geometries (after `clear_wrapped`) all valid rows
+/// as one stretch. Every element of x takes the same additions in the same order either way,
+/// plus in a stretch some +0.0 from cleared cells, which leave any sum that started from +0.0
+/// as it is (such a sum is never -0.0).
 pub(super) fn col2im<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDims, x: &mut [T]) {
     let plane = d.oh * d.ow;
     simd::widest(|| {
         for c in 0..d.c {
+            let xc = &mut x[c * d.h * d.w..][..d.h * d.w];
             for ky in 0..d.kh {
                 for kx in 0..d.kw {
                     let q = (c * d.kh + ky) * d.kw + kx;
                     let row = &cols[q * stride + off..][..plane];
                     let (lo, hi) = d.valid_cols(kx);
-                    if hi == lo {
+                    let (oy0, oy1) = valid_rows(&d, ky);
+                    if hi == lo || oy1 == oy0 {
                         continue;
                     }
-                    for oy in 0..d.oh {
-                        let Some(iy) = d.in_row(oy, ky) else { continue };
+                    if shifts(&d) {
+                        let (start, end) = (oy0 * d.ow + lo, (oy1 - 1) * d.ow + hi);
+                        let dst = &mut xc[(oy0 + ky - d.pad) * d.w + lo + kx - d.pad..];
+                        let src = &row[start..end];
+                        dst.iter_mut().zip(src).for_each(|(a, &b)| *a = *a + b);
+                        continue;
+                    }
+                    for oy in oy0..oy1 {
+                        let iy = oy * d.stride + ky - d.pad;
                         let src = &row[oy * d.ow + lo..oy * d.ow + hi];
-                        let dst = &mut x[(c * d.h + iy) * d.w + lo * d.stride + kx - d.pad..];
+                        let dst = &mut xc[iy * d.w + lo * d.stride + kx - d.pad..];
                         if d.stride == 1 {
                             dst.iter_mut().zip(src).for_each(|(a, &b)| *a = *a + b);
                         } else {
@@ -141,7 +189,7 @@ pub(super) fn col2im<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDim
     })
 }
 
-/// One product, threaded inside the GEMM when it is large enough.
+/// One product into unwritten memory, threaded inside the GEMM when it is large enough.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn product_auto<T: GemmElem>(
     fast: bool,
@@ -150,9 +198,11 @@ pub(super) fn product_auto<T: GemmElem>(
     k: usize,
     a: (&[T], usize, usize),
     b: (&[T], usize, usize),
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
 ) {
-    let run = |c: &mut [T], par: bool| product(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par);
+    let run = |c: &mut [MaybeUninit<T>], par: bool| {
+        product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par)
+    };
     if worth_threads(m * n * k, PAR_MIN_FLOPS) {
         install(|| run(c, true));
     } else {
@@ -172,18 +222,16 @@ pub fn conv2d<T: GemmElem>(
     fast: bool,
 ) -> Vec<T> {
     let (plane, kk) = (d.oh * d.ow, d.c * d.kh * d.kw);
-    let mut y = vec![T::ZERO; d.n * d.oc * plane];
+    let total = d.n * d.oc * plane;
     if plane == 0 || d.oc == 0 {
-        return y;
+        return vec![T::ZERO; total];
     }
-    let add_bias = |row: &mut [T], src: &[T], o: usize| match bias {
-        Some(b) => row.iter_mut().zip(src).for_each(|(v, &s)| *v = s + b[o]),
-        None => row.copy_from_slice(src),
-    };
     if plane >= BATCH_BELOW {
-        let one = |n: usize, out: &mut [T], par: bool| {
+        let one = |n: usize, out: &mut [MaybeUninit<T>], par: bool| {
             let cols = im2col(x, d, n, 1);
-            product(fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, par);
+            product_into(fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, par);
+            // SAFETY: the product wrote every element of `out` ([OC, P]).
+            let out = unsafe { assume_init(out) };
             if let Some(b) = bias {
                 for (o, row) in out.chunks_mut(plane).enumerate() {
                     row.iter_mut().for_each(|v| *v = *v + b[o]);
@@ -191,25 +239,72 @@ pub fn conv2d<T: GemmElem>(
             }
         };
         let per = d.oc * plane;
-        if d.n == 1 && worth_threads(per * kk, PAR_MIN_FLOPS) {
-            install(|| one(0, &mut y, true));
-        } else {
-            for_chunks(&mut y, per, d.n * per * kk, |n, out| one(n, out, false));
-        }
-        return y;
-    }
-    let g = group_size(&d);
-    for n0 in (0..d.n).step_by(g) {
-        let gn = g.min(d.n - n0);
-        let np = gn * plane;
-        let cols = im2col(x, d, n0, gn);
-        let mut out = vec![T::ZERO; d.oc * np];
-        product_auto(fast, d.oc, np, kk, (wt, kk, 1), (&cols, np, 1), &mut out);
-        let dst = &mut y[n0 * d.oc * plane..][..gn * d.oc * plane];
-        for_chunks(dst, plane, dst.len(), |r, row| {
-            let (i, o) = (r / d.oc, r % d.oc);
-            add_bias(row, &out[o * np + i * plane..][..plane], o);
+        return written(total, |y| {
+            if d.n == 1 && worth_threads(per * kk, PAR_MIN_FLOPS) {
+                install(|| one(0, y, true));
+            } else {
+                for_chunks(y, per, d.n * per * kk, |n, out| one(n, out, false));
+            }
         });
     }
-    y
+    let add_bias = |row: &mut [MaybeUninit<T>], src: &[T], o: usize| match bias {
+        Some(b) => row
+            .iter_mut()
+            .zip(src)
+            .for_each(|(v, &s)| _ = v.write(s + b[o])),
+        None => row.iter_mut().zip(src).for_each(|(v, &s)| _ = v.write(s)),
+    };
+    let g = group_size(&d);
+    written(total, |y| {
+        for n0 in (0..d.n).step_by(g) {
+            let gn = g.min(d.n - n0);
+            let np = gn * plane;
+            let cols = im2col(x, d, n0, gn);
+            let out = written(d.oc * np, |c| {
+                product_auto(fast, d.oc, np, kk, (wt, kk, 1), (&cols, np, 1), c)
+            });
+            // Every (image, channel) row of the group, so all of y over the groups.
+            let dst = &mut y[n0 * d.oc * plane..][..gn * d.oc * plane];
+            for_chunks(dst, plane, dst.len(), |r, row| {
+                let (i, o) = (r / d.oc, r % d.oc);
+                add_bias(row, &out[o * np + i * plane..][..plane], o);
+            });
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `valid_rows` is exactly the set of rows `in_row` accepts, for strides 1-3 and paddings
+    /// below, at and beyond the kernel.
+    #[test]
+    fn valid_rows_are_the_rows_that_read_the_input() {
+        for (h, kh, stride, pad) in [(5, 3, 1, 1), (4, 7, 2, 3), (9, 2, 3, 4), (1, 1, 1, 0)] {
+            let oh = (h + 2 * pad - kh) / stride + 1;
+            let d = ConvDims {
+                n: 1,
+                c: 1,
+                h,
+                w: h,
+                oc: 1,
+                kh,
+                kw: kh,
+                stride,
+                pad,
+                oh,
+                ow: oh,
+            };
+            for ky in 0..kh {
+                let (oy0, oy1) = valid_rows(&d, ky);
+                let want: Vec<usize> = (0..oh).filter(|&oy| d.in_row(oy, ky).is_some()).collect();
+                assert_eq!(
+                    (oy0..oy1).collect::<Vec<_>>(),
+                    want,
+                    "{h} {kh} {stride} {pad} {ky}"
+                );
+            }
+        }
+    }
 }

@@ -5,11 +5,15 @@
 //! a function of the kernel kind and the shapes, never of the thread count. The input gradient
 //! is skipped when nothing needs it (a network's first layer).
 
-use super::conv::{col2im, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS};
-use super::matmul::{product, GemmElem};
+use super::conv::{
+    clear_wrapped, col2im, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS,
+};
+use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, install, worth_threads};
+use super::uninit::{filled, written};
 use crate::geometry::ConvDims;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// (input gradient when `need_x`, weight gradient).
 pub fn conv2d_grads<T: GemmElem>(
@@ -42,53 +46,59 @@ fn grads_per_image<T: GemmElem>(
 ) -> (Option<Vec<T>>, Vec<T>) {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
     let mut gx = vec![T::ZERO; if need_x { d.n * img } else { 0 }];
-    let mut per_image = vec![T::ZERO; d.n * d.oc * kk];
+    let mut per_image = Vec::with_capacity(d.n * d.oc * kk);
+    let per_image_out = &mut per_image.spare_capacity_mut()[..d.n * d.oc * kk];
     // One image alone threads inside its products; several run one image per thread.
-    let prod = |m, n, k, a: (&[T], usize, usize), b: (&[T], usize, usize), c: &mut [T]| {
-        if d.n == 1 {
-            product_auto(fast, m, n, k, a, b, c)
-        } else {
-            product(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, false)
-        }
-    };
-    let one = |n: usize, gxn: Option<&mut [T]>, gwn: &mut [T]| {
+    let prod =
+        |m, n, k, a: (&[T], usize, usize), b: (&[T], usize, usize), c: &mut [MaybeUninit<T>]| {
+            if d.n == 1 {
+                product_auto(fast, m, n, k, a, b, c)
+            } else {
+                product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, false)
+            }
+        };
+    let one = |n: usize, gxn: Option<&mut [T]>, gwn: &mut [MaybeUninit<T>]| {
         let gy = &g[n * d.oc * plane..][..d.oc * plane];
         let cols = im2col(x, d, n, 1);
         // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
         prod(d.oc, kk, plane, (gy, plane, 1), (&cols, 1, plane), gwn);
         if let Some(gxn) = gxn {
             // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
-            let mut gcols = vec![T::ZERO; kk * plane];
-            prod(kk, plane, d.oc, (wt, 1, kk), (gy, plane, 1), &mut gcols);
+            let mut gcols = written(kk * plane, |c| {
+                prod(kk, plane, d.oc, (wt, 1, kk), (gy, plane, 1), c)
+            });
+            clear_wrapped(&mut gcols, plane, 1, d);
             col2im(&gcols, plane, 0, d, gxn);
         }
     };
     let gw_chunk = (d.oc * kk).max(1);
-    let run = |(n, gwn): (usize, &mut [T]), gxn: Option<&mut [T]>| one(n, gxn, gwn);
+    let run = |(n, gwn): (usize, &mut [MaybeUninit<T>]), gxn: Option<&mut [T]>| one(n, gxn, gwn);
     let parallel = worth_threads(d.n * d.oc * plane * kk, PAR_MIN_FLOPS) && d.n > 1;
     match (need_x, parallel) {
         (true, true) => install(|| {
             gx.par_chunks_mut(img.max(1))
-                .zip(per_image.par_chunks_mut(gw_chunk))
+                .zip(per_image_out.par_chunks_mut(gw_chunk))
                 .enumerate()
                 .for_each(|(n, (gxn, gwn))| run((n, gwn), Some(gxn)))
         }),
         (true, false) => gx
             .chunks_mut(img.max(1))
-            .zip(per_image.chunks_mut(gw_chunk))
+            .zip(per_image_out.chunks_mut(gw_chunk))
             .enumerate()
             .for_each(|(n, (gxn, gwn))| run((n, gwn), Some(gxn))),
         (false, true) => install(|| {
-            per_image
+            per_image_out
                 .par_chunks_mut(gw_chunk)
                 .enumerate()
                 .for_each(|p| run(p, None))
         }),
-        (false, false) => per_image
+        (false, false) => per_image_out
             .chunks_mut(gw_chunk)
             .enumerate()
             .for_each(|p| run(p, None)),
     }
+    // SAFETY: each image's product wrote its [OC, CKK] chunk, and the chunks cover the n images.
+    unsafe { per_image.set_len(d.n * d.oc * kk) };
     let mut gw = vec![T::ZERO; d.oc * kk];
     for part in per_image.chunks(gw_chunk) {
         gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
@@ -111,34 +121,38 @@ fn grads_batched<T: GemmElem>(
 ) -> (Option<Vec<T>>, Vec<T>) {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
     let mut gx = vec![T::ZERO; if need_x { d.n * img } else { 0 }];
-    let mut gw = vec![T::ZERO; d.oc * kk];
-    let mut part = vec![T::ZERO; if d.n > group { d.oc * kk } else { 0 }];
+    let mut gw: Option<Vec<T>> = None;
     for n0 in (0..d.n).step_by(group) {
         let gn = group.min(d.n - n0);
         let np = gn * plane;
         let cols = im2col(x, d, n0, gn);
         // [OC, G·P]: gY with the image axis moved next to the spatial one.
-        let mut gy = vec![T::ZERO; d.oc * np];
-        for_chunks(&mut gy, np.max(1), d.oc * np, |o, row| {
+        let gy = filled(d.oc * np, np.max(1), d.oc * np, |o, row| {
             for (i, r) in row.chunks_mut(plane.max(1)).enumerate() {
-                r.copy_from_slice(&g[((n0 + i) * d.oc + o) * plane..][..plane]);
+                let src = &g[((n0 + i) * d.oc + o) * plane..][..plane];
+                r.iter_mut().zip(src).for_each(|(r, &v)| _ = r.write(v));
             }
         });
         // gW (+)= gY [OC, G·P] @ colsᵀ [G·P, CKK]
-        let dst = if n0 == 0 { &mut gw } else { &mut part };
-        product_auto(fast, d.oc, kk, np, (&gy, np, 1), (&cols, 1, np), dst);
-        if n0 > 0 {
-            gw.iter_mut().zip(&part).for_each(|(a, &b)| *a = *a + b);
+        let part = written(d.oc * kk, |c| {
+            product_auto(fast, d.oc, kk, np, (&gy, np, 1), (&cols, 1, np), c)
+        });
+        match gw.as_mut() {
+            None => gw = Some(part),
+            Some(gw) => gw.iter_mut().zip(&part).for_each(|(a, &b)| *a = *a + b),
         }
         if need_x {
             // gcols = Wᵀ [CKK, OC] @ gY [OC, G·P], then each image's columns back into it.
-            let mut gcols = vec![T::ZERO; kk * np];
-            product_auto(fast, kk, np, d.oc, (wt, 1, kk), (&gy, np, 1), &mut gcols);
+            let mut gcols = written(kk * np, |c| {
+                product_auto(fast, kk, np, d.oc, (wt, 1, kk), (&gy, np, 1), c)
+            });
+            clear_wrapped(&mut gcols, np, gn, d);
             let dst = &mut gx[n0 * img..][..gn * img];
             for_chunks(dst, img.max(1), dst.len() * d.kh * d.kw, |i, gxi| {
                 col2im(&gcols, np, i * plane, d, gxi)
             });
         }
     }
+    let gw = gw.unwrap_or_else(|| vec![T::ZERO; d.oc * kk]);
     (need_x.then_some(gx), gw)
 }

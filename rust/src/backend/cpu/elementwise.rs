@@ -1,29 +1,12 @@
 //! Elementwise kernels: maps over one tensor and NumPy-broadcast maps over two. Each output
 //! element is computed independently, so splitting work across threads cannot change a bit.
 
-use super::parallel::for_chunks;
+use super::uninit::filled;
 use crate::dtype::Float;
 use crate::Shape;
 use std::mem::MaybeUninit;
 
 const CHUNK: usize = 1 << 13;
-
-/// A vector of `n` elements, each written once by `fill(chunk index, chunk)` over chunks of
-/// `per` (in parallel when `work` is large). The memory is never zeroed first: a zeroing pass
-/// would cost as much as the kernel and push its inputs out of cache.
-pub fn filled<T: Float>(
-    n: usize,
-    per: usize,
-    work: usize,
-    fill: impl Fn(usize, &mut [MaybeUninit<T>]) + Sync,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(n);
-    for_chunks(&mut out.spare_capacity_mut()[..n], per, work, fill);
-    // SAFETY: `for_chunks` hands every chunk of the n elements to `fill`, which writes each
-    // element of its chunk (the callers below write them all, in order).
-    unsafe { out.set_len(n) };
-    out
-}
 
 pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     filled(x.len(), CHUNK, x.len(), |ci, o| {

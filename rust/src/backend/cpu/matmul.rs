@@ -4,8 +4,10 @@
 
 use super::gemm_ref::{gemm_ref, RefGemmElem};
 use super::parallel::{install, worth_threads};
+use super::uninit::{fill_with, written};
 use crate::dtype::Float;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Element types both GEMMs accept.
 pub trait GemmElem: Float + RefGemmElem {}
@@ -29,44 +31,45 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
         tb,
         ..
     } = d;
-    let mut out = vec![T::ZERO; batch * m * n];
     if m == 0 || n == 0 || batch == 0 {
-        return out;
+        return vec![T::ZERO; batch * m * n];
     }
     let (a_rs, a_cs) = if ta { (1, m) } else { (k, 1) };
     let (b_rs, b_cs) = if tb { (1, k) } else { (n, 1) };
     let big = worth_threads(m * n * k, PAR_MIN_FLOPS);
-    let one = |bi: usize, c: &mut [T], parallel: bool| {
+    let one = |bi: usize, c: &mut [MaybeUninit<T>], parallel: bool| {
         let a = &a[bi * d.a_batch_stride..];
         let b = &b[bi * d.b_batch_stride..];
-        product(fast, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
+        product_into(fast, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     };
-    if !big && (batch == 1 || !worth_threads(batch * m * n * k, PAR_MIN_FLOPS)) {
-        // Small work: handing it to the pool costs more than the product itself.
-        out.chunks_mut(m * n)
-            .enumerate()
-            .for_each(|(bi, c)| one(bi, c, false));
-        return out;
-    }
-    install(|| {
-        if big || batch == 1 {
+    written(batch * m * n, |out| {
+        if !big && (batch == 1 || !worth_threads(batch * m * n * k, PAR_MIN_FLOPS)) {
+            // Small work: handing it to the pool costs more than the product itself.
             out.chunks_mut(m * n)
                 .enumerate()
-                .for_each(|(bi, c)| one(bi, c, big));
-        } else {
-            // Many small products: one per thread; each output's fold is unchanged.
-            out.par_chunks_mut(m * n)
-                .enumerate()
                 .for_each(|(bi, c)| one(bi, c, false));
+            return;
         }
-    });
-    out
+        install(|| {
+            if big || batch == 1 {
+                out.chunks_mut(m * n)
+                    .enumerate()
+                    .for_each(|(bi, c)| one(bi, c, big));
+            } else {
+                // Many small products: one per thread; each output's fold is unchanged.
+                out.par_chunks_mut(m * n)
+                    .enumerate()
+                    .for_each(|(bi, c)| one(bi, c, false));
+            }
+        })
+    })
 }
 
-/// One product with the chosen kernel kind: the reference GEMM or the gemm crate. Shared by
-/// matmul and the convolution lowering.
+/// One product with the chosen kernel kind, the reference GEMM or the gemm crate, into memory
+/// not yet written (every element of `c[..m*n]` is written). Shared by matmul and the
+/// convolution lowering.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn product<T: GemmElem>(
+pub(crate) fn product_into<T: GemmElem>(
     fast: bool,
     m: usize,
     n: usize,
@@ -77,12 +80,14 @@ pub(crate) fn product<T: GemmElem>(
     b: &[T],
     b_rs: usize,
     b_cs: usize,
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
     parallel: bool,
 ) {
     if fast {
         gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     } else {
+        // The reference GEMM takes initialised memory; it overwrites it.
+        let c = fill_with(c, T::ZERO);
         gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     }
 }
@@ -105,11 +110,11 @@ fn gemm_fast<T: GemmElem>(
     b: &[T],
     b_rs: usize,
     b_cs: usize,
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
     parallel: bool,
 ) {
     if k == 0 {
-        c.iter_mut().for_each(|v| *v = T::ZERO);
+        fill_with(&mut c[..m * n], T::ZERO);
         return;
     }
     let blocks = if m * n * k >= BLOCKED_FLOPS {
@@ -147,8 +152,9 @@ fn gemm_in_blocks<T: GemmElem>(
     k: usize,
     (a, a_rs, a_cs): (&[T], usize, usize),
     (b, b_rs, b_cs): (&[T], usize, usize),
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
 ) {
+    assert!(c.len() >= m * n, "gemm: C is shorter than {m} x {n}");
     let by_cols = n >= m;
     let len = if by_cols { n } else { m };
     let step = len.div_ceil(blocks.max(1)).div_ceil(16) * 16;
@@ -274,10 +280,10 @@ mod tests {
                 let (b_rs, b_cs) = if tb { (1, k) } else { (n, 1) };
                 for blocks in [1, 2, 3, 7] {
                     let run = |parallel| {
-                        let mut c = vec![f32::NAN; m * n];
                         let (a, b) = ((&a[..], a_rs, a_cs), (&b[..], b_rs, b_cs));
-                        gemm_in_blocks(blocks, parallel, m, n, k, a, b, &mut c);
-                        c
+                        written(m * n, |c| {
+                            gemm_in_blocks(blocks, parallel, m, n, k, a, b, c)
+                        })
                     };
                     let seq = run(false);
                     for i in 0..m {

@@ -17,5 +17,6 @@ pub mod softmax;
 pub mod storage;
 pub mod storage_ops;
 pub mod table_kernels;
+pub mod uninit;
 
 pub use storage::{CpuElem, CpuStorage};
