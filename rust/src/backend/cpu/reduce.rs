@@ -2,6 +2,7 @@
 //! across threads, a single output's accumulation never is.
 
 use super::parallel::for_chunks;
+use super::simd;
 use crate::dtype::Float;
 use crate::shape::broadcast_strides;
 use crate::Shape;
@@ -58,26 +59,64 @@ pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (V
 
 /// Reduces a gradient of broadcast shape `from` back to `to` by summing the broadcast axes.
 /// Each target element is a left fold over the source elements in increasing index order.
+///
+/// Axes are merged first (size-1 axes dropped, neighbours of the same kind joined), so the walk
+/// over `g` goes a whole innermost run at a time: a kept run adds into a stretch of the output
+/// (a bias gradient: rows added one after another), a summed run folds into one element.
+/// `g` is still read in index order, so every fold keeps its order.
 pub fn sum_to_shape<T: Float>(g: &[T], from: &Shape, to: &Shape) -> Vec<T> {
     let strides = broadcast_strides(to, from);
-    let dims = from.dims();
     let mut out = vec![T::ZERO; to.numel()];
-    let mut index = vec![0usize; dims.len()];
+    if g.is_empty() {
+        return out;
+    }
+    let axes = merged_axes(from.dims(), &strides);
+    let Some(&(run, run_stride)) = axes.last() else {
+        out[0] = out[0] + g[0];
+        return out;
+    };
+    // A kept innermost run is the target's innermost axis, which is contiguous.
+    debug_assert!(run_stride <= 1);
+    let outer = &axes[..axes.len() - 1];
+    let mut index = vec![0usize; outer.len()];
     let mut target = 0usize;
-    for &v in g {
-        out[target] = out[target] + v;
-        // Advance the odometer over `from` and keep the target offset in step.
-        for d in (0..dims.len()).rev() {
-            index[d] += 1;
-            target += strides[d];
-            if index[d] < dims[d] {
-                break;
+    simd::widest(|| {
+        for src in g.chunks(run) {
+            if run_stride == 0 {
+                out[target] = src.iter().fold(out[target], |a, &v| a + v);
+            } else {
+                let dst = &mut out[target..target + run];
+                dst.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + v);
             }
-            target -= strides[d] * index[d];
-            index[d] = 0;
+            for d in (0..outer.len()).rev() {
+                index[d] += 1;
+                target += outer[d].1;
+                if index[d] < outer[d].0 {
+                    break;
+                }
+                target -= outer[d].1 * index[d];
+                index[d] = 0;
+            }
+        }
+    });
+    out
+}
+
+/// (size, target stride) of `from`'s axes with size-1 axes dropped and neighbours merged when
+/// the outer one steps over exactly the inner one's extent (both summed: stride 0, or both kept
+/// and contiguous in the target).
+fn merged_axes(dims: &[usize], strides: &[usize]) -> Vec<(usize, usize)> {
+    let mut axes: Vec<(usize, usize)> = Vec::new();
+    for (&n, &s) in dims.iter().zip(strides) {
+        if n == 1 {
+            continue;
+        }
+        match axes.last_mut() {
+            Some(last) if last.1 == s * n => *last = (last.0 * n, s),
+            _ => axes.push((n, s)),
         }
     }
-    out
+    axes
 }
 
 /// The gradient of `max_axis`: `g` [outer, inner] placed at each lane's winner of zeros
