@@ -28,16 +28,17 @@ pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     let unit = (0..last).find(|&d| ss[d] == 1).filter(|_| ss[last] != 1);
     let outer: Vec<usize> = (0..last).filter(|&d| Some(d) != unit).collect();
     let count: usize = outer.iter().map(|&d| od[d]).product();
-    for mut o in 0..count {
-        // Offsets of this combination of the outer axes, the last outer axis fastest.
-        let (mut src, mut at) = (0usize, 0usize);
-        for &d in outer.iter().rev() {
-            let i = o % od[d];
-            o /= od[d];
-            src += i * ss[d];
-            at += i * ds[d];
-        }
+    // Offsets of the current combination of the outer axes (an odometer, the last outer axis
+    // fastest): no divisions per run.
+    let mut index = vec![0usize; outer.len()];
+    let (mut src, mut at) = (0usize, 0usize);
+    for _ in 0..count {
         match unit {
+            None if ss[last] == 1 => {
+                let run = &x[src..src + od[last]];
+                let out = &mut dst[at..at + od[last]];
+                out.iter_mut().zip(run).for_each(|(o, &v)| _ = o.write(v));
+            }
             None => {
                 for j in 0..od[last] {
                     dst[at + j].write(x[src + j * ss[last]]);
@@ -55,6 +56,17 @@ pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
                     }
                 }
             }
+        }
+        for (k, &d) in outer.iter().enumerate().rev() {
+            index[k] += 1;
+            src += ss[d];
+            at += ds[d];
+            if index[k] < od[d] {
+                break;
+            }
+            src -= ss[d] * od[d];
+            at -= ds[d] * od[d];
+            index[k] = 0;
         }
     }
     // SAFETY: every output offset sum(index[d] * ds[d]) over all index combinations was written
