@@ -142,7 +142,14 @@ mod tests {
 
     #[test]
     fn fused_equals_the_op_chain_bit_for_bit() {
-        let shapes: [&[usize]; 4] = [&[3, 4, 5, 6], &[2, 3, 1, 1], &[4, 7, 3], &[2, 2, 0, 3]];
+        // Planes and channels in whole groups of eight interleaved folds and in remainders.
+        let shapes: [&[usize]; 5] = [
+            &[3, 4, 5, 6],
+            &[2, 3, 1, 1],
+            &[4, 7, 3],
+            &[2, 2, 0, 3],
+            &[3, 17, 2, 5],
+        ];
         for (k, dims) in shapes.iter().enumerate() {
             for dtype in [DType::F32, DType::F64] {
                 for (with_w, with_b) in [(true, true), (false, false), (true, false), (false, true)]
