@@ -9,10 +9,9 @@ use super::conv::{
     clear_wrapped, col2im, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS,
 };
 use super::matmul::{product_into, GemmElem};
-use super::parallel::{for_chunks, install, worth_threads};
+use super::parallel::{for_chunks, for_chunks2, for_each_chunk, worth_threads};
 use super::uninit::{filled, written};
 use crate::geometry::ConvDims;
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// (input gradient when `need_x`, weight gradient).
@@ -72,30 +71,24 @@ fn grads_per_image<T: GemmElem>(
         }
     };
     let gw_chunk = (d.oc * kk).max(1);
-    let run = |(n, gwn): (usize, &mut [MaybeUninit<T>]), gxn: Option<&mut [T]>| one(n, gxn, gwn);
-    let parallel = worth_threads(d.n * d.oc * plane * kk, PAR_MIN_FLOPS) && d.n > 1;
-    match (need_x, parallel) {
-        (true, true) => install(|| {
-            gx.par_chunks_mut(img.max(1))
-                .zip(per_image_out.par_chunks_mut(gw_chunk))
-                .enumerate()
-                .for_each(|(n, (gxn, gwn))| run((n, gwn), Some(gxn)))
-        }),
-        (true, false) => gx
-            .chunks_mut(img.max(1))
-            .zip(per_image_out.chunks_mut(gw_chunk))
-            .enumerate()
-            .for_each(|(n, (gxn, gwn))| run((n, gwn), Some(gxn))),
-        (false, true) => install(|| {
-            per_image_out
-                .par_chunks_mut(gw_chunk)
-                .enumerate()
-                .for_each(|p| run(p, None))
-        }),
-        (false, false) => per_image_out
-            .chunks_mut(gw_chunk)
-            .enumerate()
-            .for_each(|p| run(p, None)),
+    let work = if worth_threads(d.n * d.oc * plane * kk, PAR_MIN_FLOPS) && d.n > 1 {
+        usize::MAX
+    } else {
+        0
+    };
+    // One item per image (never grouped: an image's products are heavy whatever its size).
+    // (An empty image has no input gradient to add into, and every weight gradient to write.)
+    if need_x && img > 0 {
+        for_chunks2(
+            &mut gx,
+            img,
+            per_image_out,
+            gw_chunk,
+            work,
+            |n, gxn, gwn| one(n, Some(gxn), gwn),
+        );
+    } else {
+        for_each_chunk(per_image_out, gw_chunk, work, |n, gwn| one(n, None, gwn));
     }
     // SAFETY: each image's product wrote its [OC, CKK] chunk, and the chunks cover the n images.
     unsafe { per_image.set_len(d.n * d.oc * kk) };

@@ -3,10 +3,9 @@
 //! the `gemm` crate (FMA, blocked, threaded).
 
 use super::gemm_ref::{gemm_ref, RefGemmElem};
-use super::parallel::{install, worth_threads};
+use super::parallel::{for_each_chunk, install, worth_threads};
 use super::uninit::{fill_with, written};
 use crate::dtype::Float;
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// Element types both GEMMs accept.
@@ -50,19 +49,28 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
                 .for_each(|(bi, c)| one(bi, c, false));
             return;
         }
-        install(|| {
-            if big || batch == 1 {
+        if big || batch == 1 {
+            threaded(fast, || {
                 out.chunks_mut(m * n)
                     .enumerate()
-                    .for_each(|(bi, c)| one(bi, c, big));
-            } else {
-                // Many small products: one per thread; each output's fold is unchanged.
-                out.par_chunks_mut(m * n)
-                    .enumerate()
-                    .for_each(|(bi, c)| one(bi, c, false));
-            }
-        })
+                    .for_each(|(bi, c)| one(bi, c, big))
+            });
+        } else {
+            // Many small products: one per item; each output's fold is unchanged.
+            for_each_chunk(out, m * n, batch * m * n * k, |bi, c| one(bi, c, false));
+        }
     })
+}
+
+/// Runs `f`, whose products thread, where their threads come from: the reference GEMM threads
+/// through rayon, so it runs inside the tlrs pool; the fast one through `team_for`, which from
+/// the calling thread uses the spinning team (inside the pool it would wake pool workers).
+pub(super) fn threaded<R: Send>(fast: bool, f: impl FnOnce() -> R + Send) -> R {
+    if fast {
+        f()
+    } else {
+        install(f)
+    }
 }
 
 /// One product with the chosen kernel kind, the reference GEMM or the gemm crate, into memory

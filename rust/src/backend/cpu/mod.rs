@@ -17,6 +17,7 @@ pub mod softmax;
 pub mod storage;
 pub mod storage_ops;
 pub mod table_kernels;
+mod team;
 pub mod uninit;
 
 pub use storage::{CpuElem, CpuStorage};

@@ -77,15 +77,20 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     pool().install(f)
 }
 
-/// Runs `f(i)` once for every `i` in `0..count`, spread over the calling thread and the pool's
-/// workers when `work` (elements touched) is worth it. The caller takes part: items are claimed
-/// from a shared counter, so when a worker wakes late the caller simply does more of them, and
+/// Runs `f(i)` once for every `i` in `0..count`, spread over the calling thread and helpers
+/// when `work` (elements touched) is worth it: the spinning team (`team.rs`) when called from
+/// outside the rayon pool, else the pool's workers. The caller takes part: items are claimed
+/// from a shared counter, so when a helper wakes late the caller simply does more of them, and
 /// handing work over never costs more than waking a thread (a blocking `install` costs two
 /// context switches per op, more than a small kernel's whole run on two cores).
 pub fn team_for(count: usize, work: usize, f: impl Fn(usize) + Sync) {
-    let helpers = num_threads().min(count).saturating_sub(1);
+    let threads = num_threads();
+    let helpers = threads.min(count).saturating_sub(1);
     if helpers == 0 || work < PAR_MIN_ELEMS {
         (0..count).for_each(f);
+        return;
+    }
+    if rayon::current_thread_index().is_none() && super::team::team(threads).run(count, &f) {
         return;
     }
     let next = AtomicUsize::new(0);
@@ -148,6 +153,24 @@ pub fn for_chunks<A: Send>(
                 f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) });
             }
         })
+    });
+}
+
+/// As `for_chunks`, one item per chunk however small (for chunks whose work is heavy, such as
+/// a product each).
+pub fn for_each_chunk<A: Send>(
+    out: &mut [A],
+    per: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [A]) + Sync,
+) {
+    if per == 0 || out.is_empty() {
+        return;
+    }
+    let (len, ptr) = (out.len(), Disjoint(out.as_mut_ptr(), out.len()));
+    team_for(len.div_ceil(per), work, |i| {
+        // SAFETY: as in `for_chunks`, chunk i belongs to item i alone.
+        f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) })
     });
 }
 
