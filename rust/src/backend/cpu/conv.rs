@@ -4,7 +4,7 @@
 //! kernel column) with separate multiply and add, padding cells taking part as zeros, then
 //! + bias, however many images share a product; fast kernels use the `gemm` crate.
 
-use super::matmul::{product_into, threaded, GemmElem};
+use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, worth_threads};
 use super::simd;
 use super::uninit::{assume_init, filled, written};
@@ -204,7 +204,7 @@ pub(super) fn product_auto<T: GemmElem>(
         product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par)
     };
     if worth_threads(m * n * k, PAR_MIN_FLOPS) {
-        threaded(fast, || run(c, true));
+        run(c, true);
     } else {
         run(c, false);
     }
@@ -241,7 +241,7 @@ pub fn conv2d<T: GemmElem>(
         let per = d.oc * plane;
         return written(total, |y| {
             if d.n == 1 && worth_threads(per * kk, PAR_MIN_FLOPS) {
-                threaded(fast, || one(0, y, true));
+                one(0, y, true);
             } else {
                 for_chunks(y, per, d.n * per * kk, |n, out| one(n, out, false));
             }

@@ -3,7 +3,6 @@
 // order from acc = +0, multiply and add each rounded separately (never FMA), so it is bit-identical
 // to the naive triple loop whatever the ISA, blocking or thread count.
 
-use rayon::prelude::*;
 use std::ops::{Add, Mul};
 #[cfg(target_arch = "x86_64")]
 use x86::{f32_avx, f32_avx512, f64_avx, f64_avx512};
@@ -161,7 +160,7 @@ const PAR_MIN_WORK: u128 = 64 * 64 * 64;
 /// `B(p,j) = b[p*b_rs + j*b_cs]` (any strides, so transposed operands need no copy).
 /// Overwrites `c[..m*n]`. Each output is the in-order fold described at the top of this file, so
 /// results are bit-identical to the naive loop for every thread count. With `parallel`, large
-/// problems are split over the current rayon pool.
+/// problems are split over the tlrs threads (`parallel::team_for`).
 ///
 /// # Panics
 /// If `c` is shorter than `m*n`, or an element of A or B addressed by the strides lies outside
@@ -237,10 +236,12 @@ fn gemm_with_kernel<T: RefGemmElem>(
     check_extent("b", b, k, n);
     let work = m as u128 * n as u128 * k as u128;
     let parallel = parallel && work >= PAR_MIN_WORK;
-    let threads = parallel
-        .then(rayon::current_num_threads)
-        .unwrap_or(1)
-        .max(1);
+    // The thread count sets how C is cut into rectangles, never how an output is computed.
+    let threads = if parallel {
+        super::parallel::num_threads()
+    } else {
+        1
+    };
     blocked(&kern, m, n, k, a, b, c, threads);
 }
 
@@ -318,12 +319,15 @@ fn blocked<T: RefGemmElem>(
     let rects = plan_rects(m, n, threads, kern.mr, kern.nr);
     let cp = CPtr(c.as_mut_ptr());
     let run = |bufs: &mut Bufs<T>, r: &Rect| run_rect(kern, r, k, a, b, cp, n, bufs);
-    let new_bufs = || (Vec::new(), Vec::new());
     if rects.len() > 1 {
-        rects.par_iter().for_each_init(new_bufs, run);
+        // Each rectangle packs into buffers of its own (a few per product).
+        super::parallel::team_for(rects.len(), usize::MAX, |i| {
+            run(&mut (Vec::new(), Vec::new()), &rects[i])
+        });
     } else {
-        let mut bufs = new_bufs();
-        rects.iter().for_each(|r| run(&mut bufs, r));
+        rects
+            .iter()
+            .for_each(|r| run(&mut (Vec::new(), Vec::new()), r));
     }
 }
 

@@ -3,7 +3,7 @@
 //! the `gemm` crate (FMA, blocked, threaded).
 
 use super::gemm_ref::{gemm_ref, RefGemmElem};
-use super::parallel::{for_each_chunk, install, worth_threads};
+use super::parallel::{for_each_chunk, worth_threads};
 use super::uninit::{fill_with, written};
 use crate::dtype::Float;
 use std::mem::MaybeUninit;
@@ -50,27 +50,14 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
             return;
         }
         if big || batch == 1 {
-            threaded(fast, || {
-                out.chunks_mut(m * n)
-                    .enumerate()
-                    .for_each(|(bi, c)| one(bi, c, big))
-            });
+            out.chunks_mut(m * n)
+                .enumerate()
+                .for_each(|(bi, c)| one(bi, c, big));
         } else {
             // Many small products: one per item; each output's fold is unchanged.
             for_each_chunk(out, m * n, batch * m * n * k, |bi, c| one(bi, c, false));
         }
     })
-}
-
-/// Runs `f`, whose products thread, where their threads come from: the reference GEMM threads
-/// through rayon, so it runs inside the tlrs pool; the fast one through `team_for`, which from
-/// the calling thread uses the spinning team (inside the pool it would wake pool workers).
-pub(super) fn threaded<R: Send>(fast: bool, f: impl FnOnce() -> R + Send) -> R {
-    if fast {
-        f()
-    } else {
-        install(f)
-    }
 }
 
 /// One product with the chosen kernel kind, the reference GEMM or the gemm crate, into memory

@@ -1,15 +1,15 @@
-//! The CPU thread pool and the kernel-kind switch (reference or fast). Kernels run inside this
-//! pool so `set_num_threads` takes effect without touching rayon's global pool.
+//! The CPU threads (the calling thread plus the spinning team of `team.rs`, sized by
+//! `set_num_threads`), the chunked loops kernels run on them, and the kernel-kind switch
+//! (reference or fast).
 
 use crate::backend::settings;
-use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
-
-static POOL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
 
 /// Work below this many elements runs on the calling thread: spawning costs more than it saves.
 pub const PAR_MIN_ELEMS: usize = 1 << 15;
+
+/// The thread count kernels use, the calling thread included (0 until first asked).
+static THREADS: AtomicUsize = AtomicUsize::new(0);
 
 fn default_threads() -> usize {
     std::thread::available_parallelism()
@@ -17,28 +17,7 @@ fn default_threads() -> usize {
         .unwrap_or(1)
 }
 
-fn build_pool(n: usize) -> Option<ThreadPool> {
-    ThreadPoolBuilder::new().num_threads(n).build().ok()
-}
-
-fn pool_cell() -> &'static RwLock<Arc<ThreadPool>> {
-    POOL.get_or_init(|| {
-        // Building a pool only fails when the OS refuses threads; one thread is the fallback.
-        let pool = build_pool(default_threads())
-            .or_else(|| build_pool(1))
-            .expect("the OS refused to start even one worker thread");
-        RwLock::new(Arc::new(pool))
-    })
-}
-
-fn pool() -> Arc<ThreadPool> {
-    match pool_cell().read() {
-        Ok(p) => p.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    }
-}
-
-/// Sets the number of CPU threads kernels use (n >= 1).
+/// Sets the number of CPU threads kernels use (n >= 1), starting the helpers at once.
 pub fn set_num_threads(n: usize) -> crate::Result<()> {
     if n == 0 {
         return Err(crate::Error::arg(
@@ -46,67 +25,44 @@ pub fn set_num_threads(n: usize) -> crate::Result<()> {
             "expected a thread count >= 1, got 0",
         ));
     }
-    let new = build_pool(n).ok_or_else(|| {
-        crate::Error::arg(
+    if !super::team::resize(n) {
+        return Err(crate::Error::arg(
             "set_num_threads",
             format!("could not start {n} worker threads"),
-        )
-    })?;
-    match pool_cell().write() {
-        Ok(mut p) => *p = Arc::new(new),
-        Err(poisoned) => *poisoned.into_inner() = Arc::new(new),
+        ));
     }
+    THREADS.store(n, Ordering::Relaxed);
     Ok(())
 }
 
 pub fn num_threads() -> usize {
-    pool().current_num_threads()
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            let n = default_threads();
+            THREADS.store(n, Ordering::Relaxed);
+            n
+        }
+        n => n,
+    }
 }
 
 /// Whether `work` items are worth spreading over threads: enough of them, and more than one
-/// thread to spread over (a one-thread pool would only add a hand-off to another OS thread).
+/// thread to spread over (a one-thread team would only add a hand-off to another OS thread).
 pub fn worth_threads(work: usize, min: usize) -> bool {
     work >= min && num_threads() > 1
 }
 
-/// Runs `f` inside the tlrs pool (nested calls from a worker run inline).
-pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_thread_index().is_some() {
-        return f();
-    }
-    pool().install(f)
-}
-
-/// Runs `f(i)` once for every `i` in `0..count`, spread over the calling thread and helpers
-/// when `work` (elements touched) is worth it: the spinning team (`team.rs`) when called from
-/// outside the rayon pool, else the pool's workers. The caller takes part: items are claimed
-/// from a shared counter, so when a helper wakes late the caller simply does more of them, and
-/// handing work over never costs more than waking a thread (a blocking `install` costs two
-/// context switches per op, more than a small kernel's whole run on two cores).
+/// Runs `f(i)` once for every `i` in `0..count`, spread over the calling thread and the team's
+/// helpers (`team.rs`: threads that stay awake a while after each job) when `work` (elements
+/// touched) is worth it. The caller takes part: items are claimed from a shared counter, so
+/// when a helper is late the caller simply does more of them. A call while another caller owns
+/// the team, or from inside an item, runs on its own thread.
 pub fn team_for(count: usize, work: usize, f: impl Fn(usize) + Sync) {
     let threads = num_threads();
-    let helpers = threads.min(count).saturating_sub(1);
-    if helpers == 0 || work < PAR_MIN_ELEMS {
+    if threads.min(count) < 2 || work < PAR_MIN_ELEMS || !super::team::team(threads).run(count, &f)
+    {
         (0..count).for_each(f);
-        return;
     }
-    if rayon::current_thread_index().is_none() && super::team::team(threads).run(count, &f) {
-        return;
-    }
-    let next = AtomicUsize::new(0);
-    let run = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= count {
-            break;
-        }
-        f(i);
-    };
-    pool().in_place_scope(|s| {
-        for _ in 0..helpers {
-            s.spawn(|_| run());
-        }
-        run();
-    });
 }
 
 /// A pointer to an output that `team_for` items write in disjoint pieces.

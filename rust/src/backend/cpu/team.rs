@@ -1,5 +1,4 @@
-//! The helper threads behind `parallel::team_for` when it is called from outside the rayon pool
-//! (the thread running the ops). After each job a helper spins for `SPIN` before it parks, so
+//! The helper threads behind `parallel::team_for`. After each job a helper spins for `SPIN` before it parks, so
 //! the ops of a training step hand work over to a thread that is already awake: waking a parked
 //! thread costs tens of microseconds on a virtual machine, more than many kernels take (an
 //! MLP 784-128-10 batch-1 step spent a third of its time in the scheduler).
@@ -173,6 +172,14 @@ fn helper(s: &Shared) {
 
 /// The process's team, resized with the thread count.
 static TEAM: Mutex<Option<Arc<Team>>> = Mutex::new(None);
+
+/// Replaces the team by one of `threads` threads; false when the OS refused some of them.
+pub fn resize(threads: usize) -> bool {
+    let team = Arc::new(Team::new(threads));
+    let whole = team.helpers.len() + 1 == threads;
+    *TEAM.lock().unwrap_or_else(|p| p.into_inner()) = Some(team);
+    whole
+}
 
 /// The team for `threads` threads in all (`threads - 1` helpers), built on first use.
 pub fn team(threads: usize) -> Arc<Team> {
