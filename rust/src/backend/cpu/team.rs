@@ -152,6 +152,10 @@ fn helper(s: &Shared) {
                 // `unpark` after the epoch moved makes this return at once.
                 std::thread::park();
                 idle_since = Instant::now();
+            } else {
+                // Let any other runnable thread have the core (more processes than cores, as
+                // with several ranks on one machine); with none it returns at once.
+                std::thread::yield_now();
             }
         };
         last = seen;
