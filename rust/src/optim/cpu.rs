@@ -51,17 +51,30 @@ pub fn update<T: CpuElem + Arith>(
         [a] => (Some(writable::<T>(a)?), None),
         [a, b, ..] => (Some(writable::<T>(a)?), Some(writable::<T>(b)?)),
     };
-    // One arm per rule, each passing a literal: its loop has the formula's match folded away.
+    // One instance per rule, the rule a constant: each loop has the formula's match folded away.
     match kind.rule() {
-        Rule::Sgd => run(Rule::Sgd, k, pv, gv, s0, s1),
-        Rule::MomentumSgd => run(Rule::MomentumSgd, k, pv, gv, s0, s1),
-        Rule::Adagrad => run(Rule::Adagrad, k, pv, gv, s0, s1),
-        Rule::Rmsprop => run(Rule::Rmsprop, k, pv, gv, s0, s1),
-        Rule::Adam => run(Rule::Adam, k, pv, gv, s0, s1),
-        Rule::AdamW => run(Rule::AdamW, k, pv, gv, s0, s1),
-        Rule::Adadelta => run(Rule::Adadelta, k, pv, gv, s0, s1),
+        Rule::Sgd => run::<T, 0>(k, pv, gv, s0, s1),
+        Rule::MomentumSgd => run::<T, 1>(k, pv, gv, s0, s1),
+        Rule::Adagrad => run::<T, 2>(k, pv, gv, s0, s1),
+        Rule::Rmsprop => run::<T, 3>(k, pv, gv, s0, s1),
+        Rule::Adam => run::<T, 4>(k, pv, gv, s0, s1),
+        Rule::AdamW => run::<T, 5>(k, pv, gv, s0, s1),
+        Rule::Adadelta => run::<T, 6>(k, pv, gv, s0, s1),
     }
     Ok(())
+}
+
+/// The rule numbered `r` in `update`'s match.
+const fn rule_of(r: u8) -> Rule {
+    match r {
+        0 => Rule::Sgd,
+        1 => Rule::MomentumSgd,
+        2 => Rule::Adagrad,
+        3 => Rule::Rmsprop,
+        4 => Rule::Adam,
+        5 => Rule::AdamW,
+        _ => Rule::Adadelta,
+    }
 }
 
 type Piece<'a, T> = (
@@ -71,9 +84,7 @@ type Piece<'a, T> = (
     Option<&'a mut [T]>,
 );
 
-#[inline(always)]
-fn run<T: CpuElem + Arith>(
-    rule: Rule,
+fn run<T: CpuElem + Arith, const R: u8>(
     k: &Consts,
     p: &mut [T],
     g: &[T],
@@ -81,7 +92,7 @@ fn run<T: CpuElem + Arith>(
     s1: Option<&mut [T]>,
 ) {
     if p.len() <= CHUNK {
-        return simd::widest(|| apply(rule, k, (p, g, s0, s1)));
+        return apply_widest::<T, R>(k, (p, g, s0, s1));
     }
     let p_len = p.len();
     let mut pieces: Vec<Piece<'_, T>> = Vec::new();
@@ -100,7 +111,7 @@ fn run<T: CpuElem + Arith>(
         pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
     parallel::team_for(pieces.len(), p_len / PAR_SHARE, |i| {
         if let Some(pc) = pieces[i].lock().ok().and_then(|mut p| p.take()) {
-            simd::widest(|| apply(rule, k, pc))
+            apply_widest::<T, R>(k, pc)
         }
     });
 }
@@ -128,22 +139,47 @@ fn one<T: CpuElem + Arith>(rule: Rule, k: &Consts, p: &mut T, g: &T, a: T, b: T)
     }
 }
 
+/// `apply` compiled for AVX-512 where the CPU has it (the same IEEE operations per element, so
+/// the same bits). A dedicated wrapper, not `simd::widest`: through a closure the loop stayed
+/// out of line at SSE width.
+fn apply_widest<T: CpuElem + Arith, const R: u8>(k: &Consts, piece: Piece<'_, T>) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::has_avx512() {
+        // SAFETY: the features it is compiled for were just detected on this CPU.
+        return unsafe { apply_avx512::<T, R>(k, piece) };
+    }
+    apply(const { rule_of(R) }, k, piece)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+unsafe fn apply_avx512<T: CpuElem + Arith, const R: u8>(k: &Consts, piece: Piece<'_, T>) {
+    apply(const { rule_of(R) }, k, piece)
+}
+
+// Index loops, not iterator chains: a chain's `fold` stayed out of line, outside the AVX-512
+// wrapper.
 #[inline(always)]
 fn apply<T: CpuElem + Arith>(rule: Rule, k: &Consts, (p, g, s0, s1): Piece<'_, T>) {
+    let n = p.len();
+    let g = &g[..n];
     match (s0, s1) {
-        (None, _) => p.iter_mut().zip(g).for_each(|(p, g)| {
-            one(rule, k, p, g, T::ZERO, T::ZERO);
-        }),
-        (Some(a), None) => p.iter_mut().zip(g).zip(a).for_each(|((p, g), a)| {
-            *a = one(rule, k, p, g, *a, T::ZERO).0;
-        }),
+        (None, _) => {
+            for i in 0..n {
+                one(rule, k, &mut p[i], &g[i], T::ZERO, T::ZERO);
+            }
+        }
+        (Some(a), None) => {
+            let a = &mut a[..n];
+            for i in 0..n {
+                a[i] = one(rule, k, &mut p[i], &g[i], a[i], T::ZERO).0;
+            }
+        }
         (Some(a), Some(b)) => {
-            p.iter_mut()
-                .zip(g)
-                .zip(a.iter_mut().zip(b))
-                .for_each(|((p, g), (a, b))| {
-                    (*a, *b) = one(rule, k, p, g, *a, *b);
-                })
+            let (a, b) = (&mut a[..n], &mut b[..n]);
+            for i in 0..n {
+                (a[i], b[i]) = one(rule, k, &mut p[i], &g[i], a[i], b[i]);
+            }
         }
     }
 }

@@ -6,16 +6,30 @@
 //! computes exactly what the scalar code does (no reassociated sums, no fused multiply-adds
 //! without an explicit `mul_add`), so each element is the same IEEE operation at any width.
 
-/// `body()`, compiled for the widest instruction set available.
+/// Whether the CPU has the AVX-512 subsets `widest` compiles for (x86-64 only).
+#[inline(always)]
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `body()`, compiled for the widest instruction set available. The body is compiled for it
+/// only where the compiler inlines it into the wrapper (small closures; a closure calling a
+/// large generic function may stay out of line, at the baseline width).
 #[inline(always)]
 pub fn widest<R>(body: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-        {
+        if has_avx512() {
             // SAFETY: the features it is compiled for were just detected on this CPU.
             return unsafe { x86::avx512(body) };
         }
