@@ -33,3 +33,37 @@ def test_large_elementwise_broadcast_and_pooling_equal_numpy(threads, restore_th
     x = rng.normal(size=(33, 5, 30, 30)).astype(np.float32)
     pooled = ops.max_pool2d(tlrs.tensor(x), 2).numpy()
     np.testing.assert_array_equal(pooled, x.reshape(33, 5, 15, 2, 15, 2).max(axis=(3, 5)))
+
+
+def test_callers_on_several_threads_and_a_resize_meanwhile_keep_every_result(restore_threads):
+    # One caller at a time owns the helper team; the others run their items themselves, and a
+    # resize replaces the team under running jobs. None of it may change a bit.
+    import threading
+
+    tlrs.set_num_threads(2)
+    rng = np.random.default_rng(12)
+    a = rng.normal(size=(300, 400)).astype(np.float32)
+    b = rng.normal(size=(400, 200)).astype(np.float32)
+    x = rng.normal(size=(200_003,)).astype(np.float32)
+    want_mm = (tlrs.tensor(a) @ tlrs.tensor(b)).numpy()
+    want_relu = np.maximum(x, 0)
+    failures = []
+
+    def work(seed):
+        for _ in range(15):
+            if not np.array_equal((tlrs.tensor(a) @ tlrs.tensor(b)).numpy(), want_mm):
+                failures.append(f"matmul on thread {seed}")
+            if not np.array_equal(ops.relu(tlrs.tensor(x)).numpy(), want_relu):
+                failures.append(f"relu on thread {seed}")
+
+    def resize():
+        for n in [3, 1, 2, 4, 2] * 3:
+            tlrs.set_num_threads(n)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    threads.append(threading.Thread(target=resize))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
