@@ -286,9 +286,11 @@ class Module:
             found = iter(grad(loss, tracked, allow_unused=True)
                          if tracked and loss.requires_grad else [])
         grads = [next(found, None) if flag else None for flag in self.requires_grad]
-        zeros = [_core.full(list(p.shape), 0.0, self.dtype, device=self.opts.device)
-                 for p in self._params]
-        return loss.detach(), [z if g is None else g for g, z in zip(grads, zeros, strict=True)]
+        # Zeros only where no gradient came (frozen or unused parameters): building one per
+        # parameter every step cost a ResNet-18 step a pass over 44 MB.
+        return loss.detach(), [
+            _core.full(list(p.shape), 0.0, self.dtype, device=self.opts.device) if g is None else g
+            for p, g in zip(self._params, grads, strict=True)]
 
     def _settings(self) -> Any:
         """This module's kernel settings (fast CPU kernels, GPU matmul precision, TF32) on the
