@@ -8,6 +8,10 @@ use crate::Tensor;
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
+fn parse(kind: &str, hyper: &HashMap<String, f64>) -> PyResult<OptimKind> {
+    guard(|| OptimKind::parse(kind, &|k| hyper.get(k).copied()))
+}
+
 /// One update of one parameter at step `t` (1-based) by the optimizer `kind` with `hyper`:
 /// (new parameter, new slots in slot order).
 #[pyfunction]
@@ -20,7 +24,7 @@ pub fn optim_update(
     grad: PyRef<'_, PyTensor>,
     slots: Vec<PyRef<'_, PyTensor>>,
 ) -> PyResult<(PyTensor, Vec<PyTensor>)> {
-    let okind = guard(|| OptimKind::parse(kind, &|k| hyper.get(k).copied()))?;
+    let okind = parse(kind, &hyper)?;
     let (p, g) = (param.inner.clone(), grad.inner.clone());
     let s: Vec<Tensor> = slots.iter().map(|t| t.inner.clone()).collect();
     let (np, ns) = py.detach(|| guard(|| update(okind, t, p, &g, s)))?;
@@ -43,7 +47,7 @@ pub fn optim_update_(
     grad: PyRef<'_, PyTensor>,
     mut slots: Vec<PyRefMut<'_, PyTensor>>,
 ) -> PyResult<()> {
-    let okind = guard(|| OptimKind::parse(kind, &|k| hyper.get(k).copied()))?;
+    let okind = parse(kind, &hyper)?;
     let g = grad.inner.clone();
     // The slots move out for the call (a placeholder stands in) and come back either way.
     let mut s: Vec<Tensor> = slots

@@ -200,14 +200,8 @@ pub(super) fn product_auto<T: GemmElem>(
     b: (&[T], usize, usize),
     c: &mut [MaybeUninit<T>],
 ) {
-    let run = |c: &mut [MaybeUninit<T>], par: bool| {
-        product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par)
-    };
-    if worth_threads(m * n * k, PAR_MIN_FLOPS) {
-        run(c, true);
-    } else {
-        run(c, false);
-    }
+    let par = worth_threads(m * n * k, PAR_MIN_FLOPS);
+    product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par)
 }
 
 /// Forward: W [OC, CKK] @ cols [CKK, G·P] + bias. Small feature maps put a group of images side

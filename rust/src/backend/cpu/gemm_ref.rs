@@ -318,17 +318,12 @@ fn blocked<T: RefGemmElem>(
 ) {
     let rects = plan_rects(m, n, threads, kern.mr, kern.nr);
     let cp = CPtr(c.as_mut_ptr());
-    let run = |bufs: &mut Bufs<T>, r: &Rect| run_rect(kern, r, k, a, b, cp, n, bufs);
-    if rects.len() > 1 {
-        // Each rectangle packs into buffers of its own (a few per product).
-        super::parallel::team_for(rects.len(), usize::MAX, |i| {
-            run(&mut (Vec::new(), Vec::new()), &rects[i])
-        });
-    } else {
-        rects
-            .iter()
-            .for_each(|r| run(&mut (Vec::new(), Vec::new()), r));
-    }
+    // Each rectangle packs into buffers of its own (a few per product); one rectangle runs on
+    // the calling thread (`team_for` with a single item).
+    super::parallel::team_for(rects.len(), usize::MAX, |i| {
+        let bufs: &mut Bufs<T> = &mut (Vec::new(), Vec::new());
+        run_rect(kern, &rects[i], k, a, b, cp, n, bufs)
+    });
 }
 
 /// The blocked algorithm on one rectangle of C: for each column block and, in increasing order,

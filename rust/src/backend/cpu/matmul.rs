@@ -42,20 +42,15 @@ pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T
         product_into(fast, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     };
     written(batch * m * n, |out| {
-        if !big && (batch == 1 || !worth_threads(batch * m * n * k, PAR_MIN_FLOPS)) {
-            // Small work: handing it to the pool costs more than the product itself.
-            out.chunks_mut(m * n)
-                .enumerate()
-                .for_each(|(bi, c)| one(bi, c, false));
-            return;
-        }
-        if big || batch == 1 {
+        if !big && batch > 1 && worth_threads(batch * m * n * k, PAR_MIN_FLOPS) {
+            // Many small products: one per item; each output's fold is unchanged.
+            for_each_chunk(out, m * n, batch * m * n * k, |bi, c| one(bi, c, false));
+        } else {
+            // One after another, each threaded inside when large (small work costs less
+            // than handing it over).
             out.chunks_mut(m * n)
                 .enumerate()
                 .for_each(|(bi, c)| one(bi, c, big));
-        } else {
-            // Many small products: one per item; each output's fold is unchanged.
-            for_each_chunk(out, m * n, batch * m * n * k, |bi, c| one(bi, c, false));
         }
     })
 }

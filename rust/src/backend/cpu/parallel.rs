@@ -95,21 +95,7 @@ pub fn for_chunks<A: Send>(
     work: usize,
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
-    if per == 0 || out.is_empty() {
-        return;
-    }
-    let chunks = out.len().div_ceil(per);
-    let group = CLAIM_ELEMS.div_ceil(per).max(1);
-    let (len, ptr) = (out.len(), Disjoint(out.as_mut_ptr(), out.len()));
-    team_for(chunks.div_ceil(group), work, |g| {
-        super::simd::widest(|| {
-            for i in g * group..((g + 1) * group).min(chunks) {
-                // SAFETY: chunk i covers i*per..(i+1)*per, claimed by one item only; `out` is
-                // borrowed mutably for this whole call.
-                f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) });
-            }
-        })
-    });
+    chunks_in_groups(out, per, CLAIM_ELEMS.div_ceil(per.max(1)), work, f);
 }
 
 /// As `for_chunks`, one item per chunk however small (for chunks whose work is heavy, such as
@@ -120,13 +106,31 @@ pub fn for_each_chunk<A: Send>(
     work: usize,
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
+    chunks_in_groups(out, per, 1, work, f);
+}
+
+/// `f(i, chunk)` over `out` in chunks of `per`, `group` consecutive chunks per `team_for` item,
+/// each item compiled for the widest vector instructions available.
+fn chunks_in_groups<A: Send>(
+    out: &mut [A],
+    per: usize,
+    group: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [A]) + Sync,
+) {
     if per == 0 || out.is_empty() {
         return;
     }
+    let (chunks, group) = (out.len().div_ceil(per), group.max(1));
     let (len, ptr) = (out.len(), Disjoint(out.as_mut_ptr(), out.len()));
-    team_for(len.div_ceil(per), work, |i| {
-        // SAFETY: as in `for_chunks`, chunk i belongs to item i alone.
-        f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) })
+    team_for(chunks.div_ceil(group), work, |g| {
+        super::simd::widest(|| {
+            for i in g * group..((g + 1) * group).min(chunks) {
+                // SAFETY: chunk i covers i*per..(i+1)*per, claimed by one item only; `out` is
+                // borrowed mutably for this whole call.
+                f(i, unsafe { ptr.piece(i * per, per.min(len - i * per)) });
+            }
+        })
     });
 }
 
