@@ -10,9 +10,13 @@ use super::conv::{
 };
 use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, for_chunks2, for_each_chunk, worth_threads};
-use super::uninit::{filled, written};
+use super::uninit::{assume_init, filled, written};
 use crate::geometry::ConvDims;
 use std::mem::MaybeUninit;
+
+/// Elements of the weight gradient one thread sums at a time (a span stays in L1 while every
+/// image's part streams past it).
+const SUM_SPAN: usize = 2048;
 
 /// (input gradient when `need_x`, weight gradient).
 pub fn conv2d_grads<T: GemmElem>(
@@ -92,11 +96,27 @@ fn grads_per_image<T: GemmElem>(
     }
     // SAFETY: each image's product wrote its [OC, CKK] chunk, and the chunks cover the n images.
     unsafe { per_image.set_len(d.n * d.oc * kk) };
-    let mut gw = vec![T::ZERO; d.oc * kk];
-    for part in per_image.chunks(gw_chunk) {
-        gw.iter_mut().zip(part).for_each(|(a, &b)| *a = *a + b);
-    }
-    (need_x.then_some(gx), gw)
+    (
+        need_x.then_some(gx),
+        sum_in_image_order(&per_image, gw_chunk, d.n),
+    )
+}
+
+/// Elementwise sum of `n` consecutive parts of `len` elements, each element a left fold from 0
+/// over the parts in order (the bits do not depend on how the elements are split over threads).
+fn sum_in_image_order<T: GemmElem>(parts: &[T], len: usize, n: usize) -> Vec<T> {
+    written(len, |gw| {
+        for_chunks(gw, SUM_SPAN, len * n, |s, out| {
+            let j0 = s * SUM_SPAN;
+            out.iter_mut().for_each(|v| _ = v.write(T::ZERO));
+            // SAFETY: every element was written just above.
+            let out = unsafe { assume_init(out) };
+            for part in parts.chunks_exact(len).take(n) {
+                let src = &part[j0..j0 + out.len()];
+                out.iter_mut().zip(src).for_each(|(a, &b)| *a = *a + b);
+            }
+        })
+    })
 }
 
 /// Groups of `group` images folded into the products' spatial axis: with gY as [OC, G·P] and
