@@ -19,36 +19,45 @@ pub use crate::geometry::PlaneDims;
 use crate::{DType, Result};
 
 /// Planes whose statistics fold side by side: each is still one left fold in index order, but
-/// eight of them advance together, one vector addition per position, instead of one fold
-/// waiting on each scalar addition (the forward pass was bound by that wait).
+/// eight of them advance together (independent chains), instead of one fold waiting on each
+/// scalar addition (the passes were bound by that wait). The terms themselves are computed
+/// plane by plane in contiguous runs, where the divisions vectorise.
 const LANES: usize = 8;
 
-/// For each lane l < `lanes` (at most `LANES`): `init_l + t(l, 0) + t(l, 1) + ... +
-/// t(l, hw-1)`, left to right. The terms are laid out position-major in `scratch` ([hw][LANES],
-/// lanes past `lanes` zero), so the folds are one vector of accumulators stepping through its
-/// rows.
+/// For each plane l of `terms` (up to `LANES` planes of `hw` terms, one after another):
+/// `init_l + f(terms[l][0]) + ... + f(terms[l][hw-1])`, left to right, the planes' folds
+/// stepping together.
 #[inline(always)]
-fn fold_lanes<T: Float>(
-    init: [T; LANES],
-    lanes: usize,
+fn fold_planes<T: Float>(
+    mut acc: [T; LANES],
+    terms: &[T],
     hw: usize,
-    scratch: &mut Vec<T>,
-    t: impl Fn(usize, usize) -> T,
+    f: impl Fn(T) -> T,
 ) -> [T; LANES] {
-    scratch.clear();
-    scratch.resize(hw * LANES, T::ZERO);
-    for l in 0..lanes {
-        for (i, row) in scratch.chunks_exact_mut(LANES).enumerate() {
-            row[l] = t(l, i);
+    let lanes = (terms.len() / hw.max(1)).min(LANES);
+    if lanes == LANES {
+        let planes: [&[T]; LANES] = std::array::from_fn(|l| &terms[l * hw..][..hw]);
+        for i in 0..hw {
+            for l in 0..LANES {
+                acc[l] = acc[l] + f(planes[l][i]);
+            }
         }
-    }
-    let mut acc = init;
-    for row in scratch.chunks_exact(LANES) {
-        for l in 0..LANES {
-            acc[l] = acc[l] + row[l];
+    } else {
+        for i in 0..hw {
+            for l in 0..lanes {
+                acc[l] = acc[l] + f(terms[l * hw + i]);
+            }
         }
     }
     acc
+}
+
+/// `dst[i] = f(i)` for every element (a plain indexed loop, which vectorises where `f` does).
+#[inline(always)]
+fn fill_terms<T: Float>(dst: &mut [T], f: impl Fn(usize) -> T) {
+    for (i, v) in dst.iter_mut().enumerate() {
+        *v = f(i);
+    }
 }
 
 /// (y, per-plane statistics `[mu, d]` for the backward pass).
@@ -69,30 +78,25 @@ pub fn per_image_forward<T: Float>(
         2 * LANES,
         x.len(),
         |q, yq, sq| {
-            let (p0, lanes) = (q * LANES, sq.len() / 2);
-            let xq = &x[p0 * hw..][..lanes * hw];
-            let mut scratch = Vec::new();
+            let p0 = q * LANES;
+            let xq = &x[p0 * hw..][..yq.len()];
             let zero = [T::ZERO; LANES];
-            let mu =
-                fold_lanes(zero, lanes, hw, &mut scratch, |l, i| xq[l * hw + i]).map(|s| s / n);
-            let var = fold_lanes(zero, lanes, hw, &mut scratch, |l, i| {
-                let c = xq[l * hw + i] - mu[l];
-                c * c
-            });
+            let mu = fold_planes(zero, xq, hw, |v| v).map(|s| s / n);
+            // The squared deviations go through y, which the last pass overwrites.
+            for (l, (yp, xp)) in yq.chunks_mut(hw).zip(xq.chunks(hw)).enumerate() {
+                fill_terms(yp, |i| (xp[i] - mu[l]) * (xp[i] - mu[l]));
+            }
+            let var = fold_planes(zero, yq, hw, |v| v);
             for (l, (yp, sp)) in yq.chunks_mut(hw).zip(sq.chunks_mut(2)).enumerate() {
                 let (mu, dev) = (mu[l], (var[l] / n + eps).sqrt());
                 (sp[0], sp[1]) = (mu, dev);
                 let ch = (p0 + l) % d.channels;
-                let (wc, bc) = (w.map(|w| w[ch]), b.map(|b| b[ch]));
-                for (o, &v) in yp.iter_mut().zip(&xq[l * hw..][..hw]) {
-                    let mut z = (v - mu) / dev;
-                    if let Some(wc) = wc {
-                        z = z * wc;
-                    }
-                    if let Some(bc) = bc {
-                        z = z + bc;
-                    }
-                    *o = z;
+                let xp = &xq[l * hw..][..hw];
+                match (w.map(|w| w[ch]), b.map(|b| b[ch])) {
+                    (Some(wc), Some(bc)) => fill_terms(yp, |i| (xp[i] - mu) / dev * wc + bc),
+                    (Some(wc), None) => fill_terms(yp, |i| (xp[i] - mu) / dev * wc),
+                    (None, Some(bc)) => fill_terms(yp, |i| (xp[i] - mu) / dev + bc),
+                    (None, None) => fill_terms(yp, |i| (xp[i] - mu) / dev),
                 }
             }
         },
@@ -109,48 +113,94 @@ pub fn per_image_backward<T: Float>(
     d: PlaneDims,
     want: [bool; 3],
 ) -> [Option<Vec<T>>; 3] {
-    let n = T::from_f64(d.hw as f64);
-    let two = T::from_f64(2.0);
-    let gx = want[0].then(|| {
-        let mut gx = vec![T::ZERO; x.len()];
-        for_chunks(&mut gx, d.hw, x.len(), |p, gp| {
-            let (xp, gy) = (&x[p * d.hw..][..d.hw], &g[p * d.hw..][..d.hw]);
-            let (mu, dev) = (st[2 * p], st[2 * p + 1]);
-            let wc = w.map(|w| w[p % d.channels]);
-            let gz = |i: usize| wc.map_or(gy[i], |wc| gy[i] * wc);
-            let gd = (0..d.hw).fold(T::ZERO, |s, i| {
-                let z = (xp[i] - mu) / dev;
-                s + -(gz(i) * (z / dev))
-            });
-            let s = gd / (two * dev) / n;
-            for (i, o) in gp.iter_mut().enumerate() {
-                let t = s * (xp[i] - mu);
-                *o = (gz(i) / dev + t) + t;
-            }
-            let sm = gp.iter().fold(T::ZERO, |a, &v| a + -v) / n;
-            gp.iter_mut().for_each(|v| *v = *v + sm);
-        });
-        gx
-    });
+    let gx = want[0].then(|| input_grad(g, x, st, w, d));
     let (mut gw, mut gb) = (None, None);
     if want[1] || want[2] {
-        let (mut pw, mut pb) = (vec![T::ZERO; d.channels], vec![T::ZERO; d.channels]);
-        for_chunks2(&mut pw, 1, &mut pb, 1, g.len(), |ch, ow, ob| {
-            let (mut aw, mut ab) = (T::ZERO, T::ZERO);
-            for p in (ch..d.planes).step_by(d.channels.max(1)) {
-                let (xp, gy) = (&x[p * d.hw..][..d.hw], &g[p * d.hw..][..d.hw]);
-                let (mu, dev) = (st[2 * p], st[2 * p + 1]);
-                for (&v, &gv) in xp.iter().zip(gy) {
-                    aw = aw + gv * ((v - mu) / dev);
-                    ab = ab + gv;
-                }
-            }
-            (ow[0], ob[0]) = (aw, ab);
-        });
+        let (pw, pb) = affine_grads(g, x, st, d);
         gw = want[1].then_some(pw);
         gb = want[2].then_some(pb);
     }
     [gx, gw, gb]
+}
+
+/// gx, `LANES` planes at a time: each pass's terms are computed per plane (vectorised), then
+/// the planes' folds step together.
+fn input_grad<T: Float>(g: &[T], x: &[T], st: &[T], w: Option<&[T]>, d: PlaneDims) -> Vec<T> {
+    let (n, two, hw) = (T::from_f64(d.hw as f64), T::from_f64(2.0), d.hw);
+    let mut gx = vec![T::ZERO; x.len()];
+    for_chunks(&mut gx, LANES * hw, x.len(), |q, gq| {
+        let p0 = q * LANES;
+        let (xq, gyq) = (&x[p0 * hw..][..gq.len()], &g[p0 * hw..][..gq.len()]);
+        let plane = |l: usize| {
+            let p = p0 + l;
+            let (xp, gy) = (&xq[l * hw..][..hw], &gyq[l * hw..][..hw]);
+            (
+                xp,
+                gy,
+                st[2 * p],
+                st[2 * p + 1],
+                w.map(|w| w[p % d.channels]),
+            )
+        };
+        // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
+        for (l, gp) in gq.chunks_mut(hw).enumerate() {
+            let (xp, gy, mu, dev, wc) = plane(l);
+            match wc {
+                Some(wc) => fill_terms(gp, |i| -(gy[i] * wc * ((xp[i] - mu) / dev / dev))),
+                None => fill_terms(gp, |i| -(gy[i] * ((xp[i] - mu) / dev / dev))),
+            }
+        }
+        let gd = fold_planes([T::ZERO; LANES], gq, hw, |v| v);
+        for (l, gp) in gq.chunks_mut(hw).enumerate() {
+            let (xp, gy, mu, dev, wc) = plane(l);
+            let s = gd[l] / (two * dev) / n;
+            match wc {
+                Some(wc) => fill_terms(gp, |i| {
+                    let t = s * (xp[i] - mu);
+                    (gy[i] * wc / dev + t) + t
+                }),
+                None => fill_terms(gp, |i| {
+                    let t = s * (xp[i] - mu);
+                    (gy[i] / dev + t) + t
+                }),
+            }
+        }
+        let neg = fold_planes([T::ZERO; LANES], gq, hw, |v| -v);
+        for (l, gp) in gq.chunks_mut(hw).enumerate() {
+            let sm = neg[l] / n;
+            gp.iter_mut().for_each(|v| *v = *v + sm);
+        }
+    });
+    gx
+}
+
+/// (gw, gb) per channel: each a left fold over images, then positions, `LANES` channels side by
+/// side, each image's terms computed per plane first.
+fn affine_grads<T: Float>(g: &[T], x: &[T], st: &[T], d: PlaneDims) -> (Vec<T>, Vec<T>) {
+    let (hw, c) = (d.hw, d.channels.max(1));
+    let (mut pw, mut pb) = (vec![T::ZERO; d.channels], vec![T::ZERO; d.channels]);
+    if hw == 0 {
+        // Empty planes: every fold is its start value.
+        return (pw, pb);
+    }
+    for_chunks2(&mut pw, LANES, &mut pb, LANES, g.len(), |q, ow, ob| {
+        let (c0, lanes) = (q * LANES, ow.len());
+        let (mut aw, mut ab) = ([T::ZERO; LANES], [T::ZERO; LANES]);
+        let mut terms = vec![T::ZERO; lanes * hw];
+        for p0 in (c0..d.planes).step_by(c) {
+            let (xq, gq) = (&x[p0 * hw..][..lanes * hw], &g[p0 * hw..][..lanes * hw]);
+            for (l, tp) in terms.chunks_mut(hw).enumerate() {
+                let (xp, gy) = (&xq[l * hw..][..hw], &gq[l * hw..][..hw]);
+                let (mu, dev) = (st[2 * (p0 + l)], st[2 * (p0 + l) + 1]);
+                fill_terms(tp, |i| gy[i] * ((xp[i] - mu) / dev));
+            }
+            aw = fold_planes(aw, &terms, hw, |v| v);
+            ab = fold_planes(ab, gq, hw, |v| v);
+        }
+        ow.copy_from_slice(&aw[..lanes]);
+        ob.copy_from_slice(&ab[..lanes]);
+    });
+    (pw, pb)
 }
 
 const OP: &str = "batch_norm";
