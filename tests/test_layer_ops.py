@@ -199,6 +199,42 @@ def test_large_pools_on_every_thread_count_match_numpy(k, s, dtype):
     assert results[0] == results[1], "the bits must not depend on the thread count"
 
 
+def np_max_pool_padded(x, g, k, s, p):
+    """Max pooling with padding and its gradient: windows over x padded with -inf (the inputs
+    are finite or NaN, so padding never wins), each output's gradient to its window's first
+    maximum in row-major order (np.argmax's choice, a NaN counting as the maximum)."""
+    n, c, h, w = x.shape
+    xp = np.full((n, c, h + 2 * p, w + 2 * p), -np.inf, x.dtype)
+    xp[:, :, p:p + h, p:p + w] = x
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    y, gx = np.zeros((n, c, oh, ow), x.dtype), np.zeros_like(xp)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * s:i * s + k, j * s:j * s + k].reshape(n, c, -1)
+            r, q = np.divmod(win.argmax(axis=2), k)
+            for a in range(n):
+                for b in range(c):
+                    y[a, b, i, j] = xp[a, b, i * s + r[a, b], j * s + q[a, b]]
+                    gx[a, b, i * s + r[a, b], j * s + q[a, b]] += g[a, b, i, j]
+    return y, gx[:, :, p:p + h, p:p + w]
+
+
+@pytest.mark.parametrize("k, s, p", [(3, 2, 1), (3, 1, 1), (2, 2, 1), (5, 3, 2), (4, 2, 1)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_padded_max_pool_winners_match_numpy(k, s, p, dtype):
+    # Rounded values make ties (the first maximum must win); a few NaNs must win and stay.
+    rng = np.random.default_rng(21)
+    x = np.round(rng.normal(size=(2, 3, 11, 13)), 1).astype(dtype)
+    x.flat[rng.choice(x.size, 6, replace=False)] = np.nan
+    g = rng.normal(size=(2, 3, (11 + 2 * p - k) // s + 1, (13 + 2 * p - k) // s + 1)).astype(dtype)
+    y_want, gx_want = np_max_pool_padded(x, g, k, s, p)
+    t = tlrs.tensor(x, requires_grad=True)
+    y = ops.max_pool2d(t, k, s, p)
+    (gx,) = tlrs.grad([y], [t], grad_outputs=[tlrs.tensor(g)])
+    np.testing.assert_array_equal(y.numpy(), y_want)
+    np.testing.assert_array_equal(gx.numpy(), gx_want)
+
+
 def test_max_pool_padding_never_wins_and_avg_divisor_counts_padding():
     x = -np.arange(1.0, 10.0).reshape(1, 1, 3, 3)
     mx = ops.max_pool2d(T(x), 2, stride=2, padding=1).numpy()

@@ -15,42 +15,149 @@ fn beats<T: Float>(v: T, best: T) -> bool {
     (v > best || v.is_nan()) && !best.is_nan()
 }
 
+/// `max_pool_plane` compiled for AVX-512 (a closure passed to `simd::widest` stayed at the
+/// baseline width here, and the row loops then ran scalar).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+unsafe fn plane_avx512<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usize]) {
+    max_pool_plane(xp, d, y, arg)
+}
+
+/// Scratch of one thread's planes: the gathered candidates, the best values and the winners
+/// (as offsets from the window's first valid cell) of a block of outputs.
+struct Scratch<T> {
+    cand: Vec<T>,
+    best: Vec<T>,
+    off: Vec<u32>,
+}
+
+#[inline(always)]
 fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usize]) {
-    if d.kh == 2 && d.kw == 2 && d.stride == 2 && d.pad == 0 {
-        // The common 2x2 / stride 2 window, always inside the image: the general loop's
-        // candidates in its order, without its range bookkeeping.
+    let (lo, hi) = interior(d.ow, d.w, d.kw, d);
+    let (rlo, rhi) = interior(d.oh, d.h, d.kh, d);
+    let mut sc = Scratch {
+        cand: Vec::new(),
+        best: Vec::new(),
+        off: Vec::new(),
+    };
+    for oy in 0..d.oh {
+        for ox in (0..lo).chain(hi..d.ow) {
+            (y[oy * d.ow + ox], arg[oy * d.ow + ox]) = max_window(xp, d, oy, ox);
+        }
+    }
+    if lo == hi || d.kh.saturating_mul(d.w) > u32::MAX as usize {
         for oy in 0..d.oh {
-            let (r0, r1) = (2 * oy * d.w, (2 * oy + 1) * d.w);
-            for ox in 0..d.ow {
-                let c = 2 * ox;
-                let (mut best, mut bi) = (xp[r0 + c], r0 + c);
-                for k in [r0 + c + 1, r1 + c, r1 + c + 1] {
-                    if beats(xp[k], best) {
-                        best = xp[k];
-                        bi = k;
-                    }
-                }
-                y[oy * d.ow + ox] = best;
-                arg[oy * d.ow + ox] = bi;
+            for ox in lo..hi {
+                (y[oy * d.ow + ox], arg[oy * d.ow + ox]) = max_window(xp, d, oy, ox);
             }
         }
         return;
     }
-    for oy in 0..d.oh {
-        for ox in 0..d.ow {
-            let (rows, cols) = d.window(oy, ox);
-            let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
-            for r in rows {
-                for c in cols.clone() {
-                    let v = xp[r * d.w + c];
-                    if bi == usize::MAX || beats(v, best) {
-                        best = v;
-                        bi = r * d.w + c;
-                    }
+    // Rows whose windows are clipped by the padding one at a time (their valid kernel rows
+    // differ), the rows in between as one block.
+    for oy in (0..rlo).chain(rhi..d.oh) {
+        let rows = d.window(oy, 0).0;
+        let top = (oy * d.stride) as isize - d.pad as isize;
+        let ky = (rows.start as isize - top) as usize..(rows.end as isize - top) as usize;
+        max_block(xp, d, oy..oy + 1, ky, (lo, hi), y, arg, &mut sc);
+    }
+    if rlo < rhi {
+        max_block(xp, d, rlo..rhi, 0..d.kh, (lo, hi), y, arg, &mut sc);
+    }
+}
+
+/// The outputs `lo..hi` along an axis of `out` outputs whose windows of `k` lie wholly inside
+/// the input's `n` cells.
+fn interior(out: usize, n: usize, k: usize, d: &PoolDims) -> (usize, usize) {
+    if k > n || d.stride == 0 {
+        return (0, 0);
+    }
+    let lo = d.pad.div_ceil(d.stride).min(out);
+    // o * stride - pad + k <= n
+    let hi = ((n + d.pad - k) / d.stride + 1).min(out);
+    (lo, hi.max(lo))
+}
+
+/// One window, cells in row-major order: the first valid cell, then each later one that beats
+/// the best so far (a window wholly in the padding gives -inf with no winner).
+fn max_window<T: Float>(xp: &[T], d: &PoolDims, oy: usize, ox: usize) -> (T, usize) {
+    let (rows, cols) = d.window(oy, ox);
+    let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
+    for r in rows {
+        for c in cols.clone() {
+            let v = xp[r * d.w + c];
+            if bi == usize::MAX || beats(v, best) {
+                best = v;
+                bi = r * d.w + c;
+            }
+        }
+    }
+    (best, bi)
+}
+
+/// Outputs rows `oys` x columns `lo..hi`, whose windows' valid kernel rows are `ky` and whose
+/// columns lie inside the image: the cells are visited in the same row-major window order, one
+/// cell for the whole block at a time. Its candidates are gathered into one run, then compared
+/// and selected without branches (winners are data-dependent, so branches would mispredict),
+/// which vectorises; each winner is kept as its offset from the window's first valid cell.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn max_block<T: Float>(
+    xp: &[T],
+    d: &PoolDims,
+    oys: std::ops::Range<usize>,
+    ky: std::ops::Range<usize>,
+    (lo, hi): (usize, usize),
+    y: &mut [T],
+    arg: &mut [usize],
+    sc: &mut Scratch<T>,
+) {
+    let (s, nc) = (d.stride, hi - lo);
+    let m = oys.len() * nc;
+    if ky.is_empty() {
+        for oy in oys {
+            y[oy * d.ow + lo..][..nc].fill(T::NEG_INFINITY);
+            arg[oy * d.ow + lo..][..nc].fill(usize::MAX);
+        }
+        return;
+    }
+    sc.cand.resize(m, T::ZERO);
+    sc.best.resize(m, T::ZERO);
+    sc.off.resize(m, 0);
+    // Input index of cell (ky, kx) of output (oy, ox), as `at(oy, ox) + ky * w + kx`.
+    let at = |oy: usize, ox: usize| (oy * s + ky.start - d.pad) * d.w + ox * s - d.pad;
+    // Index loops, not iterator chains: a chain's fold can stay out of line, outside the
+    // AVX-512 wrapper (`plane_avx512`).
+    for dy in 0..ky.len() {
+        for kx in 0..d.kw {
+            for (i, oy) in oys.clone().enumerate() {
+                let src = &xp[at(oy, lo) + dy * d.w + kx..][..(nc - 1) * s + 1];
+                let dst = &mut sc.cand[i * nc..][..nc];
+                for j in 0..nc {
+                    dst[j] = src[s * j];
                 }
             }
-            y[oy * d.ow + ox] = best;
-            arg[oy * d.ow + ox] = bi;
+            let c = (dy * d.w + kx) as u32;
+            if dy == 0 && kx == 0 {
+                // The first cell of every window wins outright.
+                sc.best.copy_from_slice(&sc.cand);
+                sc.off.fill(c);
+                continue;
+            }
+            let (cand, best, off) = (&sc.cand[..m], &mut sc.best[..m], &mut sc.off[..m]);
+            for t in 0..m {
+                let (v, b) = (cand[t], best[t]);
+                let take = beats(v, b);
+                best[t] = if take { v } else { b };
+                off[t] = if take { c } else { off[t] };
+            }
+        }
+    }
+    for (i, oy) in oys.enumerate() {
+        for j in 0..nc {
+            let (t, o) = (i * nc + j, oy * d.ow + lo + j);
+            y[o] = sc.best[t];
+            arg[o] = at(oy, lo + j) + sc.off[t] as usize;
         }
     }
 }
@@ -62,7 +169,13 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
     let mut arg = vec![0usize; d.planes * per];
     let hw = d.h * d.w;
     for_chunks2(&mut y, per, &mut arg, per, x.len(), |p, yp, ap| {
-        max_pool_plane(&x[p * hw..][..hw], &d, yp, ap)
+        let xp = &x[p * hw..][..hw];
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_avx512() {
+            // SAFETY: the features it is compiled for were just detected on this CPU.
+            return unsafe { plane_avx512(xp, &d, yp, ap) };
+        }
+        max_pool_plane(xp, &d, yp, ap)
     });
     (y, arg)
 }
