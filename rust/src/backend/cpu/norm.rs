@@ -28,6 +28,7 @@ const LANES: usize = 8;
 /// `init_l + f(terms[l][0]) + ... + f(terms[l][hw-1])`, left to right, the planes' folds
 /// stepping together.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // one position index steps all planes together
 fn fold_planes<T: Float>(
     mut acc: [T; LANES],
     terms: &[T],
