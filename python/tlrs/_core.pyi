@@ -329,6 +329,9 @@ def set_num_threads(n: int) -> None:
     """Sets the number of CPU threads kernels use (n >= 1)."""
 def get_num_threads() -> int:
     """The number of CPU worker threads."""
+def fma_peak_gflops(iters: int) -> float | None:
+    """f32 GFLOP/s of vector FMA loops on every tlrs thread (`iters` steps each): the ceiling
+    benchmarks report kernels against; None where the CPU has no vector FMA."""
 def cached_memory() -> int:
     """Bytes of freed host buffers kept for reuse."""
 def release_cached_memory() -> int:

@@ -202,6 +202,13 @@ pub fn get_num_threads() -> usize {
     parallel::num_threads()
 }
 
+/// f32 GFLOP/s of vector FMA loops on every tlrs thread (`iters` steps each), the ceiling
+/// benchmarks report kernels against; None where the CPU has no vector FMA.
+#[pyfunction]
+pub fn fma_peak_gflops(iters: usize) -> Option<f64> {
+    crate::backend::cpu::peak::fma_peak_gflops(iters)
+}
+
 #[pyfunction]
 pub fn cached_memory() -> usize {
     crate::buffer_cache::cached_bytes()

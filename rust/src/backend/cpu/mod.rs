@@ -10,6 +10,7 @@ pub mod loss;
 pub mod matmul;
 pub mod norm;
 pub mod parallel;
+pub mod peak;
 pub mod pool;
 pub mod reduce;
 pub mod simd;
