@@ -139,14 +139,17 @@ impl RefGemmElem for f64 {
     }
 }
 
-/// The best ISA's kernel with the least estimated time for `n` columns (padding included).
-fn pick_kernel<T: RefGemmElem>(n: usize) -> Kernel<T> {
+/// The best ISA's kernel with the least estimated time for `n` columns (padding included) on
+/// the busiest of `threads` threads when the column panels are shared out evenly (11 panels of
+/// 48 on two threads leave one thread a panel longer; 16 of 32 split evenly). Every kernel
+/// computes the same fold, so the choice never changes the bits.
+fn pick_kernel<T: RefGemmElem>(n: usize, threads: usize) -> Kernel<T> {
     let isa = ISAS
         .into_iter()
         .find(|&isa| isa_available(isa))
         .unwrap_or(Isa::Scalar);
     let kernels = T::ref_gemm_kernels(isa);
-    let cost = |k: &Kernel<T>| n.div_ceil(k.nr) * k.nr * k.col_cost;
+    let cost = |k: &Kernel<T>| n.div_ceil(k.nr).div_ceil(threads.max(1)) * k.nr * k.col_cost;
     *kernels
         .iter()
         .min_by_key(|k| cost(k))
@@ -180,7 +183,17 @@ pub fn gemm_ref<T: RefGemmElem>(
     parallel: bool,
 ) {
     let (a, b) = (View::new(a, a_rs, a_cs), View::new(b, b_rs, b_cs));
-    gemm_with_kernel(pick_kernel::<T>(n), m, n, k, a, b, c, parallel);
+    let kern = pick_kernel::<T>(n, threads_for(m, n, k, parallel));
+    gemm_with_kernel(kern, m, n, k, a, b, c, parallel);
+}
+
+/// Threads a product runs on: all of them when asked and large enough, else one.
+fn threads_for(m: usize, n: usize, k: usize, parallel: bool) -> usize {
+    if parallel && m as u128 * n as u128 * k as u128 >= PAR_MIN_WORK {
+        super::parallel::num_threads()
+    } else {
+        1
+    }
 }
 
 /// Strided read-only view of a matrix operand: element (r, q) is `data[r*rs + q*cs]`.
@@ -234,15 +247,8 @@ fn gemm_with_kernel<T: RefGemmElem>(
     }
     check_extent("a", a, m, k);
     check_extent("b", b, k, n);
-    let work = m as u128 * n as u128 * k as u128;
-    let parallel = parallel && work >= PAR_MIN_WORK;
     // The thread count sets how C is cut into rectangles, never how an output is computed.
-    let threads = if parallel {
-        super::parallel::num_threads()
-    } else {
-        1
-    };
-    blocked(&kern, m, n, k, a, b, c, threads);
+    blocked(&kern, m, n, k, a, b, c, threads_for(m, n, k, parallel));
 }
 
 /// Raw pointer to C shared by tasks that write disjoint rectangles.
