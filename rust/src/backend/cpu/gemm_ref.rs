@@ -183,8 +183,8 @@ pub fn gemm_ref<T: RefGemmElem>(
     parallel: bool,
 ) {
     let (a, b) = (View::new(a, a_rs, a_cs), View::new(b, b_rs, b_cs));
-    let kern = pick_kernel::<T>(n, threads_for(m, n, k, parallel));
-    gemm_with_kernel(kern, m, n, k, a, b, c, parallel);
+    let threads = threads_for(m, n, k, parallel);
+    gemm_with_kernel(pick_kernel::<T>(n, threads), m, n, k, a, b, c, threads);
 }
 
 /// Threads a product runs on: all of them when asked and large enough, else one.
@@ -232,7 +232,7 @@ fn gemm_with_kernel<T: RefGemmElem>(
     a: View<'_, T>,
     b: View<'_, T>,
     c: &mut [T],
-    parallel: bool,
+    threads: usize,
 ) {
     if m == 0 || n == 0 {
         return;
@@ -248,7 +248,7 @@ fn gemm_with_kernel<T: RefGemmElem>(
     check_extent("a", a, m, k);
     check_extent("b", b, k, n);
     // The thread count sets how C is cut into rectangles, never how an output is computed.
-    blocked(&kern, m, n, k, a, b, c, threads_for(m, n, k, parallel));
+    blocked(&kern, m, n, k, a, b, c, threads);
 }
 
 /// Raw pointer to C shared by tasks that write disjoint rectangles.

@@ -123,7 +123,7 @@ fn gemm_k<T: TestElem>(
     par: bool,
 ) {
     let (a, b) = (View::new(a, a_rs, a_cs), View::new(b, b_rs, b_cs));
-    gemm_with_kernel(kern, m, n, k, a, b, c, par);
+    gemm_with_kernel(kern, m, n, k, a, b, c, threads_for(m, n, k, par));
 }
 
 fn assert_bits_eq<T: TestElem>(got: &[T], want: &[T], what: &str) {

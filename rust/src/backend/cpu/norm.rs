@@ -93,12 +93,12 @@ pub fn per_image_forward<T: Float>(
                 (sp[0], sp[1]) = (mu, dev);
                 let ch = (p0 + l) % d.channels;
                 let xp = &xq[l * hw..][..hw];
-                match (w.map(|w| w[ch]), b.map(|b| b[ch])) {
-                    (Some(wc), Some(bc)) => fill_terms(yp, |i| (xp[i] - mu) / dev * wc + bc),
-                    (Some(wc), None) => fill_terms(yp, |i| (xp[i] - mu) / dev * wc),
-                    (None, Some(bc)) => fill_terms(yp, |i| (xp[i] - mu) / dev + bc),
-                    (None, None) => fill_terms(yp, |i| (xp[i] - mu) / dev),
-                }
+                let (wc, bc) = (w.map(|w| w[ch]), b.map(|b| b[ch]));
+                fill_terms(yp, |i| {
+                    let z = (xp[i] - mu) / dev;
+                    let z = wc.map_or(z, |wc| z * wc);
+                    bc.map_or(z, |bc| z + bc)
+                });
             }
         },
     );
@@ -124,6 +124,12 @@ pub fn per_image_backward<T: Float>(
     [gx, gw, gb]
 }
 
+/// The upstream gradient through the affine weight: `g * w`, or `g` without one.
+#[inline(always)]
+fn gz<T: Float>(g: T, wc: Option<T>) -> T {
+    wc.map_or(g, |wc| g * wc)
+}
+
 /// gx, `LANES` planes at a time: each pass's terms are computed per plane (vectorised), then
 /// the planes' folds step together.
 fn input_grad<T: Float>(g: &[T], x: &[T], st: &[T], w: Option<&[T]>, d: PlaneDims) -> Vec<T> {
@@ -146,25 +152,16 @@ fn input_grad<T: Float>(g: &[T], x: &[T], st: &[T], w: Option<&[T]>, d: PlaneDim
         // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
         for (l, gp) in gq.chunks_mut(hw).enumerate() {
             let (xp, gy, mu, dev, wc) = plane(l);
-            match wc {
-                Some(wc) => fill_terms(gp, |i| -(gy[i] * wc * ((xp[i] - mu) / dev / dev))),
-                None => fill_terms(gp, |i| -(gy[i] * ((xp[i] - mu) / dev / dev))),
-            }
+            fill_terms(gp, |i| -(gz(gy[i], wc) * ((xp[i] - mu) / dev / dev)));
         }
         let gd = fold_planes([T::ZERO; LANES], gq, hw, |v| v);
         for (l, gp) in gq.chunks_mut(hw).enumerate() {
             let (xp, gy, mu, dev, wc) = plane(l);
             let s = gd[l] / (two * dev) / n;
-            match wc {
-                Some(wc) => fill_terms(gp, |i| {
-                    let t = s * (xp[i] - mu);
-                    (gy[i] * wc / dev + t) + t
-                }),
-                None => fill_terms(gp, |i| {
-                    let t = s * (xp[i] - mu);
-                    (gy[i] / dev + t) + t
-                }),
-            }
+            fill_terms(gp, |i| {
+                let t = s * (xp[i] - mu);
+                (gz(gy[i], wc) / dev + t) + t
+            });
         }
         let neg = fold_planes([T::ZERO; LANES], gq, hw, |v| -v);
         for (l, gp) in gq.chunks_mut(hw).enumerate() {

@@ -33,26 +33,25 @@ struct Scratch<T> {
 
 #[inline(always)]
 fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usize]) {
-    let (lo, hi) = interior(d.ow, d.w, d.kw, d);
+    let (mut lo, mut hi) = interior(d.ow, d.w, d.kw, d);
+    if d.kh.saturating_mul(d.w) > u32::MAX as usize {
+        // Winners' offsets would not fit the blocks' u32: every column per window.
+        (lo, hi) = (0, 0);
+    }
+    for oy in 0..d.oh {
+        for ox in (0..lo).chain(hi..d.ow) {
+            (y[oy * d.ow + ox], arg[oy * d.ow + ox]) = max_window(xp, d, oy, ox);
+        }
+    }
+    if lo == hi {
+        return;
+    }
     let (rlo, rhi) = interior(d.oh, d.h, d.kh, d);
     let mut sc = Scratch {
         cand: Vec::new(),
         best: Vec::new(),
         off: Vec::new(),
     };
-    for oy in 0..d.oh {
-        for ox in (0..lo).chain(hi..d.ow) {
-            (y[oy * d.ow + ox], arg[oy * d.ow + ox]) = max_window(xp, d, oy, ox);
-        }
-    }
-    if lo == hi || d.kh.saturating_mul(d.w) > u32::MAX as usize {
-        for oy in 0..d.oh {
-            for ox in lo..hi {
-                (y[oy * d.ow + ox], arg[oy * d.ow + ox]) = max_window(xp, d, oy, ox);
-            }
-        }
-        return;
-    }
     // Rows whose windows are clipped by the padding one at a time (their valid kernel rows
     // differ), the rows in between as one block.
     for oy in (0..rlo).chain(rhi..d.oh) {
