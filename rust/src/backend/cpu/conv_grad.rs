@@ -6,7 +6,7 @@
 //! is skipped when nothing needs it (a network's first layer).
 
 use super::conv::{
-    clear_wrapped, col2im, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS,
+    clear_wrapped, col2im, conv2d, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS,
 };
 use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, for_chunks2, for_each_chunk, worth_threads};
@@ -27,6 +27,19 @@ pub fn conv2d_grads<T: GemmElem>(
     fast: bool,
     need_x: bool,
 ) -> (Option<Vec<T>>, Vec<T>) {
+    // Fast kernels on per-image-sized maps: the input gradient as a convolution (stride 1), the
+    // weight gradient from the direct kernel where it covers the geometry.
+    let per_image = fast && d.oh * d.ow >= BATCH_BELOW;
+    if let Some(dt) = transposed_dims(&d).filter(|_| per_image && need_x) {
+        let gw = match T::direct_weight_grad(g, x, &d) {
+            Some(gw) => gw,
+            None => conv2d_grads(g, x, wt, d, fast, false).1,
+        };
+        return (Some(conv2d(g, &flipped(wt, &d), None, dt, true)), gw);
+    }
+    if let Some(gw) = T::direct_weight_grad(g, x, &d).filter(|_| per_image && !need_x) {
+        return (None, gw);
+    }
     if d.oh * d.ow < BATCH_BELOW {
         // Reference kernels keep the whole batch in one product (one fold over (n, oy, ox) per
         // weight gradient); fast kernels bound the columns' memory by grouping images.
@@ -35,6 +48,42 @@ pub fn conv2d_grads<T: GemmElem>(
     } else {
         grads_per_image(g, x, wt, d, fast, need_x)
     }
+}
+
+/// The convolution whose output is the input gradient, when the forward one has stride 1 and a
+/// square kernel no wider than twice its padding plus one: gX = gY, padded by (k - 1 - pad), cross-
+/// correlated with the flipped kernel W'[c, o, ky, kx] = W[o, c, k-1-ky, k-1-kx]. Fast kernels
+/// take it instead of gcols + col2im: its product has OC·K² terms per output where gcols' has
+/// OC, and nothing is scattered back (the additions come in another order, within the fast
+/// kernels' tolerance).
+fn transposed_dims(d: &ConvDims) -> Option<ConvDims> {
+    let pad = d.kh.checked_sub(1)?.checked_sub(d.pad)?;
+    (d.stride == 1 && d.kh == d.kw).then_some(ConvDims {
+        n: d.n,
+        c: d.oc,
+        h: d.oh,
+        w: d.ow,
+        oc: d.c,
+        kh: d.kh,
+        kw: d.kw,
+        stride: 1,
+        pad,
+        oh: d.h,
+        ow: d.w,
+    })
+}
+
+/// W [OC, C, KH, KW] as W' [C, OC, KH, KW] with both kernel axes reversed.
+fn flipped<T: GemmElem>(wt: &[T], d: &ConvDims) -> Vec<T> {
+    let kk = d.kh * d.kw;
+    filled(wt.len(), (d.oc * kk).max(1), wt.len(), |c, row| {
+        for (o, dst) in row.chunks_mut(kk).enumerate() {
+            let src = &wt[(o * d.c + c) * kk..][..kk];
+            dst.iter_mut()
+                .zip(src.iter().rev())
+                .for_each(|(v, &s)| _ = v.write(s));
+        }
+    })
 }
 
 /// Per image: gW_n = gY colsᵀ and gcols = Wᵀ gY (then col2im); the

@@ -6,11 +6,27 @@ use super::gemm_ref::{gemm_ref, RefGemmElem};
 use super::parallel::{for_each_chunk, worth_threads};
 use super::uninit::{fill_with, written};
 use crate::dtype::Float;
+use crate::geometry::ConvDims;
 use std::mem::MaybeUninit;
 
 /// Element types both GEMMs accept.
-pub trait GemmElem: Float + RefGemmElem {}
-impl GemmElem for f32 {}
+pub trait GemmElem: Float + RefGemmElem {
+    /// The weight gradient of convolution `d` by a direct fast kernel (no lowering), where one
+    /// covers this type, geometry and CPU (`conv_direct.rs`); None sends it through the GEMMs.
+    fn direct_weight_grad(_g: &[Self], _x: &[Self], _d: &ConvDims) -> Option<Vec<Self>> {
+        None
+    }
+}
+impl GemmElem for f32 {
+    fn direct_weight_grad(g: &[f32], x: &[f32], d: &ConvDims) -> Option<Vec<f32>> {
+        #[cfg(target_arch = "x86_64")]
+        if super::conv_direct::applies(d) {
+            return Some(super::conv_direct::weight_grad(g, x, d));
+        }
+        let _ = (g, x, d);
+        None
+    }
+}
 impl GemmElem for f64 {}
 
 pub use crate::geometry::MatmulDims;
