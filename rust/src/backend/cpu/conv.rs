@@ -220,6 +220,9 @@ pub fn conv2d<T: GemmElem>(
     if plane == 0 || d.oc == 0 {
         return vec![T::ZERO; total];
     }
+    if let Some(y) = T::direct_forward(x, wt, bias, &d, fast) {
+        return y;
+    }
     if plane >= BATCH_BELOW {
         let one = |n: usize, out: &mut [MaybeUninit<T>], par: bool| {
             let cols = im2col(x, d, n, 1);

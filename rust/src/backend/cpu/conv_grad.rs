@@ -27,27 +27,47 @@ pub fn conv2d_grads<T: GemmElem>(
     fast: bool,
     need_x: bool,
 ) -> (Option<Vec<T>>, Vec<T>) {
-    // Fast kernels on per-image-sized maps: the input gradient as a convolution (stride 1), the
-    // weight gradient from the direct kernel where it covers the geometry.
-    let per_image = fast && d.oh * d.ow >= BATCH_BELOW;
-    if let Some(dt) = transposed_dims(&d).filter(|_| per_image && need_x) {
-        let gw = match T::direct_weight_grad(g, x, &d) {
-            Some(gw) => gw,
-            None => conv2d_grads(g, x, wt, d, fast, false).1,
-        };
-        return (Some(conv2d(g, &flipped(wt, &d), None, dt, true)), gw);
-    }
-    if let Some(gw) = T::direct_weight_grad(g, x, &d).filter(|_| per_image && !need_x) {
-        return (None, gw);
-    }
-    if d.oh * d.ow < BATCH_BELOW {
+    let per_image = d.oh * d.ow >= BATCH_BELOW;
+    // On per-image-sized maps, the weight gradient from the direct kernel (either kind) where it
+    // covers the geometry. The input gradient from the direct reference kernel where it covers
+    // the geometry, or with fast kernels on per-image-sized maps as a convolution.
+    let gw = per_image
+        .then(|| T::direct_weight_grad(g, x, &d, fast))
+        .flatten();
+    let gx = if !need_x {
+        None
+    } else if fast {
+        transposed_dims(&d)
+            .filter(|_| per_image)
+            .map(|dt| conv2d(g, &flipped(wt, &d), None, dt, true))
+    } else {
+        T::direct_input_grad(g, wt, &d)
+    };
+    let need = Need {
+        x: need_x && gx.is_none(),
+        w: gw.is_none(),
+    };
+    let (gx_lowered, gw_lowered) = if !need.x && !need.w {
+        (None, None)
+    } else if per_image {
+        grads_per_image(g, x, wt, d, fast, need)
+    } else {
         // Reference kernels keep the whole batch in one product (one fold over (n, oy, ox) per
         // weight gradient); fast kernels bound the columns' memory by grouping images.
         let g_images = if fast { group_size(&d) } else { d.n.max(1) };
-        grads_batched(g, x, wt, d, fast, need_x, g_images)
-    } else {
-        grads_per_image(g, x, wt, d, fast, need_x)
-    }
+        grads_batched(g, x, wt, d, fast, need, g_images)
+    };
+    let gw = gw
+        .or(gw_lowered)
+        .expect("the lowering computes what the direct kernel did not");
+    (gx.or(gx_lowered), gw)
+}
+
+/// Which gradients the lowering still has to compute.
+#[derive(Clone, Copy)]
+struct Need {
+    x: bool,
+    w: bool,
 }
 
 /// The convolution whose output is the input gradient, when the forward one has stride 1 and a
@@ -94,12 +114,13 @@ fn grads_per_image<T: GemmElem>(
     wt: &[T],
     d: ConvDims,
     fast: bool,
-    need_x: bool,
-) -> (Option<Vec<T>>, Vec<T>) {
+    need: Need,
+) -> (Option<Vec<T>>, Option<Vec<T>>) {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
-    let mut gx = vec![T::ZERO; if need_x { d.n * img } else { 0 }];
-    let mut per_image = Vec::with_capacity(d.n * d.oc * kk);
-    let per_image_out = &mut per_image.spare_capacity_mut()[..d.n * d.oc * kk];
+    let mut gx = vec![T::ZERO; if need.x { d.n * img } else { 0 }];
+    let parts = if need.w { d.n * d.oc * kk } else { 0 };
+    let mut per_image = Vec::with_capacity(parts);
+    let per_image_out = &mut per_image.spare_capacity_mut()[..parts];
     // One image alone threads inside its products; several run one image per thread.
     let prod =
         |m, n, k, a: (&[T], usize, usize), b: (&[T], usize, usize), c: &mut [MaybeUninit<T>]| {
@@ -109,11 +130,13 @@ fn grads_per_image<T: GemmElem>(
                 product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, false)
             }
         };
-    let one = |n: usize, gxn: Option<&mut [T]>, gwn: &mut [MaybeUninit<T>]| {
+    let one = |n: usize, gxn: Option<&mut [T]>, gwn: Option<&mut [MaybeUninit<T>]>| {
         let gy = &g[n * d.oc * plane..][..d.oc * plane];
-        let cols = im2col(x, d, n, 1);
-        // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
-        prod(d.oc, kk, plane, (gy, plane, 1), (&cols, 1, plane), gwn);
+        if let Some(gwn) = gwn {
+            // gW_n = gY [OC, P] @ colsᵀ [P, CKK]
+            let cols = im2col(x, d, n, 1);
+            prod(d.oc, kk, plane, (gy, plane, 1), (&cols, 1, plane), gwn);
+        }
         if let Some(gxn) = gxn {
             // gcols = Wᵀ [CKK, OC] @ gY [OC, P]
             let mut gcols = written(kk * plane, |c| {
@@ -131,23 +154,28 @@ fn grads_per_image<T: GemmElem>(
     };
     // One item per image (never grouped: an image's products are heavy whatever its size).
     // (An empty image has no input gradient to add into, and every weight gradient to write.)
-    if need_x && img > 0 {
-        for_chunks2(
+    match (need.x && img > 0, need.w) {
+        (true, true) => for_chunks2(
             &mut gx,
             img,
             per_image_out,
             gw_chunk,
             work,
-            |n, gxn, gwn| one(n, Some(gxn), gwn),
-        );
-    } else {
-        for_each_chunk(per_image_out, gw_chunk, work, |n, gwn| one(n, None, gwn));
+            |n, gxn, gwn| one(n, Some(gxn), Some(gwn)),
+        ),
+        (true, false) => for_each_chunk(&mut gx, img, work, |n, gxn| one(n, Some(gxn), None)),
+        (false, true) => for_each_chunk(per_image_out, gw_chunk, work, |n, gwn| {
+            one(n, None, Some(gwn))
+        }),
+        (false, false) => {}
     }
-    // SAFETY: each image's product wrote its [OC, CKK] chunk, and the chunks cover the n images.
-    unsafe { per_image.set_len(d.n * d.oc * kk) };
+    // SAFETY: each image's product wrote its [OC, CKK] chunk, and the chunks cover the n images
+    // (none when the weight gradient is not needed).
+    unsafe { per_image.set_len(parts) };
     (
-        need_x.then_some(gx),
-        sum_in_image_order(&per_image, gw_chunk, d.n),
+        need.x.then_some(gx),
+        need.w
+            .then(|| sum_in_image_order(&per_image, gw_chunk, d.n)),
     )
 }
 
@@ -178,16 +206,15 @@ fn grads_batched<T: GemmElem>(
     wt: &[T],
     d: ConvDims,
     fast: bool,
-    need_x: bool,
+    need: Need,
     group: usize,
-) -> (Option<Vec<T>>, Vec<T>) {
+) -> (Option<Vec<T>>, Option<Vec<T>>) {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
-    let mut gx = vec![T::ZERO; if need_x { d.n * img } else { 0 }];
+    let mut gx = vec![T::ZERO; if need.x { d.n * img } else { 0 }];
     let mut gw: Option<Vec<T>> = None;
     for n0 in (0..d.n).step_by(group) {
         let gn = group.min(d.n - n0);
         let np = gn * plane;
-        let cols = im2col(x, d, n0, gn);
         // [OC, G·P]: gY with the image axis moved next to the spatial one.
         let gy = filled(d.oc * np, np.max(1), d.oc * np, |o, row| {
             for (i, r) in row.chunks_mut(plane.max(1)).enumerate() {
@@ -195,15 +222,18 @@ fn grads_batched<T: GemmElem>(
                 r.iter_mut().zip(src).for_each(|(r, &v)| _ = r.write(v));
             }
         });
-        // gW (+)= gY [OC, G·P] @ colsᵀ [G·P, CKK]
-        let part = written(d.oc * kk, |c| {
-            product_auto(fast, d.oc, kk, np, (&gy, np, 1), (&cols, 1, np), c)
-        });
-        match gw.as_mut() {
-            None => gw = Some(part),
-            Some(gw) => gw.iter_mut().zip(&part).for_each(|(a, &b)| *a = *a + b),
+        if need.w {
+            // gW (+)= gY [OC, G·P] @ colsᵀ [G·P, CKK]
+            let cols = im2col(x, d, n0, gn);
+            let part = written(d.oc * kk, |c| {
+                product_auto(fast, d.oc, kk, np, (&gy, np, 1), (&cols, 1, np), c)
+            });
+            match gw.as_mut() {
+                None => gw = Some(part),
+                Some(gw) => gw.iter_mut().zip(&part).for_each(|(a, &b)| *a = *a + b),
+            }
         }
-        if need_x {
+        if need.x {
             // gcols = Wᵀ [CKK, OC] @ gY [OC, G·P], then each image's columns back into it.
             let mut gcols = written(kk * np, |c| {
                 product_auto(fast, kk, np, d.oc, (wt, 1, kk), (&gy, np, 1), c)
@@ -215,6 +245,8 @@ fn grads_batched<T: GemmElem>(
             });
         }
     }
-    let gw = gw.unwrap_or_else(|| vec![T::ZERO; d.oc * kk]);
-    (need_x.then_some(gx), gw)
+    let gw = need
+        .w
+        .then(|| gw.unwrap_or_else(|| vec![T::ZERO; d.oc * kk]));
+    (need.x.then_some(gx), gw)
 }

@@ -11,22 +11,57 @@ use std::mem::MaybeUninit;
 
 /// Element types both GEMMs accept.
 pub trait GemmElem: Float + RefGemmElem {
-    /// The weight gradient of convolution `d` by a direct fast kernel (no lowering), where one
-    /// covers this type, geometry and CPU (`conv_direct.rs`); None sends it through the GEMMs.
-    fn direct_weight_grad(_g: &[Self], _x: &[Self], _d: &ConvDims) -> Option<Vec<Self>> {
+    /// The weight gradient of convolution `d` by a direct kernel of the given kind (no
+    /// lowering), where one covers this type, geometry and CPU (`conv_direct/`); None sends it
+    /// through the GEMMs. The reference kind gives the per-image lowering's bits.
+    fn direct_weight_grad(
+        _g: &[Self],
+        _x: &[Self],
+        _d: &ConvDims,
+        _fast: bool,
+    ) -> Option<Vec<Self>> {
+        None
+    }
+    /// The input gradient of convolution `d` by a direct reference kernel (the lowering's bits),
+    /// where one covers this type, geometry and CPU.
+    fn direct_input_grad(_g: &[Self], _wt: &[Self], _d: &ConvDims) -> Option<Vec<Self>> {
+        None
+    }
+    /// Convolution `d`'s output by a direct kernel of the given kind, where one covers this
+    /// type, geometry and CPU; the reference kind gives the lowering's bits.
+    fn direct_forward(
+        _x: &[Self],
+        _wt: &[Self],
+        _bias: Option<&[Self]>,
+        _d: &ConvDims,
+        _fast: bool,
+    ) -> Option<Vec<Self>> {
         None
     }
 }
+#[cfg(target_arch = "x86_64")]
 impl GemmElem for f32 {
-    fn direct_weight_grad(g: &[f32], x: &[f32], d: &ConvDims) -> Option<Vec<f32>> {
-        #[cfg(target_arch = "x86_64")]
-        if super::conv_direct::applies(d) {
-            return Some(super::conv_direct::weight_grad(g, x, d));
-        }
-        let _ = (g, x, d);
-        None
+    fn direct_weight_grad(g: &[f32], x: &[f32], d: &ConvDims, fast: bool) -> Option<Vec<f32>> {
+        use super::conv_direct::{weight_grad, weight_grad_applies};
+        (weight_grad_applies(d)).then(|| weight_grad(g, x, d, fast))
+    }
+    fn direct_input_grad(g: &[f32], wt: &[f32], d: &ConvDims) -> Option<Vec<f32>> {
+        use super::conv_direct::{input_grad, input_grad_applies};
+        (input_grad_applies(d)).then(|| input_grad(g, wt, d))
+    }
+    fn direct_forward(
+        x: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        d: &ConvDims,
+        fast: bool,
+    ) -> Option<Vec<f32>> {
+        use super::conv_direct::{forward, forward_applies};
+        (forward_applies(d)).then(|| forward(x, wt, bias, d, fast))
     }
 }
+#[cfg(not(target_arch = "x86_64"))]
+impl GemmElem for f32 {}
 impl GemmElem for f64 {}
 
 pub use crate::geometry::MatmulDims;

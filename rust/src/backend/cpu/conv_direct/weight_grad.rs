@@ -1,30 +1,25 @@
-//! Direct weight gradient of "same" 3×3 convolutions (stride 1, padding 1) in f32, for fast
-//! kernels on CPUs with AVX-512: no im2col matrix, no per-image parts to add up.
+//! Direct weight gradient of "same" 3×3 convolutions (stride 1, padding 1).
 //!
 //! gW[o, c, ky, kx] = Σ over images n and positions (y, x) of gY[n, o, y, x] · x[n, c, y+ky-1,
 //! x+kx-1]. Output channels sit in vector lanes: gY is first copied output-channel-minor, 32
 //! channels per block ([block, N, H·W, 32], aligned), so each position gives two aligned loads;
 //! each of the 9 taps of one input channel is one broadcast from a copy of x with a zero border
 //! (the padding cells take part as zeros, as in the lowering). A (block, input channel) item
-//! keeps its 2 × 9 sums in registers over every image and position: 18 FMAs per 11 loads, no
-//! load crossing a cache line, no horizontal sums. The additions come in another order than the
-//! reference fold, within the fast kernels' tolerance.
+//! keeps its 2 × 9 sums in registers over every image and position: 18 multiply-adds per 11
+//! loads, no load crossing a cache line, no horizontal sums. Fast mode runs one fused chain
+//! over all images; reference mode keeps the lowering's per-image chains and image-order sum.
 
-use super::parallel::{for_chunks, for_each_chunk};
-use super::uninit::written;
+use super::{cpu_has_them, mac, pad_border, BLOCK, LANES};
+use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
+use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
-
-const LANES: usize = 16;
-
-/// Output channels one item keeps in registers (2 vectors × 9 sums + 2 gY + 1 tap = 21 of 32).
-const BLOCK: usize = 2 * LANES;
 
 /// Whether the direct kernel covers this geometry on this CPU: 3×3, stride 1, padding 1 (the
 /// output as large as the input), output channels in whole blocks, and at least 64 positions
 /// per map: on smaller maps an item's setup and stores outweigh its few multiply-adds (8 images
 /// at 4×4 and 256 channels: 0.98 ms against 0.64 through the GEMMs; at 8×8 and 128 channels,
 /// 0.55 against 0.80).
-pub fn applies(d: &ConvDims) -> bool {
+pub fn weight_grad_applies(d: &ConvDims) -> bool {
     d.kh == 3
         && d.kw == 3
         && d.stride == 1
@@ -33,13 +28,13 @@ pub fn applies(d: &ConvDims) -> bool {
         && d.oc.is_multiple_of(BLOCK)
         && d.h * d.w >= 64
         && d.n * d.c * d.oc > 0
-        && super::simd::has_avx512()
+        && cpu_has_them()
 }
 
 /// gW [OC, C·9] of the convolution `d` (which `applies`), from gY [N, OC, H, W] and x [N, C, H, W].
-pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims) -> Vec<f32> {
+pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims, fma: bool) -> Vec<f32> {
     let geo = Geometry::new(d);
-    let padded = pad_border(x, &geo);
+    let padded = pad_border(x, d.n * d.c, (d.h, d.w), 1);
     let (g_minor, off) = channels_minor(g, &geo);
     let g_minor = &g_minor[off..];
     let items = d.oc / BLOCK * d.c;
@@ -49,8 +44,14 @@ pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims) -> Vec<f32> {
         for_each_chunk(out, BLOCK * 9, work, |i, out| {
             let (b, c) = (i / d.c, i % d.c);
             let mut acc = [0f32; BLOCK * 9];
-            // SAFETY: `applies` checked AVX-512 on this CPU; `geo` sizes both copies.
-            unsafe { item(g_minor, &padded, &geo, b, c, &mut acc) };
+            // SAFETY: `weight_grad_applies` checked AVX-512 on this CPU; `geo` sizes both copies.
+            unsafe {
+                if fma {
+                    item::<true>(g_minor, &padded, &geo, b, c, &mut acc)
+                } else {
+                    item::<false>(g_minor, &padded, &geo, b, c, &mut acc)
+                }
+            }
             out.iter_mut().zip(acc).for_each(|(o, v)| _ = o.write(v));
         })
     });
@@ -92,28 +93,6 @@ impl Geometry {
     }
 }
 
-/// x [N, C, H, W] as [N, C, H+2, W+2] with a zero border: tap (ky, kx) of output (y, x) is
-/// element (y + ky)·(W+2) + x + kx of its plane.
-fn pad_border(x: &[f32], geo: &Geometry) -> Vec<f32> {
-    let (row, plane) = geo.padded();
-    written(geo.n * geo.c * plane, |out| {
-        for_chunks(out, plane, out.len(), |i, dst| {
-            let src = &x[i * geo.plane..][..geo.plane];
-            dst[..row].iter_mut().for_each(|v| _ = v.write(0.0));
-            dst[plane - row..].iter_mut().for_each(|v| _ = v.write(0.0));
-            for (y, src) in src.chunks_exact(geo.w).enumerate() {
-                let r = &mut dst[(y + 1) * row..][..row];
-                r[0].write(0.0);
-                r[row - 1].write(0.0);
-                r[1..row - 1]
-                    .iter_mut()
-                    .zip(src)
-                    .for_each(|(v, &s)| _ = v.write(s));
-            }
-        })
-    })
-}
-
 /// gY [N, OC, P] as [OC / BLOCK, N, P, BLOCK] starting at a 64-byte boundary: (the copy, the
 /// index it starts at).
 fn channels_minor(g: &[f32], geo: &Geometry) -> (Vec<f32>, usize) {
@@ -143,12 +122,14 @@ fn channels_minor(g: &[f32], geo: &Geometry) -> (Vec<f32>, usize) {
 }
 
 /// The sums of output-channel block `b` against input channel `c` over every image and
-/// position: `acc[j * 9 + ky * 3 + kx]` for channel b·BLOCK + j.
+/// position: `acc[j * 9 + ky * 3 + kx]` for channel b·BLOCK + j. Fast: one fused chain over all
+/// images. Reference: the lowering's fold, a chain from 0 over one image's positions in order,
+/// the images' chains then added in image order to a total that starts at 0.
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-unsafe fn item(
+unsafe fn item<const FMA: bool>(
     g_minor: &[f32],
     padded: &[f32],
     geo: &Geometry,
@@ -162,9 +143,13 @@ unsafe fn item(
     assert!(g_minor.len() >= (b + 1) * geo.n * per_image && c < geo.c);
     assert!(padded.len() >= geo.n * geo.c * plane);
     let z = _mm512_setzero_ps();
-    let mut lo = [z; 9];
-    let mut hi = [z; 9];
+    let (mut total_lo, mut total_hi) = ([z; 9], [z; 9]);
     for n in 0..geo.n {
+        let (mut lo, mut hi) = if FMA {
+            (total_lo, total_hi)
+        } else {
+            ([z; 9], [z; 9])
+        };
         let gy = g_minor.as_ptr().add((b * geo.n + n) * per_image);
         let xs = padded.as_ptr().add((n * geo.c + c) * plane);
         for y in 0..geo.h {
@@ -177,15 +162,23 @@ unsafe fn item(
                 for ky in 0..3 {
                     for kx in 0..3 {
                         let t = _mm512_set1_ps(*at.add(ky * row + kx));
-                        lo[ky * 3 + kx] = _mm512_fmadd_ps(g0, t, lo[ky * 3 + kx]);
-                        hi[ky * 3 + kx] = _mm512_fmadd_ps(g1, t, hi[ky * 3 + kx]);
+                        lo[ky * 3 + kx] = mac!(FMA, lo[ky * 3 + kx], g0, t);
+                        hi[ky * 3 + kx] = mac!(FMA, hi[ky * 3 + kx], g1, t);
                     }
                 }
             }
         }
+        for q in 0..9 {
+            if FMA {
+                (total_lo[q], total_hi[q]) = (lo[q], hi[q]);
+            } else {
+                total_lo[q] = _mm512_add_ps(total_lo[q], lo[q]);
+                total_hi[q] = _mm512_add_ps(total_hi[q], hi[q]);
+            }
+        }
     }
     let mut lanes = [0f32; LANES];
-    for (half, sums) in [lo, hi].iter().enumerate() {
+    for (half, sums) in [total_lo, total_hi].iter().enumerate() {
         for (t, &v) in sums.iter().enumerate() {
             _mm512_storeu_ps(lanes.as_mut_ptr(), v);
             for (j, &s) in lanes.iter().enumerate() {

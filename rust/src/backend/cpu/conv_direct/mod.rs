@@ -1,0 +1,65 @@
+//! Direct convolution kernels in f32 for CPUs with AVX-512: no im2col matrix, no packing of the
+//! activations. Output (or input) channels sit in vector lanes, 32 per block; the other
+//! operand's values are broadcast from a copy of the activations with a zero border, so padding
+//! cells take part as zeros exactly as they do in the lowering (conv.rs).
+//!
+//! Each kernel comes in two modes. Fast (`FMA = true`) fuses multiply and add. Reference
+//! (`FMA = false`) rounds the product and the sum separately and adds in the reference fold's
+//! order, so its bits equal the GEMM lowering's: the per-item loops run the fold's own index
+//! order, and the vector lanes only hold independent outputs.
+
+mod forward;
+mod input_grad;
+mod weight_grad;
+
+pub use forward::{forward, forward_applies};
+pub use input_grad::{input_grad, input_grad_applies};
+pub use weight_grad::{weight_grad, weight_grad_applies};
+
+use super::parallel::for_chunks;
+use super::uninit::written;
+
+const LANES: usize = 16;
+
+/// Channels one vector pair holds (an item's block).
+const BLOCK: usize = 2 * LANES;
+
+/// Whether this CPU runs the kernels.
+fn cpu_has_them() -> bool {
+    super::simd::has_avx512()
+}
+
+/// `acc + a·b`: one fused operation (fast) or a rounded product then a rounded sum (reference).
+macro_rules! mac {
+    ($fma:expr, $acc:expr, $a:expr, $b:expr) => {
+        if $fma {
+            _mm512_fmadd_ps($a, $b, $acc)
+        } else {
+            _mm512_add_ps($acc, _mm512_mul_ps($a, $b))
+        }
+    };
+}
+use mac;
+
+/// `planes` planes of [h, w] as [h + 2·border, w + 2·border] with zeros around.
+fn pad_border(x: &[f32], planes: usize, (h, w): (usize, usize), border: usize) -> Vec<f32> {
+    let (row, plane) = (w + 2 * border, (h + 2 * border) * (w + 2 * border));
+    written(planes * plane, |out| {
+        for_chunks(out, plane.max(1), out.len(), |i, dst| {
+            let src = &x[i * h * w..][..h * w];
+            let zero =
+                |s: &mut [std::mem::MaybeUninit<f32>]| s.iter_mut().for_each(|v| _ = v.write(0.0));
+            zero(&mut dst[..border * row]);
+            zero(&mut dst[(border + h) * row..]);
+            for (y, src) in src.chunks_exact(w.max(1)).enumerate().take(h) {
+                let r = &mut dst[(border + y) * row..][..row];
+                zero(&mut r[..border]);
+                zero(&mut r[border + w..]);
+                r[border..border + w]
+                    .iter_mut()
+                    .zip(src)
+                    .for_each(|(v, &s)| _ = v.write(s));
+            }
+        })
+    })
+}

@@ -1,0 +1,138 @@
+"""conv2d with reference kernels against its fold contract, bit for bit, whichever kernel runs
+(the GEMM lowering, or in f32 on AVX-512 CPUs the direct kernels of backend/cpu/conv_direct/):
+
+- output: a left fold from 0 over (c, ky, kx) of w * x (padding cells as zeros), then + bias;
+- input gradient: per input cell, starting from 0, the taps (ky, kx) that reach it added in
+  order, each tap's value a left fold from 0 over the output channels of w * gY;
+- weight gradient: on maps of 64 positions or more, per image a left fold from 0 over the
+  positions of gY * x, the images' results added in image order to 0; on smaller maps one fold
+  over (image, position).
+
+The oracle runs the same folds with NumPy elementwise operations in the tensor's dtype (each
+product and each sum rounded on its own), so equal bits mean the kernels keep the contract."""
+
+import numpy as np
+import pytest
+
+import tlrs
+from tlrs import ops
+
+
+def bits(a):
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def fold_forward(x, w, b, s, p):
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    oh, ow = (h + 2 * p - kh) // s + 1, (wd + 2 * p - kw) // s + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    y = np.zeros((n, oc, oh, ow), x.dtype)
+    for ci in range(c):
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xp[:, None, ci, ky:ky + s * (oh - 1) + 1:s, kx:kx + s * (ow - 1) + 1:s]
+                y = y + w[None, :, ci, ky, kx, None, None] * patch
+    return y + b[None, :, None, None]
+
+
+def fold_input_grad(g, w, xshape, s, p):
+    n, c, h, wd = xshape
+    oc, _, kh, kw = w.shape
+    oh, ow = g.shape[2:]
+    gx = np.zeros((n, c, h + 2 * p, wd + 2 * p), g.dtype)
+    # A cell of the padded plane belongs to x when it lies inside [p, p + h) x [p, p + w).
+    inside = np.zeros(gx.shape[2:], bool)
+    inside[p:p + h, p:p + wd] = True
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = np.zeros((n, c, oh, ow), g.dtype)
+            for o in range(oc):
+                tap = tap + w[o, :, ky, kx][None, :, None, None] * g[:, o][:, None]
+            rows, cols = slice(ky, ky + s * (oh - 1) + 1, s), slice(kx, kx + s * (ow - 1) + 1, s)
+            keep = inside[rows, cols]
+            region = gx[:, :, rows, cols]
+            gx[:, :, rows, cols] = np.where(keep, region + tap, region)
+    return gx[:, :, p:p + h, p:p + wd]
+
+
+def fold_weight_grad(g, x, wshape, s, p):
+    oc, c, kh, kw = wshape
+    n, _, oh, ow = g.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    # cols[n, c, ky, kx, oy, ox]: the patch value each output position multiplies.
+    cols = np.empty((n, c, kh, kw, oh, ow), x.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            cols[:, :, ky, kx] = xp[:, :, ky:ky + s * (oh - 1) + 1:s, kx:kx + s * (ow - 1) + 1:s]
+    gf, cf = g.reshape(n, oc, oh * ow), cols.reshape(n, c * kh * kw, oh * ow)
+    if oh * ow >= 64:
+        total = np.zeros((oc, c * kh * kw), x.dtype)
+        for i in range(n):
+            part = np.zeros_like(total)
+            for q in range(oh * ow):
+                part = part + gf[i, :, q, None] * cf[i, None, :, q]
+            total = total + part
+    else:
+        total = np.zeros((oc, c * kh * kw), x.dtype)
+        for i in range(n):
+            for q in range(oh * ow):
+                total = total + gf[i, :, q, None] * cf[i, None, :, q]
+    return total.reshape(wshape)
+
+
+# (x shape, w shape, stride, padding): 32-channel blocks on both sides (the direct kernels'
+# geometry) and off them, same-size 3x3 at maps above and below 64 positions, 5x5 and 1x1
+# kernels, narrowing and widening paddings, stride 2.
+GEOMETRIES = [
+    ((2, 32, 9, 9), (32, 32, 3, 3), 1, 1),
+    ((2, 64, 8, 8), (64, 64, 3, 3), 1, 1),
+    ((3, 32, 10, 8), (32, 32, 5, 5), 1, 2),
+    ((1, 32, 12, 12), (32, 32, 3, 3), 1, 0),
+    ((2, 32, 8, 8), (32, 32, 3, 3), 1, 2),
+    ((1, 32, 9, 8), (64, 32, 1, 1), 1, 0),
+    ((2, 16, 16, 16), (32, 16, 3, 3), 1, 1),
+    ((2, 32, 4, 4), (32, 32, 3, 3), 1, 1),
+    ((2, 5, 9, 9), (7, 5, 3, 3), 1, 1),
+    ((2, 32, 11, 11), (32, 32, 3, 3), 2, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ws, stride, pad", GEOMETRIES)
+def test_reference_conv_keeps_its_folds_bit_for_bit(dtype, xs, ws, stride, pad):
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x, w = rng.normal(size=xs).astype(dtype), rng.normal(size=ws).astype(dtype)
+    b = rng.normal(size=ws[0]).astype(dtype)
+    want_y = fold_forward(x, w, b, stride, pad)
+    r = rng.normal(size=want_y.shape).astype(dtype)
+    ts = [tlrs.tensor(a, requires_grad=True) for a in (x, w, b)]
+    with tlrs.fast_kernels(False):
+        y = ops.conv2d(*ts, stride=stride, padding=pad)
+        gx, gw, _ = tlrs.grad(ops.sum(ops.mul(y, tlrs.tensor(r))), ts)
+    # d(sum(y * r))/dy = r, rounded exactly (a product with 1).
+    for got, want in [(y, want_y), (gx, fold_input_grad(r, w, xs, stride, pad)),
+                      (gw, fold_weight_grad(r, x, ws, stride, pad))]:
+        got = got.numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(bits(got), bits(want)), float(np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reference_input_gradient_never_adds_a_tap_that_misses_the_cell(dtype):
+    # An infinite weight makes every tap value it enters inf or NaN (inf * 0 on the border), so a
+    # tap added where it does not reach would turn an edge cell's finite sum into NaN.
+    rng = np.random.default_rng(7)
+    xs, ws = (2, 32, 9, 9), (32, 32, 3, 3)
+    x, w = rng.normal(size=xs).astype(dtype), rng.normal(size=ws).astype(dtype)
+    w[3, 5, 0, 0] = np.inf
+    r = rng.normal(size=(2, 32, 9, 9)).astype(dtype)
+    xt = tlrs.tensor(x, requires_grad=True)
+    with tlrs.fast_kernels(False):
+        (gx,) = tlrs.grad(ops.sum(ops.mul(ops.conv2d(xt, tlrs.tensor(w), None, 1, 1), tlrs.tensor(r))), [xt])
+    with np.errstate(invalid="ignore"):
+        want = fold_input_grad(r, w, xs, 1, 1)
+    got = gx.numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isfinite(got[:, :, -1, :]).any()
+    finite = ~np.isnan(want)
+    assert np.array_equal(bits(got[finite]), bits(want[finite]))
