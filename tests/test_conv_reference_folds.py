@@ -81,20 +81,21 @@ def fold_weight_grad(g, x, wshape, s, p):
     return total.reshape(wshape)
 
 
-# (x shape, w shape, stride, padding): 32-channel blocks on both sides (the direct kernels'
-# geometry) and off them, same-size 3x3 at maps above and below 64 positions, 5x5 and 1x1
-# kernels, narrowing and widening paddings, stride 2.
+# (x shape, w shape, stride, padding): 32-channel blocks on both sides with 4 or more (image,
+# block) items (the direct kernels' geometry) and off them, same-size 3x3 at maps above and below
+# 64 positions, 5x5 and 1x1 kernels, narrowing and widening paddings, stride 2.
 GEOMETRIES = [
-    ((2, 32, 9, 9), (32, 32, 3, 3), 1, 1),
+    ((4, 32, 9, 9), (32, 32, 3, 3), 1, 1),
     ((2, 64, 8, 8), (64, 64, 3, 3), 1, 1),
-    ((3, 32, 10, 8), (32, 32, 5, 5), 1, 2),
-    ((1, 32, 12, 12), (32, 32, 3, 3), 1, 0),
-    ((2, 32, 8, 8), (32, 32, 3, 3), 1, 2),
-    ((1, 32, 9, 8), (64, 32, 1, 1), 1, 0),
-    ((2, 16, 16, 16), (32, 16, 3, 3), 1, 1),
+    ((4, 32, 10, 8), (32, 32, 5, 5), 1, 2),
+    ((4, 32, 12, 12), (32, 32, 3, 3), 1, 0),
+    ((4, 32, 8, 8), (32, 32, 3, 3), 1, 2),
+    ((4, 32, 9, 8), (64, 32, 1, 1), 1, 0),
+    ((4, 16, 16, 16), (32, 16, 3, 3), 1, 1),
     ((2, 32, 4, 4), (32, 32, 3, 3), 1, 1),
+    ((2, 32, 9, 9), (32, 32, 3, 3), 1, 1),
     ((2, 5, 9, 9), (7, 5, 3, 3), 1, 1),
-    ((2, 32, 11, 11), (32, 32, 3, 3), 2, 1),
+    ((4, 32, 11, 11), (32, 32, 3, 3), 2, 1),
 ]
 
 
@@ -123,10 +124,10 @@ def test_reference_input_gradient_never_adds_a_tap_that_misses_the_cell(dtype):
     # An infinite weight makes every tap value it enters inf or NaN (inf * 0 on the border), so a
     # tap added where it does not reach would turn an edge cell's finite sum into NaN.
     rng = np.random.default_rng(7)
-    xs, ws = (2, 32, 9, 9), (32, 32, 3, 3)
+    xs, ws = (4, 32, 9, 9), (32, 32, 3, 3)
     x, w = rng.normal(size=xs).astype(dtype), rng.normal(size=ws).astype(dtype)
     w[3, 5, 0, 0] = np.inf
-    r = rng.normal(size=(2, 32, 9, 9)).astype(dtype)
+    r = rng.normal(size=(4, 32, 9, 9)).astype(dtype)
     xt = tlrs.tensor(x, requires_grad=True)
     with tlrs.fast_kernels(False):
         (gx,) = tlrs.grad(ops.sum(ops.mul(ops.conv2d(xt, tlrs.tensor(w), None, 1, 1), tlrs.tensor(r))), [xt])

@@ -7,7 +7,7 @@
 //! aligned weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
 //! position, against 24 multiply-adds.
 
-use super::{cpu_has_them, mac, pad_border, BLOCK, LANES};
+use super::{cpu_has_them, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -17,12 +17,14 @@ use std::mem::MaybeUninit;
 const RUN: usize = 12;
 
 /// Whether the direct forward covers `d` on this CPU and is worth it there: output channels in
-/// whole blocks, stride 1, rows of 8 or more, 16 or more input channels. Elsewhere the weights
+/// whole blocks, at least `MIN_ITEMS` (image, block) items to spread over the threads, stride 1,
+/// rows of 8 or more, 16 or more input channels. Elsewhere the weights
 /// stream from L2 for too few positions, or the fold is too short to hide the stores (2
 /// threads, 8 images: 2×2 maps of 512 channels 2.3 ms against 1.2 through the GEMM; the 7×7
 /// stride-2 stem over 3 channels 1.3 against 1.1; 8×8 of 128 channels 0.75 against 0.93).
 pub fn forward_applies(d: &ConvDims) -> bool {
     d.oc.is_multiple_of(BLOCK)
+        && d.n * (d.oc / BLOCK) >= MIN_ITEMS
         && d.stride == 1
         && d.ow >= 8
         && d.c >= 16

@@ -9,7 +9,7 @@
 //! zero border, then adds each sum to its cell's total if the tap reaches the cell. A tap that
 //! does not is never added (its sum, over the border, is discarded), as col2im never adds it.
 
-use super::{cpu_has_them, mac, pad_border, BLOCK, LANES};
+use super::{cpu_has_them, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -20,12 +20,14 @@ const RUN: usize = 6;
 
 /// Whether the direct input gradient covers `d` on this CPU: stride 1, a square kernel no wider
 /// than twice the padding plus one (the transposed convolution's border is k - 1 - p), input
-/// channels in whole blocks, rows of 8 or more and 16 or more output channels.
+/// channels in whole blocks, at least `MIN_ITEMS` (image, block) items, rows of 8 or more and
+/// 16 or more output channels.
 pub fn input_grad_applies(d: &ConvDims) -> bool {
     d.stride == 1
         && d.kh == d.kw
         && d.pad < d.kh
         && d.c.is_multiple_of(BLOCK)
+        && d.n * (d.c / BLOCK) >= MIN_ITEMS
         && d.w >= 8
         && d.oc >= 16
         && d.n * d.h * d.oh * d.ow > 0

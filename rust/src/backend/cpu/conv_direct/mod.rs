@@ -24,6 +24,12 @@ const LANES: usize = 16;
 /// Channels one vector pair holds (an item's block).
 const BLOCK: usize = 2 * LANES;
 
+/// Items (one image's block of channels each) a direct forward or input gradient needs before
+/// it is chosen: with fewer, its threads would idle where the lowering's GEMM threads inside one
+/// product. A function of the shapes alone, so the kind of kernel never depends on the thread
+/// count.
+const MIN_ITEMS: usize = 4;
+
 /// Whether this CPU runs the kernels.
 fn cpu_has_them() -> bool {
     super::simd::has_avx512()
