@@ -3,7 +3,9 @@
 //! thin); feature maps of `BATCH_BELOW` positions or more run one pair of products per image,
 //! images across threads, and add the images' weight gradients in image order. Which form runs is
 //! a function of the kernel kind and the shapes, never of the thread count. The input gradient
-//! is skipped when nothing needs it (a network's first layer).
+//! is skipped when nothing needs it (a network's first layer). The direct kernels
+//! (`conv_direct/`) take either gradient where they cover the shapes; the lowering then
+//! computes only what they left.
 
 use super::conv::{
     clear_wrapped, col2im, conv2d, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS,
