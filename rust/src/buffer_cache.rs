@@ -22,7 +22,10 @@ pub const MIN_BYTES: usize = 256 << 10;
 pub const CAP_BYTES: usize = 1 << 30;
 /// Alignment of every cached buffer; larger alignments bypass the cache.
 const ALIGN: usize = 64;
-const SLOTS: usize = 64;
+/// Buffers parked at once. A ResNet-18 step frees more than 64 large buffers between two uses
+/// of a size class (the direct convolutions add their padded and packed copies): with 64 slots
+/// the kernel's page clearing was 4.4% of a compiled fast step, with 256 it is 0.6%.
+const SLOTS: usize = 256;
 
 #[derive(Clone, Copy)]
 struct Slot {
