@@ -107,24 +107,27 @@ def test_every_lowering_geometry_against_numpy(fast, xs, ws, stride, pad):
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-12, atol=1e-12)
 
 
-# "Same" 3x3 convolutions (stride 1, padding 1) with output channels in blocks of 32 on maps of 64
-# positions or more: in f32 with fast kernels on AVX-512 CPUs, the weight gradient comes from the
-# direct kernel (conv_direct.rs) and the input gradient from the flipped-kernel convolution. Rows
-# narrower than, equal to and wider than a vector, a single row and a single column, odd sizes,
-# one and several images and input channels; the last case is below the direct kernel's 64.
-DIRECT = [((1, 1, 8, 8), 32), ((2, 3, 16, 16), 32), ((3, 5, 9, 9), 64), ((2, 2, 1, 64), 32),
-          ((1, 4, 33, 8), 32), ((2, 1, 65, 1), 64), ((2, 3, 4, 4), 32)]
+# With fast kernels in f32 on AVX-512 CPUs: "same" 3x3 convolutions (stride 1, padding 1) with
+# output channels in blocks of 32 on maps of 64 positions or more take the weight gradient from
+# the direct kernel (conv_direct/) and the input gradient from the flipped-kernel convolution;
+# rows narrower than, equal to and wider than a vector, a single row and a single column, odd
+# sizes, one and several images and input channels; one case below the direct kernel's 64
+# positions; then the direct weight gradient at stride 2 for a 3x3 and (a ResNet stem) a 7x7
+# kernel. Entries: (x shape, output channels, kernel, stride, padding).
+DIRECT = [((1, 1, 8, 8), 32, 3, 1, 1), ((2, 3, 16, 16), 32, 3, 1, 1), ((3, 5, 9, 9), 64, 3, 1, 1),
+          ((2, 2, 1, 64), 32, 3, 1, 1), ((1, 4, 33, 8), 32, 3, 1, 1), ((2, 1, 65, 1), 64, 3, 1, 1),
+          ((2, 3, 4, 4), 32, 3, 1, 1), ((2, 8, 17, 17), 32, 3, 2, 1), ((2, 3, 20, 20), 64, 7, 2, 3)]
 
 
-@pytest.mark.parametrize("xs, oc", DIRECT)
-def test_same_3x3_float32_gradients_with_fast_kernels_against_numpy(xs, oc):
+@pytest.mark.parametrize("xs, oc, k, stride, pad", DIRECT)
+def test_float32_gradients_with_fast_kernels_against_numpy(xs, oc, k, stride, pad):
     x, x64 = data(xs, "float32", seed=100)
-    w, w64 = data((oc, xs[1], 3, 3), "float32", seed=101)
-    r = readout((xs[0], oc, xs[2], xs[3]), 102).astype(np.float32)
+    w, w64 = data((oc, xs[1], k, k), "float32", seed=101)
+    r = readout(np_conv2d(x64, w64, None, stride, pad).shape, 102).astype(np.float32)
     ts = [T(x, requires_grad=True), T(w, requires_grad=True)]
     with tlrs.fast_kernels(True):
-        got = tlrs.grad(ops.sum(ops.mul(ops.conv2d(*ts, stride=1, padding=1), T(r))), ts)
-    for g, e in zip(got, np_conv2d_vjp(x64, w64, r.astype(np.float64), 1, 1), strict=True):
+        got = tlrs.grad(ops.sum(ops.mul(ops.conv2d(*ts, stride=stride, padding=pad), T(r))), ts)
+    for g, e in zip(got, np_conv2d_vjp(x64, w64, r.astype(np.float64), stride, pad), strict=True):
         assert g.dtype == "float32"
-        # Each element sums at most 9 * max(C, OC) * N * H * W products of magnitude <= 1.
+        # Each element sums at most K^2 * max(C, OC) * N * H * W products of magnitude <= 1.
         np.testing.assert_allclose(g.numpy().astype(np.float64), e, rtol=0, atol=2e-5 * max(1.0, np.abs(e).max()))

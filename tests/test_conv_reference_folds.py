@@ -83,7 +83,8 @@ def fold_weight_grad(g, x, wshape, s, p):
 
 # (x shape, w shape, stride, padding): 32-channel blocks on both sides with 4 or more (image,
 # block) items (the direct kernels' geometry) and off them, same-size 3x3 at maps above and below
-# 64 positions, 5x5 and 1x1 kernels, narrowing and widening paddings, stride 2.
+# 64 positions, 5x5, 1x1 and 7x7 kernels, narrowing and widening paddings, stride 2 on maps
+# below and above 64 output positions.
 GEOMETRIES = [
     ((4, 32, 9, 9), (32, 32, 3, 3), 1, 1),
     ((2, 64, 8, 8), (64, 64, 3, 3), 1, 1),
@@ -96,6 +97,8 @@ GEOMETRIES = [
     ((2, 32, 9, 9), (32, 32, 3, 3), 1, 1),
     ((2, 5, 9, 9), (7, 5, 3, 3), 1, 1),
     ((4, 32, 11, 11), (32, 32, 3, 3), 2, 1),
+    ((2, 8, 17, 17), (32, 8, 3, 3), 2, 1),
+    ((2, 3, 20, 20), (32, 3, 7, 7), 2, 3),
 ]
 
 

@@ -1,8 +1,8 @@
 //! 2-D convolution (cross-correlation, zero padding) on [N, C, H, W], lowered to im2col and
 //! GEMMs over groups of images side by side (conv_grad.rs has the gradients). Reference kernels
 //! use the reference GEMM, so each output is a left fold from 0 over (input channel, kernel row,
-//! kernel column) with separate multiply and add, padding cells taking part as zeros, then
-//! + bias, however many images share a product; fast kernels use the `gemm` crate. Where a
+//! kernel column) with separate multiply and add, padding cells taking part as zeros, then plus
+//! the bias, however many images share a product; fast kernels use the `gemm` crate. Where a
 //! direct kernel covers the shapes (`conv_direct/`, f32 on AVX-512) it runs instead, with the
 //! same bits in reference mode.
 

@@ -1,66 +1,75 @@
-//! Direct weight gradient of "same" 3×3 convolutions (stride 1, padding 1).
+//! Direct weight gradient of 3×3 and 7×7 convolutions, any stride and padding.
 //!
-//! gW[o, c, ky, kx] = Σ over images n and positions (y, x) of gY[n, o, y, x] · x[n, c, y+ky-1,
-//! x+kx-1]. Output channels sit in vector lanes: gY is first copied output-channel-minor, 32
-//! channels per block ([block, N, H·W, 32], aligned), so each position gives two aligned loads;
-//! each of the 9 taps of one input channel is one broadcast from a copy of x with a zero border
-//! (the padding cells take part as zeros, as in the lowering). A (block, input channel) item
-//! keeps its 2 × 9 sums in registers over every image and position: 18 multiply-adds per 11
-//! loads, no load crossing a cache line, no horizontal sums. Fast mode runs one fused chain
-//! over all images; reference mode keeps the lowering's per-image chains and image-order sum.
+//! gW[o, c, ky, kx] = Σ over images n and output positions (y, x) of gY[n, o, y, x] ·
+//! x[n, c, y·s + ky - p, x·s + kx - p]. Output channels sit in vector lanes: gY is first copied
+//! output-channel-minor, 32 channels per block ([block, N, OH·OW, 32], aligned), so each
+//! position gives two aligned loads; each tap is one broadcast from a copy of x with a zero
+//! border (the padding cells take part as zeros, as in the lowering). An item (block, input
+//! channel, kernel rows) keeps 2 × its taps' sums in registers over every image and position: a
+//! 3×3 item takes all 9 taps (18 multiply-adds per 11 loads), a 7×7 item one kernel row of 7.
+//! No load crosses a cache line, and no sum is folded across lanes. Fast mode runs one fused
+//! chain over all images; reference mode keeps the lowering's per-image chains (over positions
+//! in order) and their image-order sum.
 
 use super::{cpu_has_them, mac, pad_border, BLOCK, LANES};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
 
-/// Whether the direct kernel covers this geometry on this CPU: 3×3, stride 1, padding 1 (the
-/// output as large as the input), output channels in whole blocks, and at least 64 positions
-/// per map: on smaller maps an item's setup and stores outweigh its few multiply-adds (8 images
-/// at 4×4 and 256 channels: 0.98 ms against 0.64 through the GEMMs; at 8×8 and 128 channels,
-/// 0.55 against 0.80).
+/// Whether the direct kernel covers this geometry on this CPU: a 3×3 or 7×7 kernel, output
+/// channels in whole blocks, and at least 64 output positions per map (the lowering's per-image
+/// form, whose fold reference mode reproduces): on smaller maps an item's setup and stores
+/// outweigh its few multiply-adds (8 images at 4×4 and 256 channels: 0.98 ms against 0.64
+/// through the GEMMs; at 8×8 and 128 channels, 0.55 against 0.80).
 pub fn weight_grad_applies(d: &ConvDims) -> bool {
-    d.kh == 3
-        && d.kw == 3
-        && d.stride == 1
-        && d.pad == 1
-        && (d.oh, d.ow) == (d.h, d.w)
+    matches!((d.kh, d.kw), (3, 3) | (7, 7))
         && d.oc.is_multiple_of(BLOCK)
-        && d.h * d.w >= 64
-        && d.n * d.c * d.oc > 0
+        && d.oh * d.ow >= 64
+        && d.n * d.c * d.h * d.w > 0
         && cpu_has_them()
 }
 
-/// gW [OC, C·9] of the convolution `d` (which `applies`), from gY [N, OC, H, W] and x [N, C, H, W].
+/// gW [OC, C·KH·KW] of the convolution `d` (which `weight_grad_applies`), from gY [N, OC, OH, OW]
+/// and x [N, C, H, W].
 pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims, fma: bool) -> Vec<f32> {
     let geo = Geometry::new(d);
-    let padded = pad_border(x, d.n * d.c, (d.h, d.w), 1);
+    let padded = pad_border(x, d.n * d.c, (d.h, d.w), d.pad);
     let (g_minor, off) = channels_minor(g, &geo);
     let g_minor = &g_minor[off..];
-    let items = d.oc / BLOCK * d.c;
-    let work = d.n * d.oc * d.c * 9 * geo.plane;
-    // Item (b, c)'s sums, [BLOCK, 9] each, items in (b, c) order.
-    let sums = written(items * BLOCK * 9, |out| {
-        for_each_chunk(out, BLOCK * 9, work, |i, out| {
-            let (b, c) = (i / d.c, i % d.c);
+    // 3×3: one item per (block, channel) with all 9 taps; 7×7: one per kernel row.
+    let rows = if d.kh == 3 { 3 } else { 1 };
+    let per_item = BLOCK * rows * d.kw;
+    let groups = d.kh / rows;
+    let items = d.oc / BLOCK * d.c * groups;
+    let taps = d.kh * d.kw;
+    let work = d.n * d.oc * d.c * taps * geo.plane;
+    // Item (b, c, group)'s sums, [BLOCK, rows·KW] each, items in (b, c, group) order.
+    let sums = written(items * per_item, |out| {
+        for_each_chunk(out, per_item, work, |i, out| {
+            let (b, c, ky0) = (i / (d.c * groups), i / groups % d.c, i % groups * rows);
+            let at = Item { b, c, ky0 };
             let mut acc = [0f32; BLOCK * 9];
             // SAFETY: `weight_grad_applies` checked AVX-512 on this CPU; `geo` sizes both copies.
             unsafe {
-                if fma {
-                    item::<true>(g_minor, &padded, &geo, b, c, &mut acc)
-                } else {
-                    item::<false>(g_minor, &padded, &geo, b, c, &mut acc)
+                match (fma, d.kh) {
+                    (true, 3) => item::<true, 3, 3>(g_minor, &padded, &geo, at, &mut acc),
+                    (false, 3) => item::<false, 3, 3>(g_minor, &padded, &geo, at, &mut acc),
+                    (true, _) => item::<true, 7, 1>(g_minor, &padded, &geo, at, &mut acc),
+                    (false, _) => item::<false, 7, 1>(g_minor, &padded, &geo, at, &mut acc),
                 }
             }
             out.iter_mut().zip(acc).for_each(|(o, v)| _ = o.write(v));
         })
     });
-    written(d.oc * d.c * 9, |gw| {
-        for_chunks(gw, d.c * 9, d.oc * d.c * 9, |o, row| {
+    written(d.oc * d.c * taps, |gw| {
+        for_chunks(gw, d.c * taps, d.oc * d.c * taps, |o, row| {
             let (b, j) = (o / BLOCK, o % BLOCK);
-            for (c, taps) in row.chunks_mut(9).enumerate() {
-                let src = &sums[((b * d.c + c) * BLOCK + j) * 9..][..9];
-                taps.iter_mut().zip(src).for_each(|(t, &v)| _ = t.write(v));
+            for (c, kernel) in row.chunks_mut(taps).enumerate() {
+                for (group, dst) in kernel.chunks_mut(rows * d.kw).enumerate() {
+                    let item = (b * d.c + c) * groups + group;
+                    let src = &sums[item * per_item + j * rows * d.kw..][..rows * d.kw];
+                    dst.iter_mut().zip(src).for_each(|(t, &v)| _ = t.write(v));
+                }
             }
         })
     })
@@ -71,26 +80,39 @@ struct Geometry {
     n: usize,
     c: usize,
     oc: usize,
-    h: usize,
-    w: usize,
+    oh: usize,
+    ow: usize,
+    /// Output positions per map.
     plane: usize,
+    stride: usize,
+    /// Row and plane lengths of x with its zero border.
+    row: usize,
+    padded: usize,
 }
 
 impl Geometry {
     fn new(d: &ConvDims) -> Self {
+        let row = d.w + 2 * d.pad;
         Geometry {
             n: d.n,
             c: d.c,
             oc: d.oc,
-            h: d.h,
-            w: d.w,
-            plane: d.h * d.w,
+            oh: d.oh,
+            ow: d.ow,
+            plane: d.oh * d.ow,
+            stride: d.stride,
+            row,
+            padded: (d.h + 2 * d.pad) * row,
         }
     }
-    /// Row length and plane length of x with a zero border.
-    fn padded(&self) -> (usize, usize) {
-        (self.w + 2, (self.h + 2) * (self.w + 2))
-    }
+}
+
+/// One item: output-channel block `b`, input channel `c`, kernel rows from `ky0`.
+#[derive(Clone, Copy)]
+struct Item {
+    b: usize,
+    c: usize,
+    ky0: usize,
 }
 
 /// gY [N, OC, P] as [OC / BLOCK, N, P, BLOCK] starting at a 64-byte boundary: (the copy, the
@@ -121,68 +143,77 @@ fn channels_minor(g: &[f32], geo: &Geometry) -> (Vec<f32>, usize) {
     (out, off)
 }
 
-/// The sums of output-channel block `b` against input channel `c` over every image and
-/// position: `acc[j * 9 + ky * 3 + kx]` for channel b·BLOCK + j. Fast: one fused chain over all
-/// images. Reference: the lowering's fold, a chain from 0 over one image's positions in order,
-/// the images' chains then added in image order to a total that starts at 0.
+/// The sums of output-channel block `b` against input channel `c`'s taps in kernel rows
+/// ky0 .. ky0 + R (KW taps each) over every image and position: `acc[j·R·KW + r·KW + kx]` for
+/// channel b·BLOCK + j. Fast: one fused chain over all images. Reference: the lowering's fold, a
+/// chain from 0 over one image's positions in order, the images' chains then added in image
+/// order to a total that starts at 0.
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-unsafe fn item<const FMA: bool>(
+unsafe fn item<const FMA: bool, const KW: usize, const R: usize>(
     g_minor: &[f32],
     padded: &[f32],
     geo: &Geometry,
-    b: usize,
-    c: usize,
+    Item { b, c, ky0 }: Item,
     acc: &mut [f32; BLOCK * 9],
 ) {
     use std::arch::x86_64::*;
-    let (row, plane) = geo.padded();
     let per_image = geo.plane * BLOCK;
-    assert!(g_minor.len() >= (b + 1) * geo.n * per_image && c < geo.c);
-    assert!(padded.len() >= geo.n * geo.c * plane);
+    let s = geo.stride;
+    assert!(g_minor.len() >= (b + 1) * geo.n * per_image && c < geo.c && R * KW <= 9);
+    assert!(padded.len() >= geo.n * geo.c * geo.padded);
+    // The last position's last tap: ((OH-1)·s + ky0 + R - 1)·row + (OW-1)·s + KW - 1, inside
+    // the plane as the output size comes from the padded input's.
+    assert!(((geo.oh - 1) * s + ky0 + R - 1) * geo.row + (geo.ow - 1) * s + KW <= geo.padded);
     let z = _mm512_setzero_ps();
-    let (mut total_lo, mut total_hi) = ([z; 9], [z; 9]);
+    let (mut total_lo, mut total_hi) = ([[z; KW]; R], [[z; KW]; R]);
     for n in 0..geo.n {
+        let gy = g_minor.as_ptr().add((b * geo.n + n) * per_image);
+        let xs = padded
+            .as_ptr()
+            .add((n * geo.c + c) * geo.padded + ky0 * geo.row);
         let (mut lo, mut hi) = if FMA {
             (total_lo, total_hi)
         } else {
-            ([z; 9], [z; 9])
+            ([[z; KW]; R], [[z; KW]; R])
         };
-        let gy = g_minor.as_ptr().add((b * geo.n + n) * per_image);
-        let xs = padded.as_ptr().add((n * geo.c + c) * plane);
-        for y in 0..geo.h {
-            for x in 0..geo.w {
-                let p = y * geo.w + x;
+        for y in 0..geo.oh {
+            for x in 0..geo.ow {
+                let p = y * geo.ow + x;
                 // 64-byte aligned: the copy starts at a boundary and BLOCK floats are 128 bytes.
                 let g0 = _mm512_load_ps(gy.add(p * BLOCK));
                 let g1 = _mm512_load_ps(gy.add(p * BLOCK + LANES));
-                let at = xs.add(y * row + x);
-                for ky in 0..3 {
-                    for kx in 0..3 {
-                        let t = _mm512_set1_ps(*at.add(ky * row + kx));
-                        lo[ky * 3 + kx] = mac!(FMA, lo[ky * 3 + kx], g0, t);
-                        hi[ky * 3 + kx] = mac!(FMA, hi[ky * 3 + kx], g1, t);
+                let at = xs.add(y * s * geo.row + x * s);
+                for r in 0..R {
+                    for kx in 0..KW {
+                        let t = _mm512_set1_ps(*at.add(r * geo.row + kx));
+                        lo[r][kx] = mac!(FMA, lo[r][kx], g0, t);
+                        hi[r][kx] = mac!(FMA, hi[r][kx], g1, t);
                     }
                 }
             }
         }
-        for q in 0..9 {
-            if FMA {
-                (total_lo[q], total_hi[q]) = (lo[q], hi[q]);
-            } else {
-                total_lo[q] = _mm512_add_ps(total_lo[q], lo[q]);
-                total_hi[q] = _mm512_add_ps(total_hi[q], hi[q]);
+        for r in 0..R {
+            for kx in 0..KW {
+                if FMA {
+                    (total_lo[r][kx], total_hi[r][kx]) = (lo[r][kx], hi[r][kx]);
+                } else {
+                    total_lo[r][kx] = _mm512_add_ps(total_lo[r][kx], lo[r][kx]);
+                    total_hi[r][kx] = _mm512_add_ps(total_hi[r][kx], hi[r][kx]);
+                }
             }
         }
     }
     let mut lanes = [0f32; LANES];
     for (half, sums) in [total_lo, total_hi].iter().enumerate() {
-        for (t, &v) in sums.iter().enumerate() {
-            _mm512_storeu_ps(lanes.as_mut_ptr(), v);
-            for (j, &s) in lanes.iter().enumerate() {
-                acc[(half * LANES + j) * 9 + t] = s;
+        for r in 0..R {
+            for kx in 0..KW {
+                _mm512_storeu_ps(lanes.as_mut_ptr(), sums[r][kx]);
+                for (j, &v) in lanes.iter().enumerate() {
+                    acc[(half * LANES + j) * R * KW + r * KW + kx] = v;
+                }
             }
         }
     }
