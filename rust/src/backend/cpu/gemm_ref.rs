@@ -3,6 +3,7 @@
 // order from acc = +0, multiply and add each rounded separately (never FMA), so it is bit-identical
 // to the naive triple loop whatever the ISA, blocking or thread count.
 
+use std::mem::MaybeUninit;
 use std::ops::{Add, Mul};
 #[cfg(target_arch = "x86_64")]
 use x86::{f32_avx, f32_avx512, f64_avx, f64_avx512};
@@ -161,7 +162,8 @@ const PAR_MIN_WORK: u128 = 64 * 64 * 64;
 
 /// `c` (m x n, row-major, row stride n) = A·B, where `A(i,p) = a[i*a_rs + p*a_cs]` and
 /// `B(p,j) = b[p*b_rs + j*b_cs]` (any strides, so transposed operands need no copy).
-/// Overwrites `c[..m*n]`. Each output is the in-order fold described at the top of this file, so
+/// Writes every element of `c[..m*n]`, reading none before it is written (so `c` may start
+/// uninitialised). Each output is the in-order fold described at the top of this file, so
 /// results are bit-identical to the naive loop for every thread count. With `parallel`, large
 /// problems are split over the tlrs threads (`parallel::team_for`).
 ///
@@ -179,7 +181,7 @@ pub fn gemm_ref<T: RefGemmElem>(
     b: &[T],
     b_rs: usize,
     b_cs: usize,
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
     parallel: bool,
 ) {
     let (a, b) = (View::new(a, a_rs, a_cs), View::new(b, b_rs, b_cs));
@@ -231,7 +233,7 @@ fn gemm_with_kernel<T: RefGemmElem>(
     k: usize,
     a: View<'_, T>,
     b: View<'_, T>,
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
     threads: usize,
 ) {
     if m == 0 || n == 0 {
@@ -242,7 +244,7 @@ fn gemm_with_kernel<T: RefGemmElem>(
     let c = &mut c[..mn];
     if k == 0 {
         // The empty fold is its start value.
-        c.fill(T::REF_ZERO);
+        c.iter_mut().for_each(|v| _ = v.write(T::REF_ZERO));
         return;
     }
     check_extent("a", a, m, k);
@@ -319,11 +321,12 @@ fn blocked<T: RefGemmElem>(
     k: usize,
     a: View<'_, T>,
     b: View<'_, T>,
-    c: &mut [T],
+    c: &mut [MaybeUninit<T>],
     threads: usize,
 ) {
     let rects = plan_rects(m, n, threads, kern.mr, kern.nr);
-    let cp = CPtr(c.as_mut_ptr());
+    // Every element is written (the first depth block stores without reading) before any read.
+    let cp = CPtr(c.as_mut_ptr().cast::<T>());
     // Each rectangle packs into buffers of its own (a few per product); one rectangle runs on
     // the calling thread (`team_for` with a single item).
     super::parallel::team_for(rects.len(), usize::MAX, |i| {

@@ -123,7 +123,13 @@ fn gemm_k<T: TestElem>(
     par: bool,
 ) {
     let (a, b) = (View::new(a, a_rs, a_cs), View::new(b, b_rs, b_cs));
-    gemm_with_kernel(kern, m, n, k, a, b, c, threads_for(m, n, k, par));
+    gemm_with_kernel(kern, m, n, k, a, b, as_uninit(c), threads_for(m, n, k, par));
+}
+
+/// `c` as the GEMM's output type (it only ever writes initialised values into it).
+fn as_uninit<T>(c: &mut [T]) -> &mut [std::mem::MaybeUninit<T>] {
+    // SAFETY: same layout; writing initialised values through the view keeps `c` valid.
+    unsafe { &mut *(c as *mut [T] as *mut [std::mem::MaybeUninit<T>]) }
 }
 
 fn assert_bits_eq<T: TestElem>(got: &[T], want: &[T], what: &str) {
@@ -250,14 +256,34 @@ fn public_entry_matches_naive() {
         let b = operand::<f32>(k, n, Layout::RowMajor, 2);
         let mut c = vec![1.0f32; m * n];
         gemm_ref(
-            m, n, k, &a.data, a.rs, a.cs, &b.data, b.rs, b.cs, &mut c, true,
+            m,
+            n,
+            k,
+            &a.data,
+            a.rs,
+            a.cs,
+            &b.data,
+            b.rs,
+            b.cs,
+            as_uninit(&mut c),
+            true,
         );
         assert_bits_eq(&c, &naive(m, n, k, &a, &b), "f32 public");
         let a = operand::<f64>(m, k, Layout::RowMajor, 3);
         let b = operand::<f64>(k, n, Layout::ColMajor, 4);
         let mut c = vec![1.0f64; m * n];
         gemm_ref(
-            m, n, k, &a.data, a.rs, a.cs, &b.data, b.rs, b.cs, &mut c, true,
+            m,
+            n,
+            k,
+            &a.data,
+            a.rs,
+            a.cs,
+            &b.data,
+            b.rs,
+            b.cs,
+            as_uninit(&mut c),
+            true,
         );
         assert_bits_eq(&c, &naive(m, n, k, &a, &b), "f64 public");
     }
@@ -308,11 +334,35 @@ fn bit_exact_across_thread_counts_f64() {
 #[test]
 fn k_zero_gives_zeros_and_empty_is_noop() {
     let mut c = vec![5.0f32; 6];
-    gemm_ref::<f32>(2, 3, 0, &[], 0, 0, &[], 0, 0, &mut c, true);
+    gemm_ref::<f32>(2, 3, 0, &[], 0, 0, &[], 0, 0, as_uninit(&mut c), true);
     assert!(c.iter().all(|x| x.to_bits() == 0));
     let mut c = vec![5.0f64; 4];
-    gemm_ref::<f64>(0, 3, 4, &[], 4, 1, &[1.0; 12], 3, 1, &mut c, false);
-    gemm_ref::<f64>(3, 0, 4, &[1.0; 12], 4, 1, &[], 0, 1, &mut c, false);
+    gemm_ref::<f64>(
+        0,
+        3,
+        4,
+        &[],
+        4,
+        1,
+        &[1.0; 12],
+        3,
+        1,
+        as_uninit(&mut c),
+        false,
+    );
+    gemm_ref::<f64>(
+        3,
+        0,
+        4,
+        &[1.0; 12],
+        4,
+        1,
+        &[],
+        0,
+        1,
+        as_uninit(&mut c),
+        false,
+    );
     assert_eq!(c, vec![5.0; 4]);
 }
 
@@ -397,12 +447,36 @@ fn nan_and_inf_propagate() {
 #[should_panic(expected = "exceeds its buffer")]
 fn short_operand_panics() {
     let mut c = vec![0.0f32; 4];
-    gemm_ref::<f32>(2, 2, 2, &[1.0; 3], 2, 1, &[1.0; 4], 2, 1, &mut c, false);
+    gemm_ref::<f32>(
+        2,
+        2,
+        2,
+        &[1.0; 3],
+        2,
+        1,
+        &[1.0; 4],
+        2,
+        1,
+        as_uninit(&mut c),
+        false,
+    );
 }
 
 #[test]
 #[should_panic(expected = "c is shorter than m*n")]
 fn short_output_panics() {
     let mut c = vec![0.0f32; 3];
-    gemm_ref::<f32>(2, 2, 2, &[1.0; 4], 2, 1, &[1.0; 4], 2, 1, &mut c, false);
+    gemm_ref::<f32>(
+        2,
+        2,
+        2,
+        &[1.0; 4],
+        2,
+        1,
+        &[1.0; 4],
+        2,
+        1,
+        as_uninit(&mut c),
+        false,
+    );
 }

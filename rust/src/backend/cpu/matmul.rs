@@ -127,8 +127,6 @@ pub(crate) fn product_into<T: GemmElem>(
     if fast {
         gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     } else {
-        // The reference GEMM takes initialised memory; it overwrites it.
-        let c = fill_with(c, T::ZERO);
         gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     }
 }
