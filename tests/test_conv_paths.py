@@ -83,13 +83,16 @@ def np_conv2d_vjp(x, w, r, stride, padding):
 
 # Every im2col/col2im form: stride 1 keeping the width (one shifted copy per row) with padding
 # below, at and above the kernel's reach, stride 1 narrowing, strides 2 and 3, kernels larger
-# than the padded input's rows in one axis, planes above and below the per-image threshold.
+# than the padded input's rows in one axis, planes above and below the per-image threshold; the
+# last two have 32 input channels, where fast kernels take the input gradient as the
+# flipped-kernel convolution (same size, and narrowing).
 GEOMETRIES = [
     ((2, 3, 9, 9), (4, 3, 3, 3), 1, 1), ((2, 2, 8, 8), (3, 2, 5, 5), 1, 2),
     ((2, 2, 6, 6), (3, 2, 3, 3), 1, 3), ((2, 2, 7, 7), (3, 2, 1, 1), 1, 0),
     ((2, 2, 9, 7), (3, 2, 3, 3), 1, 0), ((2, 2, 10, 10), (3, 2, 3, 3), 2, 1),
     ((2, 2, 11, 9), (3, 2, 4, 2), 3, 2), ((2, 2, 3, 12), (3, 2, 5, 3), 1, 1),
     ((1, 3, 12, 12), (2, 3, 7, 7), 2, 3), ((3, 2, 4, 4), (2, 2, 3, 3), 1, 4),
+    ((2, 32, 8, 8), (4, 32, 3, 3), 1, 1), ((2, 32, 10, 10), (3, 32, 3, 3), 1, 0),
 ]
 
 
@@ -113,10 +116,12 @@ def test_every_lowering_geometry_against_numpy(fast, xs, ws, stride, pad):
 # rows narrower than, equal to and wider than a vector, a single row and a single column, odd
 # sizes, one and several images and input channels; one case below the direct kernel's 64
 # positions; then the direct weight gradient at stride 2 for a 3x3 and (a ResNet stem) a 7x7
-# kernel. Entries: (x shape, output channels, kernel, stride, padding).
+# kernel; last, 32 input channels, where the input gradient is the flipped-kernel convolution
+# (3x3 and 5x5). Entries: (x shape, output channels, kernel, stride, padding).
 DIRECT = [((1, 1, 8, 8), 32, 3, 1, 1), ((2, 3, 16, 16), 32, 3, 1, 1), ((3, 5, 9, 9), 64, 3, 1, 1),
           ((2, 2, 1, 64), 32, 3, 1, 1), ((1, 4, 33, 8), 32, 3, 1, 1), ((2, 1, 65, 1), 64, 3, 1, 1),
-          ((2, 3, 4, 4), 32, 3, 1, 1), ((2, 8, 17, 17), 32, 3, 2, 1), ((2, 3, 20, 20), 64, 7, 2, 3)]
+          ((2, 3, 4, 4), 32, 3, 1, 1), ((2, 8, 17, 17), 32, 3, 2, 1), ((2, 3, 20, 20), 64, 7, 2, 3),
+          ((2, 32, 9, 9), 32, 3, 1, 1), ((4, 32, 8, 8), 32, 5, 1, 2)]
 
 
 @pytest.mark.parametrize("xs, oc, k, stride, pad", DIRECT)
