@@ -14,9 +14,11 @@
 
 use super::parallel::{for_chunks, for_chunks2};
 use super::storage::{CpuElem, CpuStorage};
+use super::uninit::{assume_init, written};
 use crate::dtype::Float;
 pub use crate::geometry::PlaneDims;
 use crate::{DType, Result};
+use std::mem::MaybeUninit;
 
 /// Planes whose statistics fold side by side: each is still one left fold in index order, but
 /// eight of them advance together (independent chains), instead of one fold waiting on each
@@ -69,40 +71,72 @@ pub fn per_image_forward<T: Float>(
     d: PlaneDims,
     eps: f64,
 ) -> (Vec<T>, Vec<T>) {
-    let (eps, n, hw) = (T::from_f64(eps), T::from_f64(d.hw as f64), d.hw);
-    let mut y = vec![T::ZERO; x.len()];
-    let mut st = vec![T::ZERO; d.planes * 2];
-    for_chunks2(
-        &mut y,
-        LANES * hw,
-        &mut st,
-        2 * LANES,
-        x.len(),
-        |q, yq, sq| {
-            let p0 = q * LANES;
-            let xq = &x[p0 * hw..][..yq.len()];
-            let zero = [T::ZERO; LANES];
-            let mu = fold_planes(zero, xq, hw, |v| v).map(|s| s / n);
-            // The squared deviations go through y, which the last pass overwrites.
-            for (l, (yp, xp)) in yq.chunks_mut(hw).zip(xq.chunks(hw)).enumerate() {
-                fill_terms(yp, |i| (xp[i] - mu[l]) * (xp[i] - mu[l]));
-            }
-            let var = fold_planes(zero, yq, hw, |v| v);
-            for (l, (yp, sp)) in yq.chunks_mut(hw).zip(sq.chunks_mut(2)).enumerate() {
-                let (mu, dev) = (mu[l], (var[l] / n + eps).sqrt());
-                (sp[0], sp[1]) = (mu, dev);
-                let ch = (p0 + l) % d.channels;
-                let xp = &xq[l * hw..][..hw];
-                let (wc, bc) = (w.map(|w| w[ch]), b.map(|b| b[ch]));
-                fill_terms(yp, |i| {
-                    let z = (xp[i] - mu) / dev;
-                    let z = wc.map_or(z, |wc| z * wc);
-                    bc.map_or(z, |bc| z + bc)
-                });
-            }
-        },
-    );
+    if d.hw == 0 {
+        // Empty planes: no statistics to compute (as before, zeros), nothing to normalise.
+        return (Vec::new(), vec![T::ZERO; d.planes * 2]);
+    }
+    let affine = Affine { w, b, eps };
+    let mut st = Vec::with_capacity(d.planes * 2);
+    let y = written(x.len(), |y| {
+        let st = &mut st.spare_capacity_mut()[..d.planes * 2];
+        for_chunks2(y, LANES * d.hw, st, 2 * LANES, x.len(), |q, yq, sq| {
+            forward_group(x, &affine, d, q, yq, sq)
+        });
+    });
+    // SAFETY: every plane's group wrote its two statistics (the groups cover all planes).
+    unsafe { st.set_len(d.planes * 2) };
     (y, st)
+}
+
+/// The forward's per-channel parameters.
+struct Affine<'a, T> {
+    w: Option<&'a [T]>,
+    b: Option<&'a [T]>,
+    eps: f64,
+}
+
+/// Planes q·LANES .. of y and their statistics, every element of `yq` and `sq` written.
+#[inline(always)]
+fn forward_group<T: Float>(
+    x: &[T],
+    a: &Affine<T>,
+    d: PlaneDims,
+    q: usize,
+    yq: &mut [MaybeUninit<T>],
+    sq: &mut [MaybeUninit<T>],
+) {
+    let (eps, n, hw) = (T::from_f64(a.eps), T::from_f64(d.hw as f64), d.hw);
+    let p0 = q * LANES;
+    let xq = &x[p0 * hw..][..yq.len()];
+    let zero = [T::ZERO; LANES];
+    let mu = fold_planes(zero, xq, hw, |v| v).map(|s| s / n);
+    // The squared deviations go through y, which the last pass overwrites.
+    for (l, (yp, xp)) in yq
+        .chunks_mut(hw.max(1))
+        .zip(xq.chunks(hw.max(1)))
+        .enumerate()
+    {
+        for (v, &xi) in yp.iter_mut().zip(xp) {
+            v.write((xi - mu[l]) * (xi - mu[l]));
+        }
+    }
+    // SAFETY: every element of yq was just written (its planes cover it).
+    let yq = unsafe { assume_init(yq) };
+    let var = fold_planes(zero, yq, hw, |v| v);
+    let planes = sq.len() / 2;
+    for l in 0..planes {
+        let (mu, dev) = (mu[l], (var[l] / n + eps).sqrt());
+        sq[2 * l].write(mu);
+        sq[2 * l + 1].write(dev);
+        let ch = (p0 + l) % d.channels;
+        let xp = &xq[l * hw..][..hw];
+        let (wc, bc) = (a.w.map(|w| w[ch]), a.b.map(|b| b[ch]));
+        fill_terms(&mut yq[l * hw..][..hw], |i| {
+            let z = (xp[i] - mu) / dev;
+            let z = wc.map_or(z, |wc| z * wc);
+            bc.map_or(z, |bc| z + bc)
+        });
+    }
 }
 
 /// (gx, gw, gb) for upstream `g`; gw and gb are per channel (computed when asked).
@@ -134,42 +168,47 @@ fn gz<T: Float>(g: T, wc: Option<T>) -> T {
 /// the planes' folds step together.
 fn input_grad<T: Float>(g: &[T], x: &[T], st: &[T], w: Option<&[T]>, d: PlaneDims) -> Vec<T> {
     let (n, two, hw) = (T::from_f64(d.hw as f64), T::from_f64(2.0), d.hw);
-    let mut gx = vec![T::ZERO; x.len()];
-    for_chunks(&mut gx, LANES * hw, x.len(), |q, gq| {
-        let p0 = q * LANES;
-        let (xq, gyq) = (&x[p0 * hw..][..gq.len()], &g[p0 * hw..][..gq.len()]);
-        let plane = |l: usize| {
-            let p = p0 + l;
-            let (xp, gy) = (&xq[l * hw..][..hw], &gyq[l * hw..][..hw]);
-            (
-                xp,
-                gy,
-                st[2 * p],
-                st[2 * p + 1],
-                w.map(|w| w[p % d.channels]),
-            )
-        };
-        // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
-        for (l, gp) in gq.chunks_mut(hw).enumerate() {
-            let (xp, gy, mu, dev, wc) = plane(l);
-            fill_terms(gp, |i| -(gz(gy[i], wc) * ((xp[i] - mu) / dev / dev)));
-        }
-        let gd = fold_planes([T::ZERO; LANES], gq, hw, |v| v);
-        for (l, gp) in gq.chunks_mut(hw).enumerate() {
-            let (xp, gy, mu, dev, wc) = plane(l);
-            let s = gd[l] / (two * dev) / n;
-            fill_terms(gp, |i| {
-                let t = s * (xp[i] - mu);
-                (gz(gy[i], wc) / dev + t) + t
-            });
-        }
-        let neg = fold_planes([T::ZERO; LANES], gq, hw, |v| -v);
-        for (l, gp) in gq.chunks_mut(hw).enumerate() {
-            let sm = neg[l] / n;
-            gp.iter_mut().for_each(|v| *v = *v + sm);
-        }
-    });
-    gx
+    // Every element is first written by the gd pass below (the group's planes cover it).
+    written(x.len(), |gx| {
+        for_chunks(gx, LANES * hw, x.len(), |q, gq| {
+            let p0 = q * LANES;
+            let (xq, gyq) = (&x[p0 * hw..][..gq.len()], &g[p0 * hw..][..gq.len()]);
+            let plane = |l: usize| {
+                let p = p0 + l;
+                let (xp, gy) = (&xq[l * hw..][..hw], &gyq[l * hw..][..hw]);
+                (
+                    xp,
+                    gy,
+                    st[2 * p],
+                    st[2 * p + 1],
+                    w.map(|w| w[p % d.channels]),
+                )
+            };
+            // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
+            for (l, gp) in gq.chunks_mut(hw).enumerate() {
+                let (xp, gy, mu, dev, wc) = plane(l);
+                for (i, v) in gp.iter_mut().enumerate() {
+                    v.write(-(gz(gy[i], wc) * ((xp[i] - mu) / dev / dev)));
+                }
+            }
+            // SAFETY: every element of gq was just written.
+            let gq = unsafe { assume_init(gq) };
+            let gd = fold_planes([T::ZERO; LANES], gq, hw, |v| v);
+            for (l, gp) in gq.chunks_mut(hw).enumerate() {
+                let (xp, gy, mu, dev, wc) = plane(l);
+                let s = gd[l] / (two * dev) / n;
+                fill_terms(gp, |i| {
+                    let t = s * (xp[i] - mu);
+                    (gz(gy[i], wc) / dev + t) + t
+                });
+            }
+            let neg = fold_planes([T::ZERO; LANES], gq, hw, |v| -v);
+            for (l, gp) in gq.chunks_mut(hw).enumerate() {
+                let sm = neg[l] / n;
+                gp.iter_mut().for_each(|v| *v = *v + sm);
+            }
+        })
+    })
 }
 
 /// (gw, gb) per channel: each a left fold over images, then positions, `LANES` channels side by
