@@ -66,18 +66,14 @@ def fold_weight_grad(g, x, wshape, s, p):
         for kx in range(kw):
             cols[:, :, ky, kx] = xp[:, :, ky:ky + s * (oh - 1) + 1:s, kx:kx + s * (ow - 1) + 1:s]
     gf, cf = g.reshape(n, oc, oh * ow), cols.reshape(n, c * kh * kw, oh * ow)
-    if oh * ow >= 64:
-        total = np.zeros((oc, c * kh * kw), x.dtype)
-        for i in range(n):
-            part = np.zeros_like(total)
-            for q in range(oh * ow):
-                part = part + gf[i, :, q, None] * cf[i, None, :, q]
-            total = total + part
-    else:
-        total = np.zeros((oc, c * kh * kw), x.dtype)
-        for i in range(n):
-            for q in range(oh * ow):
-                total = total + gf[i, :, q, None] * cf[i, None, :, q]
+    per_image = oh * ow >= 64
+    total = np.zeros((oc, c * kh * kw), x.dtype)
+    for i in range(n):
+        # Per image a fold from 0 then added to the total; else one fold through every image.
+        acc = np.zeros_like(total) if per_image else total
+        for q in range(oh * ow):
+            acc = acc + gf[i, :, q, None] * cf[i, None, :, q]
+        total = total + acc if per_image else acc
     return total.reshape(wshape)
 
 

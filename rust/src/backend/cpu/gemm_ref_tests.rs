@@ -249,43 +249,34 @@ fn bit_exact_f64_all_kernels_shapes_layouts() {
     all_small::<f64>();
 }
 
+/// `gemm_ref` itself (kernel and threads of its own choosing) on an output of 1.0s against the
+/// naive fold, A and B in the given layouts.
+fn public_entry<T: TestElem>(m: usize, n: usize, k: usize, (la, lb): (Layout, Layout), seed: u64) {
+    let a = operand::<T>(m, k, la, seed);
+    let b = operand::<T>(k, n, lb, seed + 1);
+    let mut c = vec![T::from_f64(1.0); m * n];
+    let (ad, bd) = (&a.data, &b.data);
+    gemm_ref(
+        m,
+        n,
+        k,
+        ad,
+        a.rs,
+        a.cs,
+        bd,
+        b.rs,
+        b.cs,
+        as_uninit(&mut c),
+        true,
+    );
+    assert_bits_eq(&c, &naive(m, n, k, &a, &b), "public entry");
+}
+
 #[test]
 fn public_entry_matches_naive() {
     for &(m, n, k) in &[(64, 64, 64), (97, 130, 300), (3, 700, 40), (300, 5, 33)] {
-        let a = operand::<f32>(m, k, Layout::ColMajor, 1);
-        let b = operand::<f32>(k, n, Layout::RowMajor, 2);
-        let mut c = vec![1.0f32; m * n];
-        gemm_ref(
-            m,
-            n,
-            k,
-            &a.data,
-            a.rs,
-            a.cs,
-            &b.data,
-            b.rs,
-            b.cs,
-            as_uninit(&mut c),
-            true,
-        );
-        assert_bits_eq(&c, &naive(m, n, k, &a, &b), "f32 public");
-        let a = operand::<f64>(m, k, Layout::RowMajor, 3);
-        let b = operand::<f64>(k, n, Layout::ColMajor, 4);
-        let mut c = vec![1.0f64; m * n];
-        gemm_ref(
-            m,
-            n,
-            k,
-            &a.data,
-            a.rs,
-            a.cs,
-            &b.data,
-            b.rs,
-            b.cs,
-            as_uninit(&mut c),
-            true,
-        );
-        assert_bits_eq(&c, &naive(m, n, k, &a, &b), "f64 public");
+        public_entry::<f32>(m, n, k, (Layout::ColMajor, Layout::RowMajor), 1);
+        public_entry::<f64>(m, n, k, (Layout::RowMajor, Layout::ColMajor), 3);
     }
 }
 

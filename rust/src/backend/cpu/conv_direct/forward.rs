@@ -7,7 +7,7 @@
 //! aligned weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
 //! position, against 24 multiply-adds.
 
-use super::{cpu_has_them, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
+use super::{cpu_has_them, even_runs, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -45,7 +45,7 @@ pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: b
             let item = Item {
                 x: &padded[n * d.c * padded_plane(d)..][..d.c * padded_plane(d)],
                 w: &packed[b * BLOCK * d.c * d.kh * d.kw..][..BLOCK * d.c * d.kh * d.kw],
-                bias: bias.map(|b| &b[i % blocks * BLOCK..][..BLOCK]),
+                bias: bias.map(|bias| &bias[b * BLOCK..][..BLOCK]),
                 d,
             };
             // SAFETY: `forward_applies` checked AVX-512 on this CPU; `Item` sizes every slice.
@@ -95,12 +95,8 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
     let d = item.d;
     assert!(out.len() == BLOCK * d.oh * d.ow && item.w.len() == BLOCK * d.c * d.kh * d.kw);
     assert!(item.x.len() == d.c * padded_plane(d));
-    // Runs of at most RUN positions, as even as they come: 16 = 8 + 8, 32 = 11 + 11 + 10.
-    let runs = d.ow.div_ceil(RUN);
     for oy in 0..d.oh {
-        let mut ox = 0;
-        for r in 0..runs {
-            let len = d.ow / runs + usize::from(r < d.ow % runs);
+        for (ox, len) in even_runs(d.ow, RUN) {
             macro_rules! dispatch {
                 ($($n:literal)*) => {
                     match len {
@@ -110,7 +106,6 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
                 };
             }
             dispatch!(1 2 3 4 5 6 7 8 9 10 11 12);
-            ox += len;
         }
     }
 }

@@ -9,7 +9,7 @@
 //! zero border, then adds each sum to its cell's total if the tap reaches the cell. A tap that
 //! does not is never added (its sum, over the border, is discarded), as col2im never adds it.
 
-use super::{cpu_has_them, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
+use super::{cpu_has_them, even_runs, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -94,11 +94,8 @@ unsafe fn item_rows(item: &Item, out: &mut [MaybeUninit<f32>]) {
     let (gh, gw) = (d.oh + 2 * item.border, d.ow + 2 * item.border);
     assert!(out.len() == BLOCK * d.h * d.w && item.g.len() == d.oc * gh * gw);
     assert!(item.w.len() == d.kh * d.kw * d.oc * BLOCK);
-    let runs = d.w.div_ceil(RUN);
     for iy in 0..d.h {
-        let mut ix = 0;
-        for r in 0..runs {
-            let len = d.w / runs + usize::from(r < d.w % runs);
+        for (ix, len) in even_runs(d.w, RUN) {
             macro_rules! dispatch {
                 ($($n:literal)*) => {
                     match len {
@@ -108,7 +105,6 @@ unsafe fn item_rows(item: &Item, out: &mut [MaybeUninit<f32>]) {
                 };
             }
             dispatch!(1 2 3 4 5 6);
-            ix += len;
         }
     }
 }

@@ -30,6 +30,18 @@ const BLOCK: usize = 2 * LANES;
 /// count.
 const MIN_ITEMS: usize = 4;
 
+/// A row of `width` cells cut into runs of at most `max`, as even as they come (16 = 8 + 8 at 12,
+/// 32 = 11 + 11 + 10): (start, length) of each.
+fn even_runs(width: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    let runs = width.div_ceil(max);
+    (0..runs).scan(0, move |start, r| {
+        let len = width / runs + usize::from(r < width % runs);
+        let at = *start;
+        *start += len;
+        Some((at, len))
+    })
+}
+
 /// Whether this CPU runs the kernels.
 fn cpu_has_them() -> bool {
     super::simd::has_avx512()
