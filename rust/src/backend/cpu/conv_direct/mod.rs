@@ -10,6 +10,7 @@
 
 mod forward;
 mod input_grad;
+mod transpose;
 mod weight_grad;
 
 pub use forward::{forward, forward_applies};

@@ -1,0 +1,127 @@
+//! Position-major sums ([P, 32]) out to the channel-major rows of y ([32, P]): 16 × 16 tiles
+//! transposed in registers, so a block's output costs 2 vector stores per 16 positions and
+//! channel instead of 32 scalar stores per position.
+
+use super::LANES;
+use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
+
+/// The 16 × 16 tile `r` (row i = 16 values of position i) transposed: row j = channel j.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn tile(r: [__m512; LANES]) -> [__m512; LANES] {
+    let pd = _mm512_castps_pd;
+    let ps = _mm512_castpd_ps;
+    // Pairs of rows interleaved by 32-bit lanes, then by 64-bit lanes: each 128-bit lane of
+    // q[i] now holds 4 rows' values of one column group.
+    let mut t = [_mm512_setzero_ps(); LANES];
+    for i in 0..LANES / 2 {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    let mut q = [_mm512_setzero_ps(); LANES];
+    for g in 0..LANES / 4 {
+        let b = 4 * g;
+        q[b] = ps(_mm512_unpacklo_pd(pd(t[b]), pd(t[b + 2])));
+        q[b + 1] = ps(_mm512_unpackhi_pd(pd(t[b]), pd(t[b + 2])));
+        q[b + 2] = ps(_mm512_unpacklo_pd(pd(t[b + 1]), pd(t[b + 3])));
+        q[b + 3] = ps(_mm512_unpackhi_pd(pd(t[b + 1]), pd(t[b + 3])));
+    }
+    // Then whole 128-bit lanes: first between rows 0-3 and 4-7 (and 8-11, 12-15), then
+    // between the two halves.
+    for h in 0..2 {
+        for k in 0..4 {
+            let (a, b) = (q[8 * h + k], q[8 * h + 4 + k]);
+            t[8 * h + k] = _mm512_shuffle_f32x4::<0x88>(a, b);
+            t[8 * h + 4 + k] = _mm512_shuffle_f32x4::<0xdd>(a, b);
+        }
+    }
+    let mut out = [_mm512_setzero_ps(); LANES];
+    for k in 0..8 {
+        out[k] = _mm512_shuffle_f32x4::<0x88>(t[k], t[8 + k]);
+        out[8 + k] = _mm512_shuffle_f32x4::<0xdd>(t[k], t[8 + k]);
+    }
+    out
+}
+
+/// y[j, p] = sums[p][j] (+ bias[j]) for the 32 channels j of a block and positions p < P, where
+/// `sums` holds P × 32 values position-major; `y` is [32, P].
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit<f32>]) {
+    let p = y.len() / (2 * LANES);
+    assert!(sums.len() == p * 2 * LANES && y.len() == p * 2 * LANES);
+    assert!(bias.is_none_or(|b| b.len() == 2 * LANES));
+    let dst = y.as_mut_ptr() as *mut f32;
+    for half in 0..2 {
+        let b = match bias {
+            Some(b) => _mm512_loadu_ps(b.as_ptr().add(half * LANES)),
+            None => _mm512_setzero_ps(),
+        };
+        let whole = p / LANES * LANES;
+        for p0 in (0..whole).step_by(LANES) {
+            let mut r = [_mm512_setzero_ps(); LANES];
+            for (i, r) in r.iter_mut().enumerate() {
+                let v = _mm512_loadu_ps(sums.as_ptr().add((p0 + i) * 2 * LANES + half * LANES));
+                // Adding 0.0 to a sum leaves it as it is except -0.0, which the lowering's
+                // bias-free output also keeps; so only a real bias is added.
+                *r = if bias.is_some() {
+                    _mm512_add_ps(v, b)
+                } else {
+                    v
+                };
+            }
+            let c = tile(r);
+            for (j, c) in c.iter().enumerate() {
+                _mm512_storeu_ps(dst.add((half * LANES + j) * p + p0), *c);
+            }
+        }
+        for q in whole..p {
+            for j in 0..LANES {
+                let ch = half * LANES + j;
+                let v = sums[q * 2 * LANES + ch];
+                *dst.add(ch * p + q) = match bias {
+                    Some(b) => v + b[ch],
+                    None => v,
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_out_transposes_every_tile_and_tail_position() {
+        if !super::super::cpu_has_them() {
+            return;
+        }
+        for p in [1usize, 15, 16, 17, 40, 64] {
+            let sums: Vec<f32> = (0..p * 32).map(|i| i as f32 * 0.5 - 7.0).collect();
+            let bias: Vec<f32> = (0..32).map(|j| j as f32 * 0.25).collect();
+            for with_bias in [false, true] {
+                let mut y = vec![MaybeUninit::new(f32::NAN); p * 32];
+                let b = with_bias.then_some(&bias[..]);
+                // SAFETY: AVX-512F checked above; the slices have the sizes asserted inside.
+                unsafe { block_out(&sums, b, &mut y) };
+                for j in 0..32 {
+                    for q in 0..p {
+                        let want = sums[q * 32 + j] + if with_bias { bias[j] } else { 0.0 };
+                        // SAFETY: every element was written by `block_out` (NaN otherwise).
+                        assert_eq!(
+                            unsafe { y[j * p + q].assume_init() },
+                            want,
+                            "p {p} j {j} q {q}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
