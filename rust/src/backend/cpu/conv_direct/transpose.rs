@@ -1,6 +1,6 @@
-//! Position-major sums ([P, 32]) out to the channel-major rows of y ([32, P]): 16 × 16 tiles
-//! transposed in registers, so a block's output costs 2 vector stores per 16 positions and
-//! channel instead of 32 scalar stores per position.
+//! A block of 32 channels between channel-major rows ([32, P], as tensors hold them) and
+//! position-major vectors ([P, 32], as the kernels' lanes hold them), through 16 × 16 tiles
+//! transposed in registers: 16 vector loads and stores per tile instead of 256 scalar ones.
 
 use super::LANES;
 use std::arch::x86_64::*;
@@ -93,6 +93,35 @@ pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit
     }
 }
 
+/// dst[p][j] = rows[j·P + p] for the 32 channel rows j of a block and positions p < P (the
+/// inverse layout change of `block_out`, without a bias): `rows` is [32, P], `dst` [P, 32].
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn block_in(rows: &[f32], dst: &mut [MaybeUninit<f32>]) {
+    let p = rows.len() / (2 * LANES);
+    assert!(rows.len() == p * 2 * LANES && dst.len() == p * 2 * LANES);
+    let out = dst.as_mut_ptr() as *mut f32;
+    let whole = p / LANES * LANES;
+    for half in 0..2 {
+        for p0 in (0..whole).step_by(LANES) {
+            let mut r = [_mm512_setzero_ps(); LANES];
+            for (j, r) in r.iter_mut().enumerate() {
+                *r = _mm512_loadu_ps(rows.as_ptr().add((half * LANES + j) * p + p0));
+            }
+            for (i, c) in tile(r).iter().enumerate() {
+                _mm512_storeu_ps(out.add((p0 + i) * 2 * LANES + half * LANES), *c);
+            }
+        }
+    }
+    for q in whole..p {
+        for j in 0..2 * LANES {
+            *out.add(q * 2 * LANES + j) = rows[j * p + q];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +149,26 @@ mod tests {
                             "p {p} j {j} q {q}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_in_is_block_out_inverted() {
+        if !super::super::cpu_has_them() {
+            return;
+        }
+        for p in [1usize, 15, 16, 17, 40, 64] {
+            let rows: Vec<f32> = (0..p * 32).map(|i| i as f32 * 0.5 - 7.0).collect();
+            let mut dst = vec![MaybeUninit::new(f32::NAN); p * 32];
+            // SAFETY: AVX-512F checked above; the slices have the sizes asserted inside.
+            unsafe { block_in(&rows, &mut dst) };
+            for j in 0..32 {
+                for q in 0..p {
+                    // SAFETY: every element was written by `block_in` (NaN otherwise).
+                    let got = unsafe { dst[q * 32 + j].assume_init() };
+                    assert_eq!(got, rows[j * p + q], "p {p} j {j} q {q}");
                 }
             }
         }

@@ -5,9 +5,11 @@
 //! output-channel-minor, 32 channels per block ([block, N, OH·OW, 32], aligned), so each
 //! position gives two aligned loads; each tap is one broadcast from a copy of x with a zero
 //! border (the padding cells take part as zeros, as in the lowering). An item (block, input
-//! channel, kernel rows) keeps 2 × its taps' sums in registers over every image and position: a
+//! channel, kernel rows) keeps 2 × its taps' sums in registers over an image's positions: a
 //! 3×3 item takes all 9 taps (18 multiply-adds per 11 loads), a 7×7 item one kernel row of 7.
-//! No load crosses a cache line, and no sum is folded across lanes. Fast mode runs one fused
+//! A thread's unit is a block and a few input channels: image by image, each of its items runs
+//! over that image, so the image's gY block is read from L1 by all of them (the sums wait in
+//! between as exact f32 vectors). No load crosses a cache line, and no sum is folded across lanes. Fast mode runs one fused
 //! chain over all images; reference mode keeps the lowering's per-image chains (over positions
 //! in order) and their image-order sum.
 
@@ -43,22 +45,39 @@ pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims, fma: bool) -> Vec<f32> {
     let items = d.oc / BLOCK * d.c * groups;
     let taps = d.kh * d.kw;
     let work = d.n * d.oc * d.c * taps * geo.plane;
+    // A unit is one block and `span` consecutive input channels, all their items: it walks the
+    // images in order and, per image, every item of its channels, so that image's block of gY
+    // (32 KiB at 16×16) is read from L1 by all of them rather than from L2 by each.
+    let span = channel_span(d.c);
+    let per_unit = per_item * span * groups;
     // Item (b, c, group)'s sums, [BLOCK, rows·KW] each, items in (b, c, group) order.
     let sums = written(items * per_item, |out| {
-        for_each_chunk(out, per_item, work, |i, out| {
-            let (b, c, ky0) = (i / (d.c * groups), i / groups % d.c, i % groups * rows);
-            let at = Item { b, c, ky0 };
-            let mut acc = [0f32; BLOCK * 9];
+        for_each_chunk(out, per_unit, work, |u, out| {
+            let units_per_block = d.c / span;
+            let (b, c0) = (u / units_per_block, u % units_per_block * span);
+            let mut totals = vec![Sums::zero(); span * groups];
             // SAFETY: `weight_grad_applies` checked AVX-512 on this CPU; `geo` sizes both copies.
             unsafe {
-                match (fma, d.kh) {
-                    (true, 3) => item::<true, 3, 3>(g_minor, &padded, &geo, at, &mut acc),
-                    (false, 3) => item::<false, 3, 3>(g_minor, &padded, &geo, at, &mut acc),
-                    (true, _) => item::<true, 7, 1>(g_minor, &padded, &geo, at, &mut acc),
-                    (false, _) => item::<false, 7, 1>(g_minor, &padded, &geo, at, &mut acc),
+                for n in 0..d.n {
+                    for (k, t) in totals.iter_mut().enumerate() {
+                        let at = Item {
+                            b,
+                            c: c0 + k / groups,
+                            ky0: k % groups * rows,
+                            n,
+                        };
+                        match (fma, d.kh) {
+                            (true, 3) => image::<true, 3, 3>(g_minor, &padded, &geo, at, t),
+                            (false, 3) => image::<false, 3, 3>(g_minor, &padded, &geo, at, t),
+                            (true, _) => image::<true, 7, 1>(g_minor, &padded, &geo, at, t),
+                            (false, _) => image::<false, 7, 1>(g_minor, &padded, &geo, at, t),
+                        }
+                    }
                 }
             }
-            out.iter_mut().zip(acc).for_each(|(o, v)| _ = o.write(v));
+            for (dst, t) in out.chunks_mut(per_item).zip(&totals) {
+                t.write_out(rows * d.kw, dst);
+            }
         })
     });
     written(d.oc * d.c * taps, |gw| {
@@ -107,12 +126,49 @@ impl Geometry {
     }
 }
 
-/// One item: output-channel block `b`, input channel `c`, kernel rows from `ky0`.
+/// One item's share of image `n`: output-channel block `b`, input channel `c`, kernel rows
+/// from `ky0`.
 #[derive(Clone, Copy)]
 struct Item {
     b: usize,
     c: usize,
     ky0: usize,
+    n: usize,
+}
+
+/// The input channels one unit takes: the largest divisor of `c` up to 8 (so units tile the
+/// channels; at 16×16, an image's gY block, 8 channels' padded planes and their sums come to
+/// 50 KiB, near L1: 2 threads, 8×64×16×16 gW 0.47 ms at 4, 0.46 at 8).
+fn channel_span(c: usize) -> usize {
+    (1..=8.min(c))
+        .rev()
+        .find(|s| c.is_multiple_of(*s))
+        .unwrap_or(1)
+}
+
+/// One item's running sums: lanes of vector `h·9 + t` are tap t's sums for the block's
+/// channels h·16 .. h·16 + 16.
+#[derive(Clone, Copy)]
+struct Sums([std::arch::x86_64::__m512; 18]);
+
+impl Sums {
+    fn zero() -> Self {
+        // SAFETY: an all-zero __m512 is 16 zero floats.
+        Sums(unsafe { std::mem::zeroed() })
+    }
+
+    /// The sums as [BLOCK, taps] (channel-major, as gW's rows hold them).
+    fn write_out(&self, taps: usize, dst: &mut [std::mem::MaybeUninit<f32>]) {
+        for h in 0..2 {
+            for t in 0..taps {
+                // SAFETY: __m512 is 16 f32 lanes.
+                let lanes: [f32; LANES] = unsafe { std::mem::transmute(self.0[h * 9 + t]) };
+                for (j, v) in lanes.into_iter().enumerate() {
+                    dst[(h * LANES + j) * taps + t].write(v);
+                }
+            }
+        }
+    }
 }
 
 /// gY [N, OC, P] as [OC / BLOCK, N, P, BLOCK] starting at a 64-byte boundary: (the copy, the
@@ -126,11 +182,8 @@ fn channels_minor(g: &[f32], geo: &Geometry) -> (Vec<f32>, usize) {
     for_chunks(dst, per, len, |b, dst| {
         for (n, dst) in dst.chunks_mut(geo.plane * BLOCK).enumerate() {
             let rows = &g[(n * geo.oc + b * BLOCK) * geo.plane..][..BLOCK * geo.plane];
-            for (j, row) in rows.chunks_exact(geo.plane).enumerate() {
-                for (p, &v) in row.iter().enumerate() {
-                    dst[p * BLOCK + j].write(v);
-                }
-            }
+            // SAFETY: `weight_grad_applies` checked AVX-512 on this CPU.
+            unsafe { super::transpose::block_in(rows, dst) };
         }
     });
     // Elements before `off` stay unwritten and are never read; set the length past them with
@@ -143,77 +196,67 @@ fn channels_minor(g: &[f32], geo: &Geometry) -> (Vec<f32>, usize) {
     (out, off)
 }
 
-/// The sums of output-channel block `b` against input channel `c`'s taps in kernel rows
-/// ky0 .. ky0 + R (KW taps each) over every image and position: `acc[j·R·KW + r·KW + kx]` for
-/// channel b·BLOCK + j. Fast: one fused chain over all images. Reference: the lowering's fold, a
-/// chain from 0 over one image's positions in order, the images' chains then added in image
-/// order to a total that starts at 0.
+/// Image `n`'s part of the sums of output-channel block `b` against input channel `c`'s taps
+/// in kernel rows ky0 .. ky0 + R (KW taps each), added to `total`. Fast: the fused chain goes
+/// on from `total` over this image's positions. Reference: the lowering's fold, a chain from 0
+/// over the image's positions in order, then added to the total (images come in order, from a
+/// total of 0).
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-unsafe fn item<const FMA: bool, const KW: usize, const R: usize>(
+unsafe fn image<const FMA: bool, const KW: usize, const R: usize>(
     g_minor: &[f32],
     padded: &[f32],
     geo: &Geometry,
-    Item { b, c, ky0 }: Item,
-    acc: &mut [f32; BLOCK * 9],
+    Item { b, c, ky0, n }: Item,
+    total: &mut Sums,
 ) {
     use std::arch::x86_64::*;
     let per_image = geo.plane * BLOCK;
     let s = geo.stride;
-    assert!(g_minor.len() >= (b + 1) * geo.n * per_image && c < geo.c && R * KW <= 9);
-    assert!(padded.len() >= geo.n * geo.c * geo.padded);
+    assert!(g_minor.len() >= (b + 1) * geo.n * per_image && c < geo.c && n < geo.n);
+    assert!(R * KW <= 9 && padded.len() >= geo.n * geo.c * geo.padded);
     // The last position's last tap: ((OH-1)·s + ky0 + R - 1)·row + (OW-1)·s + KW - 1, inside
     // the plane as the output size comes from the padded input's.
     assert!(((geo.oh - 1) * s + ky0 + R - 1) * geo.row + (geo.ow - 1) * s + KW <= geo.padded);
     let z = _mm512_setzero_ps();
-    let (mut total_lo, mut total_hi) = ([[z; KW]; R], [[z; KW]; R]);
-    for n in 0..geo.n {
-        let gy = g_minor.as_ptr().add((b * geo.n + n) * per_image);
-        let xs = padded
-            .as_ptr()
-            .add((n * geo.c + c) * geo.padded + ky0 * geo.row);
-        let (mut lo, mut hi) = if FMA {
-            (total_lo, total_hi)
-        } else {
-            ([[z; KW]; R], [[z; KW]; R])
-        };
-        for y in 0..geo.oh {
-            for x in 0..geo.ow {
-                let p = y * geo.ow + x;
-                // 64-byte aligned: the copy starts at a boundary and BLOCK floats are 128 bytes.
-                let g0 = _mm512_load_ps(gy.add(p * BLOCK));
-                let g1 = _mm512_load_ps(gy.add(p * BLOCK + LANES));
-                let at = xs.add(y * s * geo.row + x * s);
-                for r in 0..R {
-                    for kx in 0..KW {
-                        let t = _mm512_set1_ps(*at.add(r * geo.row + kx));
-                        lo[r][kx] = mac!(FMA, lo[r][kx], g0, t);
-                        hi[r][kx] = mac!(FMA, hi[r][kx], g1, t);
-                    }
-                }
-            }
-        }
+    let (mut lo, mut hi) = ([[z; KW]; R], [[z; KW]; R]);
+    if FMA {
         for r in 0..R {
             for kx in 0..KW {
-                if FMA {
-                    (total_lo[r][kx], total_hi[r][kx]) = (lo[r][kx], hi[r][kx]);
-                } else {
-                    total_lo[r][kx] = _mm512_add_ps(total_lo[r][kx], lo[r][kx]);
-                    total_hi[r][kx] = _mm512_add_ps(total_hi[r][kx], hi[r][kx]);
+                (lo[r][kx], hi[r][kx]) = (total.0[r * KW + kx], total.0[9 + r * KW + kx]);
+            }
+        }
+    }
+    let gy = g_minor.as_ptr().add((b * geo.n + n) * per_image);
+    let xs = padded
+        .as_ptr()
+        .add((n * geo.c + c) * geo.padded + ky0 * geo.row);
+    for y in 0..geo.oh {
+        for x in 0..geo.ow {
+            let p = y * geo.ow + x;
+            // 64-byte aligned: the copy starts at a boundary and BLOCK floats are 128 bytes.
+            let g0 = _mm512_load_ps(gy.add(p * BLOCK));
+            let g1 = _mm512_load_ps(gy.add(p * BLOCK + LANES));
+            let at = xs.add(y * s * geo.row + x * s);
+            for r in 0..R {
+                for kx in 0..KW {
+                    let t = _mm512_set1_ps(*at.add(r * geo.row + kx));
+                    lo[r][kx] = mac!(FMA, lo[r][kx], g0, t);
+                    hi[r][kx] = mac!(FMA, hi[r][kx], g1, t);
                 }
             }
         }
     }
-    let mut lanes = [0f32; LANES];
-    for (half, sums) in [total_lo, total_hi].iter().enumerate() {
-        for r in 0..R {
-            for kx in 0..KW {
-                _mm512_storeu_ps(lanes.as_mut_ptr(), sums[r][kx]);
-                for (j, &v) in lanes.iter().enumerate() {
-                    acc[(half * LANES + j) * R * KW + r * KW + kx] = v;
-                }
+    for r in 0..R {
+        for kx in 0..KW {
+            let (l, h) = (r * KW + kx, 9 + r * KW + kx);
+            if FMA {
+                (total.0[l], total.0[h]) = (lo[r][kx], hi[r][kx]);
+            } else {
+                total.0[l] = _mm512_add_ps(total.0[l], lo[r][kx]);
+                total.0[h] = _mm512_add_ps(total.0[h], hi[r][kx]);
             }
         }
     }
