@@ -8,8 +8,9 @@ robin), so the ratios compare like with like. Never fails: a case that errors pr
 Flops: forward 2*N*OC*OH*OW*C*KH*KW; backward (input and weight gradients) twice that, so
 forward+backward counts three times the forward. The "% peak" columns are forward+backward
 against this machine's measured f32 FMA ceiling on the same threads (`tlrs._core.fma_peak_gflops`:
-vector FMA loops on every thread, best of three), the figure the issue's goals are stated in. The backward runs from the scalar
-sum(y * r) for a fixed random r (the same for every kind).
+vector FMA loops on every thread, best of three), the figure the issue's goals are stated in. The backward is seeded with a
+fixed random output gradient r (the same for every kind), so f+b times the convolution alone (a
+loss such as sum(y * r) would add three elementwise passes over y to both sides).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def tlrs_cases(tlrs, x, w, b, r, s, p):
 
     def fwd_bwd():
         y = ops.conv2d(tx, tw, tb, s, p)
-        tlrs.grad(ops.sum(ops.mul(y, tr)), [tx, tw, tb])
+        tlrs.grad(y, [tx, tw, tb], grad_outputs=tr)
 
     return fwd, fwd_bwd
 
@@ -78,7 +79,7 @@ def torch_cases(torch, x, w, b, r, s, p):
 
     def fwd_bwd():
         y = F.conv2d(tx, tw, tb, s, p)
-        torch.autograd.grad((y * tr).sum(), (tx, tw, tb))
+        torch.autograd.grad(y, (tx, tw, tb), grad_outputs=tr)
 
     return fwd, fwd_bwd
 
