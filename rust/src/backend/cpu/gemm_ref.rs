@@ -19,6 +19,22 @@ pub trait RefGemmElem:
     /// `isa_available(isa)`.
     #[doc(hidden)]
     fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<Self>];
+    /// Packs the `w` contiguous columns of `kc` elements at `src[start + j·cs ..]` as the rows
+    /// of the `nr`-wide panel `dst` with vector transposes, where this type and CPU have them;
+    /// false (nothing written) elsewhere. A copy: the values, and so the fold, are unchanged.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn pack_columns_fast(
+        _dst: &mut [Self],
+        _nr: usize,
+        _src: &[Self],
+        _start: usize,
+        _cs: usize,
+        _kc: usize,
+        _w: usize,
+    ) -> bool {
+        false
+    }
 }
 
 mod sealed {
@@ -102,6 +118,23 @@ macro_rules! kernel {
 // panels would pad heavily (n = 64 or 256 for f32).
 impl RefGemmElem for f32 {
     const REF_ZERO: f32 = 0.0;
+    #[cfg(target_arch = "x86_64")]
+    fn pack_columns_fast(
+        dst: &mut [f32],
+        nr: usize,
+        src: &[f32],
+        start: usize,
+        cs: usize,
+        kc: usize,
+        w: usize,
+    ) -> bool {
+        if !super::simd::has_avx512() {
+            return false;
+        }
+        // SAFETY: AVX-512F was detected just above.
+        unsafe { super::tile16::columns_to_rows(dst, nr, src, start, cs, kc, w) };
+        true
+    }
     fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<f32>] {
         match isa {
             #[cfg(target_arch = "x86_64")]

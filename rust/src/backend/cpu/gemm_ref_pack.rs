@@ -81,6 +81,8 @@ pub(super) fn pack_b<T: RefGemmElem>(
                     .for_each(|(d, s)| *d = s);
             }
         }
+    } else if b.rs == 1 && T::pack_columns_fast(dst, nr, b.data, p0 + j0 * b.cs, b.cs, kc, w) {
+        // Column-major (transposed) B, 16 × 16 blocks transposed in registers.
     } else {
         // Walk each column along p: contiguous reads for column-major (transposed) B.
         for jj in 0..w {

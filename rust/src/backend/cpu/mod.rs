@@ -21,6 +21,8 @@ pub mod storage;
 pub mod storage_ops;
 pub mod table_kernels;
 mod team;
+#[cfg(target_arch = "x86_64")]
+mod tile16;
 pub mod uninit;
 
 pub use storage::{CpuElem, CpuStorage};

@@ -3,48 +3,9 @@
 //! transposed in registers: 16 vector loads and stores per tile instead of 256 scalar ones.
 
 use super::LANES;
+use crate::backend::cpu::tile16::tile;
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
-
-/// The 16 × 16 tile `r` (row i = 16 values of position i) transposed: row j = channel j.
-///
-/// # Safety
-/// The CPU must have AVX-512F.
-#[target_feature(enable = "avx512f")]
-pub unsafe fn tile(r: [__m512; LANES]) -> [__m512; LANES] {
-    let pd = _mm512_castps_pd;
-    let ps = _mm512_castpd_ps;
-    // Pairs of rows interleaved by 32-bit lanes, then by 64-bit lanes: each 128-bit lane of
-    // q[i] now holds 4 rows' values of one column group.
-    let mut t = [_mm512_setzero_ps(); LANES];
-    for i in 0..LANES / 2 {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    let mut q = [_mm512_setzero_ps(); LANES];
-    for g in 0..LANES / 4 {
-        let b = 4 * g;
-        q[b] = ps(_mm512_unpacklo_pd(pd(t[b]), pd(t[b + 2])));
-        q[b + 1] = ps(_mm512_unpackhi_pd(pd(t[b]), pd(t[b + 2])));
-        q[b + 2] = ps(_mm512_unpacklo_pd(pd(t[b + 1]), pd(t[b + 3])));
-        q[b + 3] = ps(_mm512_unpackhi_pd(pd(t[b + 1]), pd(t[b + 3])));
-    }
-    // Then whole 128-bit lanes: first between rows 0-3 and 4-7 (and 8-11, 12-15), then
-    // between the two halves.
-    for h in 0..2 {
-        for k in 0..4 {
-            let (a, b) = (q[8 * h + k], q[8 * h + 4 + k]);
-            t[8 * h + k] = _mm512_shuffle_f32x4::<0x88>(a, b);
-            t[8 * h + 4 + k] = _mm512_shuffle_f32x4::<0xdd>(a, b);
-        }
-    }
-    let mut out = [_mm512_setzero_ps(); LANES];
-    for k in 0..8 {
-        out[k] = _mm512_shuffle_f32x4::<0x88>(t[k], t[8 + k]);
-        out[8 + k] = _mm512_shuffle_f32x4::<0xdd>(t[k], t[8 + k]);
-    }
-    out
-}
 
 /// y[j, p] = sums[p][j] (+ bias[j]) for the 32 channels j of a block and positions p < P, where
 /// `sums` holds P × 32 values position-major; `y` is [32, P].
