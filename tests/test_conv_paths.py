@@ -121,17 +121,23 @@ def test_every_lowering_geometry_against_numpy(fast, xs, ws, stride, pad):
 DIRECT = [((1, 1, 8, 8), 32, 3, 1, 1), ((2, 3, 16, 16), 32, 3, 1, 1), ((3, 5, 9, 9), 64, 3, 1, 1),
           ((2, 2, 1, 64), 32, 3, 1, 1), ((1, 4, 33, 8), 32, 3, 1, 1), ((2, 1, 65, 1), 64, 3, 1, 1),
           ((2, 3, 4, 4), 32, 3, 1, 1), ((2, 8, 17, 17), 32, 3, 2, 1), ((2, 3, 20, 20), 64, 7, 2, 3),
-          ((2, 32, 9, 9), 32, 3, 1, 1), ((4, 32, 8, 8), 32, 5, 1, 2)]
+          ((2, 32, 9, 9), 32, 3, 1, 1), ((4, 32, 8, 8), 32, 5, 1, 2), ((4, 8, 17, 17), 32, 3, 2, 1),
+          ((4, 3, 22, 22), 64, 7, 2, 3)]
 
 
 @pytest.mark.parametrize("xs, oc, k, stride, pad", DIRECT)
-def test_float32_gradients_with_fast_kernels_against_numpy(xs, oc, k, stride, pad):
+def test_float32_outputs_and_gradients_with_fast_kernels_against_numpy(xs, oc, k, stride, pad):
     x, x64 = data(xs, "float32", seed=100)
     w, w64 = data((oc, xs[1], k, k), "float32", seed=101)
-    r = readout(np_conv2d(x64, w64, None, stride, pad).shape, 102).astype(np.float32)
+    want = np_conv2d(x64, w64, None, stride, pad)
+    r = readout(want.shape, 102).astype(np.float32)
     ts = [T(x, requires_grad=True), T(w, requires_grad=True)]
     with tlrs.fast_kernels(True):
-        got = tlrs.grad(ops.sum(ops.mul(ops.conv2d(*ts, stride=stride, padding=pad), T(r))), ts)
+        y = ops.conv2d(*ts, stride=stride, padding=pad)
+        got = tlrs.grad(ops.sum(ops.mul(y, T(r))), ts)
+    # Each output sums C * K^2 products of magnitude <= 1 (the direct forward where it applies).
+    np.testing.assert_allclose(y.numpy().astype(np.float64), want, rtol=0,
+                               atol=2e-6 * max(1.0, np.abs(want).max()))
     for g, e in zip(got, np_conv2d_vjp(x64, w64, r.astype(np.float64), stride, pad), strict=True):
         assert g.dtype == "float32"
         # Each element sums at most K^2 * max(C, OC) * N * H * W products of magnitude <= 1.

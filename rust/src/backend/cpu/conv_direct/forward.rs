@@ -1,4 +1,4 @@
-//! Direct forward convolution: y[n, o, oy, ox] = (left fold over (c, ky, kx) of
+//! Direct forward convolution (stride 1 or 2): y[n, o, oy, ox] = (left fold over (c, ky, kx) of
 //! W[o, c, ky, kx] · x[n, c, oy·s + ky - p, ox·s + kx - p]) + bias[o].
 //!
 //! An item is one image and one block of 32 output channels, and writes that block's rows of y.
@@ -26,17 +26,18 @@ const RUN: usize = 12;
 const CHUNK_FLOATS: usize = 4096;
 
 /// Whether the direct forward covers `d` on this CPU and is worth it there: output channels in
-/// whole blocks, at least `MIN_ITEMS` (image, block) items to spread over the threads, stride 1,
-/// rows of 8 or more, 16 or more input channels. Elsewhere the weights
-/// stream from L2 for too few positions, or the fold is too short to hide the stores (2
-/// threads, 8 images: 2×2 maps of 512 channels 2.3 ms against 1.2 through the GEMM; the 7×7
-/// stride-2 stem over 3 channels 1.3 against 1.1; 8×8 of 128 channels 0.75 against 0.93).
+/// whole blocks, at least `MIN_ITEMS` (image, block) items to spread over the threads, stride 1
+/// or 2, rows of 8 or more, and folds of 64 or more terms (C·KH·KW). Elsewhere the GEMM wins
+/// (2 threads, 8 images: 2×2 maps of 512 channels 2.3 ms against 1.2 through the GEMM; a 3×3
+/// fold over 1 channel of 28×28, 32 images: 0.15 against 0.09, over 3 channels of 32×32 0.072
+/// against 0.064). Gains: the 7×7 stride-2 stem over 3 channels of 64×64 0.59 → 0.46 ms fast,
+/// 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29 fast.
 pub fn forward_applies(d: &ConvDims) -> bool {
     d.oc.is_multiple_of(BLOCK)
         && d.n * (d.oc / BLOCK) >= MIN_ITEMS
-        && d.stride == 1
+        && (d.stride == 1 || d.stride == 2)
         && d.ow >= 8
-        && d.c >= 16
+        && d.c * d.kh * d.kw >= 64
         && d.n * d.h * d.w * d.oh * d.kh * d.kw > 0
         && cpu_has_them()
 }
@@ -125,7 +126,11 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
                 macro_rules! dispatch {
                     ($($n:literal)*) => {
                         match len {
-                            $($n => run::<FMA, $n>(item, oy, ox, &part),)*
+                            $($n => if d.stride == 2 {
+                                run::<FMA, 2, $n>(item, oy, ox, &part)
+                            } else {
+                                run::<FMA, 1, $n>(item, oy, ox, &part)
+                            },)*
                             _ => unreachable!("a run holds 1 to {RUN} positions"),
                         }
                     };
@@ -153,10 +158,15 @@ struct Part {
 /// The CPU must have AVX-512F; the run lies inside the output row; `part.at` holds 2 × NP
 /// vectors.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-unsafe fn run<const FMA: bool, const NP: usize>(item: &Item, oy: usize, ox: usize, part: &Part) {
+unsafe fn run<const FMA: bool, const S: usize, const NP: usize>(
+    item: &Item,
+    oy: usize,
+    ox: usize,
+    part: &Part,
+) {
     use std::arch::x86_64::*;
     let d = item.d;
-    assert!(ox + NP <= d.ow && oy < d.oh && part.c0 + part.cn <= d.c);
+    assert!(ox + NP <= d.ow && oy < d.oh && part.c0 + part.cn <= d.c && d.stride == S);
     let (row, plane) = (d.w + 2 * d.pad, padded_plane(d));
     let z = _mm512_setzero_ps();
     let (mut lo, mut hi) = ([z; NP], [z; NP]);
@@ -169,16 +179,19 @@ unsafe fn run<const FMA: bool, const NP: usize>(item: &Item, oy: usize, ox: usiz
     let mut w = item.w.as_ptr().add(part.c0 * d.kh * d.kw * BLOCK);
     for c in part.c0..part.c0 + part.cn {
         for ky in 0..d.kh {
-            // Input row oy + ky of the padded plane, from column ox (stride 1): in bounds, as
-            // OH - 1 + KH <= H + 2p and OW - 1 + KW <= W + 2p. Each tap then sits a constant
-            // offset from it.
-            let xr = item.x.as_ptr().add(c * plane + (oy + ky) * row + ox);
+            // Input row oy·S + ky of the padded plane, from column ox·S: in bounds, as
+            // (OH-1)·S + KH <= H + 2p and (OW-1)·S + KW <= W + 2p. Each tap then sits a
+            // constant offset from it (S is a constant).
+            let xr = item
+                .x
+                .as_ptr()
+                .add(c * plane + (oy * S + ky) * row + ox * S);
             for kx in 0..d.kw {
                 let w0 = _mm512_loadu_ps(w);
                 let w1 = _mm512_loadu_ps(w.add(LANES));
                 w = w.add(BLOCK);
                 for i in 0..NP {
-                    let t = _mm512_set1_ps(*xr.add(i + kx));
+                    let t = _mm512_set1_ps(*xr.add(i * S + kx));
                     lo[i] = mac!(FMA, lo[i], w0, t);
                     hi[i] = mac!(FMA, hi[i], w1, t);
                 }
