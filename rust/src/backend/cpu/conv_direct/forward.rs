@@ -27,15 +27,17 @@ const CHUNK_FLOATS: usize = 4096;
 
 /// Whether the direct forward covers `d` on this CPU and is worth it there: output channels in
 /// whole blocks, at least `MIN_ITEMS` (image, block) items to spread over the threads, stride 1
-/// or 2, rows of 8 or more, and folds of 64 or more terms (C·KH·KW). Elsewhere the GEMM wins
-/// (2 threads, 8 images: 2×2 maps of 512 channels 2.3 ms against 1.2 through the GEMM; a 3×3
-/// fold over 1 channel of 28×28, 32 images: 0.15 against 0.09, over 3 channels of 32×32 0.072
-/// against 0.064). Gains: the 7×7 stride-2 stem over 3 channels of 64×64 0.59 → 0.46 ms fast,
-/// 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29 fast.
+/// or 2 (not for 1×1 kernels, which read a quarter of the padded copy), rows of 8 or more, and
+/// folds of 64 or more terms (C·KH·KW). Elsewhere the GEMM wins (2 threads, 8 images: 1×1 at
+/// stride 2 from 64 channels of 16×16, 0.098 ms against 0.042; 2×2 maps of 512 channels, 2.3
+/// against 1.2; a 3×3 fold over 1 channel of 28×28, 32 images, 0.15 against 0.09; over 3
+/// channels of 32×32, 0.072 against 0.064). Gains: the 7×7 stride-2 stem over 3 channels of
+/// 64×64 0.59 → 0.46 ms fast, 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29
+/// fast.
 pub fn forward_applies(d: &ConvDims) -> bool {
     d.oc.is_multiple_of(BLOCK)
         && d.n * (d.oc / BLOCK) >= MIN_ITEMS
-        && (d.stride == 1 || d.stride == 2)
+        && (d.stride == 1 || (d.stride == 2 && d.kh * d.kw > 1))
         && d.ow >= 8
         && d.c * d.kh * d.kw >= 64
         && d.n * d.h * d.w * d.oh * d.kh * d.kw > 0
