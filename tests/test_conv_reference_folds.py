@@ -99,6 +99,8 @@ GEOMETRIES = [
     ((4, 8, 17, 17), (32, 8, 3, 3), 2, 1),
     ((4, 3, 20, 20), (32, 3, 7, 7), 2, 3),
     ((4, 16, 18, 18), (32, 16, 3, 3), 2, 0),
+    # Direct forward over several groups of rows (40 x 40 outputs: groups of 12 rows, then 4).
+    ((4, 8, 40, 40), (32, 8, 3, 3), 1, 1),
 ]
 
 

@@ -21,6 +21,9 @@ use std::mem::MaybeUninit;
 /// Positions one run keeps in registers (2 × 12 sums + 2 weights + 1 tap = 27 of 32).
 const RUN: usize = 12;
 
+/// Output positions per group of rows (at least one row): 512 positions' sums are 64 KiB.
+const GROUP: usize = 512;
+
 /// Packed weights per chunk of input channels, in floats (16 KiB: with the chunk's input rows
 /// well inside a 48 KiB L1).
 const CHUNK_FLOATS: usize = 4096;
@@ -112,37 +115,43 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
     let plane_out = d.oh * d.ow;
     assert!(out.len() == BLOCK * plane_out && item.w.len() == BLOCK * d.c * d.kh * d.kw);
     assert!(item.x.len() == d.c * padded_plane(d));
-    // Two vectors (32 channels) per position, 64-byte aligned by their type.
-    let mut sums = vec![_mm512_setzero_ps(); 2 * plane_out];
+    // The plane goes in groups of whole rows of about GROUP positions, so the sums' scratch
+    // stays small (two 64-byte-aligned vectors, 32 channels, per position) whatever the map.
+    let rows = (GROUP / d.ow).clamp(1, d.oh);
+    let mut sums = vec![_mm512_setzero_ps(); 2 * rows * d.ow];
     let chunk = (CHUNK_FLOATS / (d.kh * d.kw * BLOCK)).max(1);
-    for (c0, cn) in even_runs(d.c, chunk) {
-        for oy in 0..d.oh {
-            for (ox, len) in even_runs(d.ow, RUN) {
-                let at = sums.as_mut_ptr().add(2 * (oy * d.ow + ox));
-                let part = Part {
-                    c0,
-                    cn,
-                    first: c0 == 0,
-                    at,
-                };
-                macro_rules! dispatch {
-                    ($($n:literal)*) => {
-                        match len {
-                            $($n => if d.stride == 2 {
-                                run::<FMA, 2, $n>(item, oy, ox, &part)
-                            } else {
-                                run::<FMA, 1, $n>(item, oy, ox, &part)
-                            },)*
-                            _ => unreachable!("a run holds 1 to {RUN} positions"),
-                        }
+    for oy0 in (0..d.oh).step_by(rows) {
+        let oy1 = (oy0 + rows).min(d.oh);
+        for (c0, cn) in even_runs(d.c, chunk) {
+            for oy in oy0..oy1 {
+                for (ox, len) in even_runs(d.ow, RUN) {
+                    let at = sums.as_mut_ptr().add(2 * ((oy - oy0) * d.ow + ox));
+                    let part = Part {
+                        c0,
+                        cn,
+                        first: c0 == 0,
+                        at,
                     };
+                    macro_rules! dispatch {
+                        ($($n:literal)*) => {
+                            match len {
+                                $($n => if d.stride == 2 {
+                                    run::<FMA, 2, $n>(item, oy, ox, &part)
+                                } else {
+                                    run::<FMA, 1, $n>(item, oy, ox, &part)
+                                },)*
+                                _ => unreachable!("a run holds 1 to {RUN} positions"),
+                            }
+                        };
+                    }
+                    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12);
                 }
-                dispatch!(1 2 3 4 5 6 7 8 9 10 11 12);
             }
         }
+        let done = (oy1 - oy0) * d.ow;
+        let flat = std::slice::from_raw_parts(sums.as_ptr() as *const f32, 2 * done * LANES);
+        transpose::block_out(flat, item.bias, out, oy0 * d.ow);
     }
-    let flat = std::slice::from_raw_parts(sums.as_ptr() as *const f32, sums.len() * LANES);
-    transpose::block_out(flat, item.bias, out);
 }
 
 /// One run's share of a chunk: input channels c0 .. c0 + cn, and where its 2 × NP sums wait

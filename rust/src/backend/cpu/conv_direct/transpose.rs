@@ -7,17 +7,19 @@ use crate::backend::cpu::tile16::tile;
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-/// y[j, p] = sums[p][j] (+ bias[j]) for the 32 channels j of a block and positions p < P, where
-/// `sums` holds P × 32 values position-major; `y` is [32, P].
+/// y[j, at + p] = sums[p][j] (+ bias[j]) for the 32 channels j of a block and the P positions
+/// p that `sums` holds (P × 32 values, position-major); `y` is [32, plane] with
+/// at + P <= plane.
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit<f32>]) {
-    let p = y.len() / (2 * LANES);
-    assert!(sums.len() == p * 2 * LANES && y.len() == p * 2 * LANES);
+pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit<f32>], at: usize) {
+    let plane = y.len() / (2 * LANES);
+    let p = sums.len() / (2 * LANES);
+    assert!(sums.len() == p * 2 * LANES && y.len() == plane * 2 * LANES && at + p <= plane);
     assert!(bias.is_none_or(|b| b.len() == 2 * LANES));
-    let dst = y.as_mut_ptr() as *mut f32;
+    let dst = (y.as_mut_ptr() as *mut f32).add(at);
     for half in 0..2 {
         let b = match bias {
             Some(b) => _mm512_loadu_ps(b.as_ptr().add(half * LANES)),
@@ -38,14 +40,14 @@ pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit
             }
             let c = tile(r);
             for (j, c) in c.iter().enumerate() {
-                _mm512_storeu_ps(dst.add((half * LANES + j) * p + p0), *c);
+                _mm512_storeu_ps(dst.add((half * LANES + j) * plane + p0), *c);
             }
         }
         for q in whole..p {
             for j in 0..LANES {
                 let ch = half * LANES + j;
                 let v = sums[q * 2 * LANES + ch];
-                *dst.add(ch * p + q) = match bias {
+                *dst.add(ch * plane + q) = match bias {
                     Some(b) => v + b[ch],
                     None => v,
                 };
@@ -92,23 +94,32 @@ mod tests {
         if !super::super::cpu_has_them() {
             return;
         }
-        for p in [1usize, 15, 16, 17, 40, 64] {
+        for (p, plane, at) in [
+            (1usize, 1usize, 0usize),
+            (15, 20, 5),
+            (16, 16, 0),
+            (17, 40, 23),
+            (40, 40, 0),
+            (64, 70, 3),
+        ] {
             let sums: Vec<f32> = (0..p * 32).map(|i| i as f32 * 0.5 - 7.0).collect();
             let bias: Vec<f32> = (0..32).map(|j| j as f32 * 0.25).collect();
             for with_bias in [false, true] {
-                let mut y = vec![MaybeUninit::new(f32::NAN); p * 32];
+                let mut y = vec![MaybeUninit::new(f32::NAN); plane * 32];
                 let b = with_bias.then_some(&bias[..]);
                 // SAFETY: AVX-512F checked above; the slices have the sizes asserted inside.
-                unsafe { block_out(&sums, b, &mut y) };
+                unsafe { block_out(&sums, b, &mut y, at) };
                 for j in 0..32 {
-                    for q in 0..p {
-                        let want = sums[q * 32 + j] + if with_bias { bias[j] } else { 0.0 };
-                        // SAFETY: every element was written by `block_out` (NaN otherwise).
-                        assert_eq!(
-                            unsafe { y[j * p + q].assume_init() },
-                            want,
-                            "p {p} j {j} q {q}"
-                        );
+                    for q in 0..plane {
+                        // SAFETY: initialised (NaN, or written by `block_out`).
+                        let got = unsafe { y[j * plane + q].assume_init() };
+                        if q < at || q >= at + p {
+                            assert!(got.is_nan(), "p {p} j {j} q {q}: outside the span");
+                            continue;
+                        }
+                        let v = sums[(q - at) * 32 + j];
+                        let want = v + if with_bias { bias[j] } else { 0.0 };
+                        assert_eq!(got, want, "p {p} j {j} q {q}");
                     }
                 }
             }
