@@ -8,9 +8,13 @@ robin), so the ratios compare like with like. Never fails: a case that errors pr
 Flops: forward 2*N*OC*OH*OW*C*KH*KW; backward (input and weight gradients) twice that, so
 forward+backward counts three times the forward. The "% peak" columns are forward+backward
 against this machine's measured f32 FMA ceiling on the same threads (`tlrs._core.fma_peak_gflops`:
-vector FMA loops on every thread, best of three), the figure the issue's goals are stated in. The backward is seeded with a
-fixed random output gradient r (the same for every kind), so f+b times the convolution alone (a
-loss such as sum(y * r) would add three elementwise passes over y to both sides).
+vector FMA loops on every thread, best of three), the figure the issue's goals are stated in.
+Also printed: the ceiling of the reference kernels' arithmetic, the same loops with a separate
+multiply and add (`tlrs._core.mul_add_peak_gflops`), as a share of the FMA peak: where the CPU
+runs multiplies and adds on the FMA ports, about half, which bounds the reference column.
+The backward is seeded with a fixed random output gradient r (the same for every kind), so f+b
+times the convolution alone (a loss such as sum(y * r) would add three elementwise passes over
+y to both sides).
 """
 
 from __future__ import annotations
@@ -146,7 +150,9 @@ def main() -> None:
         if torch is not None:
             torch.set_num_threads(t)
         peaks[t] = max((tlrs._core.fma_peak_gflops(20_000_000) or 0.0) for _ in range(3)) or None
-        print(f"{t} thread(s): measured f32 FMA peak {fmt(peaks[t])} GFLOP/s")
+        mul_add = max((tlrs._core.mul_add_peak_gflops(20_000_000) or 0.0) for _ in range(3)) or None
+        print(f"{t} thread(s): measured f32 FMA peak {fmt(peaks[t])} GFLOP/s; multiply-then-add "
+              f"(the reference fold's arithmetic) {fmt(mul_add)} GFLOP/s = {pct(mul_add, peaks[t]).strip()}% of it")
         for dtype in ("float32", "float64"):
             for name in args.shapes.split(","):
                 try:

@@ -264,9 +264,10 @@ def test_fma_peak_is_measured_where_the_cpu_has_vector_fma_and_is_plausible():
     cpuinfo = Path("/proc/cpuinfo")
     flags = set(cpuinfo.read_text().split()) if cpuinfo.exists() else set()
     has_fma = platform.machine() == "x86_64" and {"avx2", "fma"} <= flags
-    peak = tlrs._core.fma_peak_gflops(2_000_000)
-    assert (peak is not None) == has_fma
-    if peak is not None:
-        # Below a scalar core's rate or beyond any CPU's would mean the loop was folded away
-        # by the compiler or mistimed.
-        assert 1.0 < peak < 2_000.0 * tlrs.get_num_threads()
+    for measure in (tlrs._core.fma_peak_gflops, tlrs._core.mul_add_peak_gflops):
+        peak = measure(2_000_000)
+        assert (peak is not None) == has_fma
+        if peak is not None:
+            # Below a scalar core's rate or beyond any CPU's would mean the loop was folded
+            # away by the compiler or mistimed.
+            assert 1.0 < peak < 2_000.0 * tlrs.get_num_threads()

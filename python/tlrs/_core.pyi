@@ -332,6 +332,9 @@ def get_num_threads() -> int:
 def fma_peak_gflops(iters: int) -> float | None:
     """f32 GFLOP/s of vector FMA loops on every tlrs thread (`iters` steps each): the ceiling
     benchmarks report kernels against; None where the CPU has no vector FMA."""
+def mul_add_peak_gflops(iters: int) -> float | None:
+    """As `fma_peak_gflops` with a multiply and a separate add per term (two flops): the ceiling
+    of the reference kernels' arithmetic; None where the CPU has no vector FMA."""
 def cached_memory() -> int:
     """Bytes of freed host buffers kept for reuse."""
 def release_cached_memory() -> int:

@@ -72,6 +72,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::set_num_threads,
         ops::get_num_threads,
         ops::fma_peak_gflops,
+        ops::mul_add_peak_gflops,
         ops::cached_memory,
         ops::release_cached_memory,
         ops::set_fast_kernels,

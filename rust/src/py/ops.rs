@@ -209,6 +209,13 @@ pub fn fma_peak_gflops(iters: usize) -> Option<f64> {
     crate::backend::cpu::peak::fma_peak_gflops(iters)
 }
 
+/// As `fma_peak_gflops` with a multiply and a separate add per term: the ceiling of the
+/// reference kernels' arithmetic.
+#[pyfunction]
+pub fn mul_add_peak_gflops(iters: usize) -> Option<f64> {
+    crate::backend::cpu::peak::mul_add_peak_gflops(iters)
+}
+
 #[pyfunction]
 pub fn cached_memory() -> usize {
     crate::buffer_cache::cached_bytes()
