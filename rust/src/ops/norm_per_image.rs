@@ -142,13 +142,18 @@ mod tests {
 
     #[test]
     fn fused_equals_the_op_chain_bit_for_bit() {
-        // Planes and channels in whole groups of eight interleaved folds and in remainders.
-        let shapes: [&[usize]; 5] = [
+        // Planes and channels in whole groups of sixteen interleaved folds and in remainders;
+        // planes shorter than, as long as and longer than a 16-position block (the f32 AVX-512
+        // folds transpose 16 x 16 blocks, then step the rest one position at a time).
+        let shapes: [&[usize]; 8] = [
             &[3, 4, 5, 6],
             &[2, 3, 1, 1],
             &[4, 7, 3],
             &[2, 2, 0, 3],
             &[3, 17, 2, 5],
+            &[3, 12, 4, 4],
+            &[2, 16, 5, 7],
+            &[2, 17, 6, 6],
         ];
         for (k, dims) in shapes.iter().enumerate() {
             for dtype in [DType::F32, DType::F64] {
