@@ -118,7 +118,7 @@ mod fold16 {
         for i in whole..hw {
             for (l, o) in out.iter_mut().enumerate() {
                 let v = terms[l * hw + i];
-                *o = *o + if negate { -v } else { v };
+                *o += if negate { -v } else { v };
             }
         }
         out
