@@ -214,11 +214,93 @@ pub fn layer_norm(
             ));
         }
     }
+    crate::storage::check_alloc("layer_norm", x.shape())?;
+    // Each row of D values is normalised exactly as a per-image batch norm's plane without
+    // γ/β (the same chain, `normalise_last`), so rows become planes of [rows, 1, D]: on the
+    // CPU that is one fused op, reading each row a few times instead of building eight
+    // intermediate tensors, with the chain's bits; elsewhere it is the chain itself.
+    let rows = x.dims()[..x.rank() - k].iter().product();
+    let planes = reshape_to(x, Shape(vec![rows, 1, normalized_shape.iter().product()]));
+    let y = reshape_to(
+        &batch_norm_per_image(&planes, None, None, eps)?,
+        x.shape().clone(),
+    );
+    affine2(y, weight, bias)
+}
+
+/// Layer norm as the chain of recorded ops it is defined by (the tests' oracle for the fused
+/// form `layer_norm` takes).
+#[cfg(test)]
+fn layer_norm_chain(
+    x: &Tensor,
+    k: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
     let mut flat = x.dims()[..x.rank() - k].to_vec();
-    flat.push(normalized_shape.iter().product());
+    flat.push(x.dims()[x.rank() - k..].iter().product());
     let y = reshape_to(
         &normalise_last(&reshape_to(x, Shape(flat)), eps)?,
         x.shape().clone(),
     );
     affine2(y, weight, bias)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::sum;
+    use crate::DType;
+
+    fn leaf(dims: &[usize], seed: u64, dtype: DType) -> Tensor {
+        let n: usize = dims.iter().product();
+        let v = (0..n as u64)
+            .map(|i| (crate::rng::uniform_at(seed, i) - 0.5) * 6.0)
+            .collect();
+        Tensor::from_vec_f64(v, dims.to_vec())
+            .and_then(|t| t.to_dtype(dtype))
+            .unwrap()
+            .detach_with_grad(true)
+    }
+
+    fn bits(t: &Tensor) -> Vec<u64> {
+        let v = t.to_f64_vec().unwrap();
+        v.iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn layer_norm_equals_its_op_chain_bit_for_bit() {
+        // Rows shorter and longer than a 16-value block, 1 and 2 normalised axes, 16+ rows.
+        let cases: [(&[usize], usize); 4] = [
+            (&[8, 16, 64], 1),
+            (&[3, 5], 1),
+            (&[2, 17, 4, 5], 2),
+            (&[40, 7], 1),
+        ];
+        for (dims, k) in cases {
+            for dtype in [DType::F32, DType::F64] {
+                for affine in [false, true] {
+                    let norm = &dims[dims.len() - k..];
+                    let x = leaf(dims, 1, dtype);
+                    let w = affine.then(|| leaf(norm, 2, dtype));
+                    let b = affine.then(|| leaf(norm, 3, dtype));
+                    let r = leaf(dims, 4, dtype).detach();
+                    let wrt: Vec<Tensor> =
+                        std::iter::once(&x).chain(&w).chain(&b).cloned().collect();
+                    let run = |y: Tensor| {
+                        let loss = sum(&mul(&y, &r).unwrap(), None, false).unwrap();
+                        (y.detach(), crate::autograd::grad(&loss, &wrt).unwrap())
+                    };
+                    let fused = run(layer_norm(&x, norm, w.as_ref(), b.as_ref(), 1e-5).unwrap());
+                    let chain = run(layer_norm_chain(&x, k, w.as_ref(), b.as_ref(), 1e-5).unwrap());
+                    let case = format!("{dims:?} {dtype} affine={affine}");
+                    assert_eq!(bits(&fused.0), bits(&chain.0), "output, {case}");
+                    for (i, (a, e)) in fused.1.iter().zip(&chain.1).enumerate() {
+                        assert_eq!(bits(a), bits(e), "gradient {i}, {case}");
+                    }
+                }
+            }
+        }
+    }
 }
