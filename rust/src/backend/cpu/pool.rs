@@ -6,6 +6,7 @@
 //! the bits do not depend on the thread count.
 
 use super::parallel::{for_chunks, for_chunks2};
+use super::uninit::{fill_with, filled, written};
 use crate::dtype::Float;
 use crate::geometry::PoolDims;
 
@@ -164,17 +165,23 @@ fn max_block<T: Float>(
 /// Max over each window; also returns the flat input index that won (within its plane).
 pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
     let per = d.oh * d.ow;
-    let mut y = vec![T::ZERO; d.planes * per];
-    let mut arg = vec![0usize; d.planes * per];
     let hw = d.h * d.w;
-    for_chunks2(&mut y, per, &mut arg, per, x.len(), |p, yp, ap| {
-        let xp = &x[p * hw..][..hw];
-        #[cfg(target_arch = "x86_64")]
-        if super::simd::has_avx512() {
-            // SAFETY: the features it is compiled for were just detected on this CPU.
-            return unsafe { plane_avx512(xp, &d, yp, ap) };
-        }
-        max_pool_plane(xp, &d, yp, ap)
+    let mut arg = Vec::new();
+    // Each plane's outputs are zeroed by the thread that computes them, just before (in L1),
+    // rather than the whole of y and the winners up front on one thread.
+    let y = written(d.planes * per, |y| {
+        arg = written(d.planes * per, |arg| {
+            for_chunks2(y, per, arg, per, x.len(), |p, yp, ap| {
+                let (yp, ap) = (fill_with(yp, T::ZERO), fill_with(ap, 0usize));
+                let xp = &x[p * hw..][..hw];
+                #[cfg(target_arch = "x86_64")]
+                if super::simd::has_avx512() {
+                    // SAFETY: the features it is compiled for were just detected on this CPU.
+                    return unsafe { plane_avx512(xp, &d, yp, ap) };
+                }
+                max_pool_plane(xp, &d, yp, ap)
+            })
+        })
     });
     (y, arg)
 }
@@ -183,15 +190,15 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
 pub fn max_pool_grad<T: Float>(g: &[T], arg: &[usize], d: PoolDims) -> Vec<T> {
     let hw = d.h * d.w;
     let per = d.oh * d.ow;
-    let mut gx = vec![T::ZERO; d.planes * hw];
-    for_chunks(&mut gx, hw, gx_len(&d), |p, gp| {
+    // Each plane starts from zeros written by its own thread.
+    filled(gx_len(&d), hw, gx_len(&d), |p, gp| {
+        let gp = fill_with(gp, T::ZERO);
         for (&gv, &a) in g[p * per..][..per].iter().zip(&arg[p * per..][..per]) {
             if a != usize::MAX {
                 gp[a] = gp[a] + gv;
             }
         }
-    });
-    gx
+    })
 }
 
 fn gx_len(d: &PoolDims) -> usize {
