@@ -133,8 +133,16 @@ fn max_block<T: Float>(
             for (i, oy) in oys.clone().enumerate() {
                 let src = &xp[at(oy, lo) + dy * d.w + kx..][..(nc - 1) * s + 1];
                 let dst = &mut sc.cand[i * nc..][..nc];
-                for j in 0..nc {
-                    dst[j] = src[s * j];
+                if s == 2 {
+                    // A constant stride vectorises (loads and shuffles); `s * j` stays scalar.
+                    for (o, pair) in dst[..nc - 1].iter_mut().zip(src.chunks_exact(2)) {
+                        *o = pair[0];
+                    }
+                    dst[nc - 1] = src[2 * (nc - 1)];
+                } else {
+                    for j in 0..nc {
+                        dst[j] = src[s * j];
+                    }
                 }
             }
             let c = (dy * d.w + kx) as u32;
