@@ -135,9 +135,14 @@ def test_float32_outputs_and_gradients_with_fast_kernels_against_numpy(xs, oc, k
     with tlrs.fast_kernels(True):
         y = ops.conv2d(*ts, stride=stride, padding=pad)
         got = tlrs.grad(ops.sum(ops.mul(y, T(r))), ts)
-    # Each output sums C * K^2 products of magnitude <= 1 (the direct forward where it applies).
-    np.testing.assert_allclose(y.numpy().astype(np.float64), want, rtol=0,
-                               atol=2e-6 * max(1.0, np.abs(want).max()))
+    # Each output sums C * K^2 products of magnitude <= 1 (the direct forward where it applies),
+    # then its channel's bias when there is one.
+    b, b64 = data((oc,), "float32", seed=103)
+    with tlrs.fast_kernels(True):
+        yb = ops.conv2d(T(x), T(w), T(b), stride=stride, padding=pad)
+    for out, exp in ((y, want), (yb, want + b64[:, None, None])):
+        np.testing.assert_allclose(out.numpy().astype(np.float64), exp, rtol=0,
+                                   atol=2e-6 * max(1.0, np.abs(exp).max()))
     for g, e in zip(got, np_conv2d_vjp(x64, w64, r.astype(np.float64), stride, pad), strict=True):
         assert g.dtype == "float32"
         # Each element sums at most K^2 * max(C, OC) * N * H * W products of magnitude <= 1.

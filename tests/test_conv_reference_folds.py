@@ -101,6 +101,8 @@ GEOMETRIES = [
     ((4, 16, 18, 18), (32, 16, 3, 3), 2, 0),
     # Direct forward over several groups of rows (40 x 40 outputs: groups of 12 rows, then 4).
     ((4, 8, 40, 40), (32, 8, 3, 3), 1, 1),
+    # The direct input gradient with rows longer than its group of cells (one row per group).
+    ((4, 32, 2, 130), (16, 32, 3, 3), 1, 1),
 ]
 
 

@@ -25,7 +25,8 @@ pub fn mul_add_peak_gflops(iters: usize) -> Option<f64> {
 /// GFLOP/s of `fma_loop` (two flops per chain step, `lanes` lanes) on every thread at once.
 fn peak(iters: usize, (lanes, fma_loop): (usize, unsafe fn(usize))) -> Option<f64> {
     let threads = super::parallel::num_threads();
-    // SAFETY: `widest_fma` returns a loop only for features it detected on this CPU.
+    // SAFETY: `widest_fma` and `widest_mul_add` return a loop only for features they detected
+    // on this CPU.
     let run = |iters| unsafe { fma_loop(iters) };
     // A short first round wakes the helpers, so the timed one runs on every thread at once.
     super::parallel::team_for(threads, usize::MAX, |_| run(iters / 16));

@@ -4,7 +4,7 @@
 //! An item is one image and one block of 32 output channels, and writes that block's rows of y.
 //! It walks each output row in runs of at most 12 positions; a run keeps 2 × 12 sums in
 //! registers (32 channels × 12 positions) while the fold runs over (c, ky, kx): per step, two
-//! aligned weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
+//! weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
 //! position, against 24 multiply-adds. The fold is cut into chunks of input channels whose
 //! weights fit in L1 (each chunk passes over all the item's runs; the sums wait in between in a
 //! scratch), and the finished sums go out to y through 16 × 16 register transposes.
@@ -115,8 +115,12 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
     let plane_out = d.oh * d.ow;
     assert!(out.len() == BLOCK * plane_out && item.w.len() == BLOCK * d.c * d.kh * d.kw);
     assert!(item.x.len() == d.c * padded_plane(d));
-    // The plane goes in groups of whole rows of about GROUP positions, so the sums' scratch
-    // stays small (two 64-byte-aligned vectors, 32 channels, per position) whatever the map.
+    // Every tap `run` reads lies in the padded plane: the last output's window ends inside it.
+    assert!(d.oh > 0 && (d.oh - 1) * d.stride + d.kh <= d.h + 2 * d.pad);
+    assert!(d.ow > 0 && (d.ow - 1) * d.stride + d.kw <= d.w + 2 * d.pad);
+    // The plane goes in groups of whole rows of about GROUP positions (one row where a row is
+    // longer), so the sums' scratch (two 64-byte-aligned vectors, 32 channels, per position)
+    // stays near 64 KiB unless the rows themselves are longer than GROUP.
     let rows = (GROUP / d.ow).clamp(1, d.oh);
     let mut sums = vec![_mm512_setzero_ps(); 2 * rows * d.ow];
     let chunk = (CHUNK_FLOATS / (d.kh * d.kw * BLOCK)).max(1);

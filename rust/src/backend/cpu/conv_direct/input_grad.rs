@@ -106,6 +106,8 @@ unsafe fn item_rows(item: &Item, out: &mut [MaybeUninit<f32>]) {
     let (gh, gw) = (d.oh + 2 * item.border, d.ow + 2 * item.border);
     assert!(out.len() == BLOCK * d.h * d.w && item.g.len() == d.oc * gh * gw);
     assert!(item.w.len() == d.kh * d.kw * d.oc * BLOCK);
+    // Stride 1's output size, so every cell's taps lie in the bordered gY (`run` reads by it).
+    assert!(d.oh + d.kh == d.h + 2 * d.pad + 1 && d.ow + d.kw == d.w + 2 * d.pad + 1);
     let rows = (GROUP / d.w).clamp(1, d.h);
     let mut totals = vec![_mm512_setzero_ps(); 2 * rows * d.w];
     for iy0 in (0..d.h).step_by(rows) {
