@@ -103,6 +103,13 @@ GEOMETRIES = [
     ((4, 8, 40, 40), (32, 8, 3, 3), 1, 1),
     # The direct input gradient with rows longer than its group of cells (one row per group).
     ((4, 32, 2, 130), (16, 32, 3, 3), 1, 1),
+    # The direct forward on rows narrower than 8, several rows a run (4 x 3 + 4, 5 x 2,
+    # 3 x 4 + 3, 2 x 6 + 2), and at stride 2.
+    ((4, 32, 4, 4), (32, 32, 3, 3), 1, 1),
+    ((4, 16, 6, 5), (32, 16, 3, 3), 1, 1),
+    ((4, 8, 5, 3), (32, 8, 3, 3), 1, 1),
+    ((4, 16, 7, 2), (32, 16, 3, 3), 1, 1),
+    ((4, 32, 8, 8), (32, 32, 3, 3), 2, 1),
 ]
 
 

@@ -2,7 +2,8 @@
 //! W[o, c, ky, kx] · x[n, c, oy·s + ky - p, ox·s + kx - p]) + bias[o].
 //!
 //! An item is one image and one block of 32 output channels, and writes that block's rows of y.
-//! It walks each output row in runs of at most 12 positions; a run keeps 2 × 12 sums in
+//! It walks each output row in runs of at most 12 positions (rows narrower than 8 go whole,
+//! several rows a run, up to 12 positions); a run keeps 2 × 12 sums in
 //! registers (32 channels × 12 positions) while the fold runs over (c, ky, kx): per step, two
 //! weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
 //! position, against 24 multiply-adds. The fold is cut into chunks of input channels whose
@@ -28,24 +29,36 @@ const GROUP: usize = 512;
 /// well inside a 48 KiB L1).
 const CHUNK_FLOATS: usize = 4096;
 
-/// Whether the direct forward covers `d` on this CPU and is worth it there: output channels in
-/// whole blocks, at least `MIN_ITEMS` (image, block) items to spread over the threads, stride 1
-/// or 2 (not for 1×1 kernels, which read a quarter of the padded copy), rows of 8 or more, and
-/// folds of 64 or more terms (C·KH·KW). Elsewhere the GEMM wins (2 threads, 8 images: 1×1 at
-/// stride 2 from 64 channels of 16×16, 0.098 ms against 0.042; 2×2 maps of 512 channels, 2.3
-/// against 1.2; a 3×3 fold over 1 channel of 28×28, 32 images, 0.15 against 0.09; over 3
-/// channels of 32×32, 0.072 against 0.064). Gains: the 7×7 stride-2 stem over 3 channels of
-/// 64×64 0.59 → 0.46 ms fast, 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29
-/// fast.
-pub fn forward_applies(d: &ConvDims) -> bool {
+/// Whether the direct forward covers `d` on this CPU and is worth it there (`fma`: fast
+/// kernels): output channels in whole blocks, at least `MIN_ITEMS` (image, block) items to
+/// spread over the threads, stride 1 or 2 (not for 1×1 kernels, which read a quarter of the
+/// padded copy), folds of 64 or more terms (C·KH·KW), and rows of 8 or more, or narrower rows
+/// that several to a run make 8 or more positions (with fast kernels only for folds of up to
+/// `NARROW_FAST_FOLD` terms). Elsewhere the GEMM wins (2 threads, 8 images: 1×1 at stride 2
+/// from 64 channels of 16×16, 0.098 ms against 0.042; 2×2 maps of 512 channels, 2.3 against
+/// 1.2; a 3×3 fold over 1 channel of 28×28, 32 images, 0.15 against 0.09; over 3 channels of
+/// 32×32, 0.072 against 0.064; fast, 256 channels of 4×4, 0.72 against 0.62: each image
+/// streams the block's weights for only 16 positions, where the GEMM reads them once for all
+/// images). Gains: the 7×7 stride-2 stem over 3 channels of 64×64 0.59 → 0.46 ms fast,
+/// 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29 fast; 4×4 maps, 32
+/// images, 64 channels 0.29 → 0.17 fast, 0.39 → 0.23 reference; 256 channels (8 images)
+/// 1.06 → 0.91 reference.
+pub fn forward_applies(d: &ConvDims, fma: bool) -> bool {
+    let fold = d.c * d.kh * d.kw;
+    let narrow =
+        d.ow >= 2 && (RUN / d.ow).min(d.oh) * d.ow >= 8 && (!fma || fold <= NARROW_FAST_FOLD);
     d.oc.is_multiple_of(BLOCK)
         && d.n * (d.oc / BLOCK) >= MIN_ITEMS
         && (d.stride == 1 || (d.stride == 2 && d.kh * d.kw > 1))
-        && d.ow >= 8
-        && d.c * d.kh * d.kw >= 64
+        && (d.ow >= 8 || narrow)
+        && fold >= 64
         && d.n * d.h * d.w * d.oh * d.kh * d.kw > 0
         && cpu_has_them()
 }
+
+/// The longest fold fast kernels take the direct forward for on rows narrower than 8 (64
+/// channels of 3×3).
+const NARROW_FAST_FOLD: usize = 576;
 
 /// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`).
 pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: bool) -> Vec<f32> {
@@ -127,8 +140,15 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
     for oy0 in (0..d.oh).step_by(rows) {
         let oy1 = (oy0 + rows).min(d.oh);
         for (c0, cn) in even_runs(d.c, chunk) {
-            for oy in oy0..oy1 {
-                for (ox, len) in even_runs(d.ow, RUN) {
+            // Rows of 8+ go in runs along the row; narrower rows go whole, several rows a run.
+            let (row_step, runs) = if d.ow >= 8 {
+                (1, even_runs(d.ow, RUN).collect::<Vec<_>>())
+            } else {
+                (RUN / d.ow, vec![(0, d.ow)])
+            };
+            for oy in (oy0..oy1).step_by(row_step) {
+                let nrows = row_step.min(oy1 - oy);
+                for &(ox, len) in &runs {
                     let at = sums.as_mut_ptr().add(2 * ((oy - oy0) * d.ow + ox));
                     let part = Part {
                         c0,
@@ -137,18 +157,24 @@ unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) 
                         at,
                     };
                     macro_rules! dispatch {
-                        ($($n:literal)*) => {
-                            match len {
-                                $($n => if d.stride == 2 {
-                                    run::<FMA, 2, $n>(item, oy, ox, &part)
+                        ($(($r:literal, $n:literal))*) => {
+                            match (nrows, len) {
+                                $(($r, $n) => if d.stride == 2 {
+                                    run::<FMA, 2, $r, $n>(item, oy, ox, &part)
                                 } else {
-                                    run::<FMA, 1, $n>(item, oy, ox, &part)
+                                    run::<FMA, 1, $r, $n>(item, oy, ox, &part)
                                 },)*
                                 _ => unreachable!("a run holds 1 to {RUN} positions"),
                             }
                         };
                     }
-                    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12);
+                    dispatch!((1, 1)(1, 2)(1, 3)(1, 4)(1, 5)(1, 6)(1, 7)(1, 8)(1, 9)(
+                        1, 10
+                    )(1, 11)(1, 12)(2, 2)(3, 2)(4, 2)(5, 2)(
+                        6, 2
+                    )(2, 3)(3, 3)(4, 3)(2, 4)(3, 4)(2, 5)(
+                        2, 6
+                    ));
                 }
             }
         }
@@ -167,13 +193,14 @@ struct Part {
     at: *mut std::arch::x86_64::__m512,
 }
 
-/// Positions (oy, ox .. ox + NP) of the item's 32 channels, folded over the part's channels.
+/// Positions (oy + r, ox .. ox + NP) for r < R of the item's 32 channels, folded over the
+/// part's channels (R > 1 only where NP is the whole row, so the positions are consecutive).
 ///
 /// # Safety
-/// The CPU must have AVX-512F; the run lies inside the output row; `part.at` holds 2 × NP
+/// The CPU must have AVX-512F; the run lies inside the output rows; `part.at` holds 2 × R × NP
 /// vectors.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-unsafe fn run<const FMA: bool, const S: usize, const NP: usize>(
+unsafe fn run<const FMA: bool, const S: usize, const R: usize, const NP: usize>(
     item: &Item,
     oy: usize,
     ox: usize,
@@ -181,40 +208,48 @@ unsafe fn run<const FMA: bool, const S: usize, const NP: usize>(
 ) {
     use std::arch::x86_64::*;
     let d = item.d;
-    assert!(ox + NP <= d.ow && oy < d.oh && part.c0 + part.cn <= d.c && d.stride == S);
+    assert!(ox + NP <= d.ow && oy + R <= d.oh && part.c0 + part.cn <= d.c && d.stride == S);
+    assert!(R == 1 || NP == d.ow);
     let (row, plane) = (d.w + 2 * d.pad, padded_plane(d));
     let z = _mm512_setzero_ps();
-    let (mut lo, mut hi) = ([z; NP], [z; NP]);
+    let (mut lo, mut hi) = ([[z; NP]; R], [[z; NP]; R]);
     if !part.first {
-        for i in 0..NP {
-            lo[i] = *part.at.add(2 * i);
-            hi[i] = *part.at.add(2 * i + 1);
+        for r in 0..R {
+            for i in 0..NP {
+                lo[r][i] = *part.at.add(2 * (r * NP + i));
+                hi[r][i] = *part.at.add(2 * (r * NP + i) + 1);
+            }
         }
     }
     let mut w = item.w.as_ptr().add(part.c0 * d.kh * d.kw * BLOCK);
     for c in part.c0..part.c0 + part.cn {
         for ky in 0..d.kh {
-            // Input row oy·S + ky of the padded plane, from column ox·S: in bounds, as
+            // Input row (oy + r)·S + ky of the padded plane, from column ox·S: in bounds, as
             // (OH-1)·S + KH <= H + 2p and (OW-1)·S + KW <= W + 2p. Each tap then sits a
-            // constant offset from it (S is a constant).
-            let xr = item
-                .x
-                .as_ptr()
-                .add(c * plane + (oy * S + ky) * row + ox * S);
+            // constant offset from its row's start (S is a constant).
+            let xr: [*const f32; R] = std::array::from_fn(|r| {
+                item.x
+                    .as_ptr()
+                    .add(c * plane + ((oy + r) * S + ky) * row + ox * S)
+            });
             for kx in 0..d.kw {
                 let w0 = _mm512_loadu_ps(w);
                 let w1 = _mm512_loadu_ps(w.add(LANES));
                 w = w.add(BLOCK);
-                for i in 0..NP {
-                    let t = _mm512_set1_ps(*xr.add(i * S + kx));
-                    lo[i] = mac!(FMA, lo[i], w0, t);
-                    hi[i] = mac!(FMA, hi[i], w1, t);
+                for r in 0..R {
+                    for i in 0..NP {
+                        let t = _mm512_set1_ps(*xr[r].add(i * S + kx));
+                        lo[r][i] = mac!(FMA, lo[r][i], w0, t);
+                        hi[r][i] = mac!(FMA, hi[r][i], w1, t);
+                    }
                 }
             }
         }
     }
-    for i in 0..NP {
-        *part.at.add(2 * i) = lo[i];
-        *part.at.add(2 * i + 1) = hi[i];
+    for r in 0..R {
+        for i in 0..NP {
+            *part.at.add(2 * (r * NP + i)) = lo[r][i];
+            *part.at.add(2 * (r * NP + i) + 1) = hi[r][i];
+        }
     }
 }
