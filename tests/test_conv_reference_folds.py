@@ -110,7 +110,27 @@ GEOMETRIES = [
     ((4, 8, 5, 3), (32, 8, 3, 3), 1, 1),
     ((4, 16, 7, 2), (32, 16, 3, 3), 1, 1),
     ((4, 32, 8, 8), (32, 32, 3, 3), 2, 1),
+    # Several images per item on narrow rows (2 threads: 4 images of 16, 4 of 8 with 2 blocks).
+    ((16, 32, 4, 4), (32, 32, 3, 3), 1, 1),
+    ((8, 16, 5, 3), (64, 16, 3, 3), 1, 1),
 ]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_reference_forward_on_narrow_rows_keeps_its_fold_on_any_thread_count(threads):
+    # Narrow rows group images per item by the thread count: who computes changes, not how.
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(12, 16, 4, 4)).astype(np.float32)
+    w = rng.normal(size=(64, 16, 3, 3)).astype(np.float32)
+    b = rng.normal(size=64).astype(np.float32)
+    before = tlrs.get_num_threads()
+    tlrs.set_num_threads(threads)
+    try:
+        with tlrs.fast_kernels(False):
+            y = ops.conv2d(tlrs.tensor(x), tlrs.tensor(w), tlrs.tensor(b), stride=1, padding=1)
+    finally:
+        tlrs.set_num_threads(before)
+    assert np.array_equal(bits(y.numpy()), bits(fold_forward(x, w, b, 1, 1)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

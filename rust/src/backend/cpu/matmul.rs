@@ -57,7 +57,7 @@ impl GemmElem for f32 {
         fast: bool,
     ) -> Option<Vec<f32>> {
         use super::conv_direct::{forward, forward_applies};
-        forward_applies(d, fast).then(|| forward(x, wt, bias, d, fast))
+        forward_applies(d).then(|| forward(x, wt, bias, d, fast))
     }
 }
 #[cfg(not(target_arch = "x86_64"))]

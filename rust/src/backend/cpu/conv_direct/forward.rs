@@ -1,9 +1,9 @@
 //! Direct forward convolution (stride 1 or 2): y[n, o, oy, ox] = (left fold over (c, ky, kx) of
 //! W[o, c, ky, kx] · x[n, c, oy·s + ky - p, ox·s + kx - p]) + bias[o].
 //!
-//! An item is one image and one block of 32 output channels, and writes that block's rows of y.
-//! It walks each output row in runs of at most 12 positions (rows narrower than 8 go whole,
-//! several rows a run, up to 12 positions); a run keeps 2 × 12 sums in
+//! An item is one image (on rows narrower than 8, a few images) and one block of 32 output
+//! channels, and writes that block's rows of y. It walks each output row in runs of at most 12
+//! positions (rows narrower than 8 go whole, several rows a run); a run keeps 2 × 12 sums in
 //! registers (32 channels × 12 positions) while the fold runs over (c, ky, kx): per step, two
 //! weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
 //! position, against 24 multiply-adds. The fold is cut into chunks of input channels whose
@@ -29,36 +29,27 @@ const GROUP: usize = 512;
 /// well inside a 48 KiB L1).
 const CHUNK_FLOATS: usize = 4096;
 
-/// Whether the direct forward covers `d` on this CPU and is worth it there (`fma`: fast
-/// kernels): output channels in whole blocks, at least `MIN_ITEMS` (image, block) items to
-/// spread over the threads, stride 1 or 2 (not for 1×1 kernels, which read a quarter of the
-/// padded copy), folds of 64 or more terms (C·KH·KW), and rows of 8 or more, or narrower rows
-/// that several to a run make 8 or more positions (with fast kernels only for folds of up to
-/// `NARROW_FAST_FOLD` terms). Elsewhere the GEMM wins (2 threads, 8 images: 1×1 at stride 2
-/// from 64 channels of 16×16, 0.098 ms against 0.042; 2×2 maps of 512 channels, 2.3 against
-/// 1.2; a 3×3 fold over 1 channel of 28×28, 32 images, 0.15 against 0.09; over 3 channels of
-/// 32×32, 0.072 against 0.064; fast, 256 channels of 4×4, 0.72 against 0.62: each image
-/// streams the block's weights for only 16 positions, where the GEMM reads them once for all
-/// images). Gains: the 7×7 stride-2 stem over 3 channels of 64×64 0.59 → 0.46 ms fast,
-/// 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29 fast; 4×4 maps, 32
-/// images, 64 channels 0.29 → 0.17 fast, 0.39 → 0.23 reference; 256 channels (8 images)
-/// 1.06 → 0.91 reference.
-pub fn forward_applies(d: &ConvDims, fma: bool) -> bool {
-    let fold = d.c * d.kh * d.kw;
-    let narrow =
-        d.ow >= 2 && (RUN / d.ow).min(d.oh) * d.ow >= 8 && (!fma || fold <= NARROW_FAST_FOLD);
+/// Whether the direct forward covers `d` on this CPU and is worth it there: output channels in
+/// whole blocks, at least `MIN_ITEMS` (image, block) items to spread over the threads, stride 1
+/// or 2 (not for 1×1 kernels, which read a quarter of the padded copy), folds of 64 or more
+/// terms (C·KH·KW), and rows of 8 or more, or narrower rows that several to a run make 8 or
+/// more positions. Elsewhere the GEMM wins (2 threads, 8 images: 1×1 at stride 2 from 64
+/// channels of 16×16, 0.098 ms against 0.042; 2×2 maps of 512 channels, 2.3 against 1.2; a
+/// 3×3 fold over 1 channel of 28×28, 32 images, 0.15 against 0.09; over 3 channels of 32×32,
+/// 0.072 against 0.064). Gains: the 7×7 stride-2 stem over 3 channels of 64×64 0.59 → 0.46 ms
+/// fast, 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29 fast; 4×4 maps, 32
+/// images of 64 channels 0.29 → 0.16 fast, 0.39 → 0.23 reference; 8 images of 256 channels
+/// 0.62 → 0.56 fast, 1.06 → 0.85 reference (`images_per_item`).
+pub fn forward_applies(d: &ConvDims) -> bool {
+    let narrow = d.ow >= 2 && (RUN / d.ow).min(d.oh) * d.ow >= 8;
     d.oc.is_multiple_of(BLOCK)
         && d.n * (d.oc / BLOCK) >= MIN_ITEMS
         && (d.stride == 1 || (d.stride == 2 && d.kh * d.kw > 1))
         && (d.ow >= 8 || narrow)
-        && fold >= 64
+        && d.c * d.kh * d.kw >= 64
         && d.n * d.h * d.w * d.oh * d.kh * d.kw > 0
         && cpu_has_them()
 }
-
-/// The longest fold fast kernels take the direct forward for on rows narrower than 8 (64
-/// channels of 3×3).
-const NARROW_FAST_FOLD: usize = 576;
 
 /// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`).
 pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: bool) -> Vec<f32> {
@@ -67,25 +58,65 @@ pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: b
     let plane = d.oh * d.ow;
     let blocks = d.oc / BLOCK;
     let work = d.n * d.oc * plane * d.c * d.kh * d.kw;
+    let pp = padded_plane(d);
+    let item = |n: usize, b: usize| Item {
+        x: &padded[n * d.c * pp..][..d.c * pp],
+        w: &packed[b * BLOCK * d.c * d.kh * d.kw..][..BLOCK * d.c * d.kh * d.kw],
+        bias: bias.map(|bias| &bias[b * BLOCK..][..BLOCK]),
+        d,
+    };
+    let run = |items: &[Item], out: &mut [MaybeUninit<f32>]| {
+        // SAFETY: `forward_applies` checked AVX-512 on this CPU; `Item` sizes every slice.
+        unsafe {
+            if fma {
+                item_rows::<true>(items, out)
+            } else {
+                item_rows::<false>(items, out)
+            }
+        }
+    };
+    let g = images_per_item(d);
+    if g == 1 {
+        return written(d.n * d.oc * plane, |y| {
+            for_each_chunk(y, BLOCK * plane, work, |i, out| {
+                run(&[item(i / blocks, i % blocks)], out)
+            })
+        });
+    }
+    // Items of g images of one block write [N / g, blocks, g, 32, P]; then each image's rows
+    // move to their place in y.
+    let staged = written(d.n * d.oc * plane, |t| {
+        for_each_chunk(t, g * BLOCK * plane, work, |i, out| {
+            let (n0, b) = (i / blocks * g, i % blocks);
+            let items: Vec<Item> = (n0..n0 + g).map(|n| item(n, b)).collect();
+            run(&items, out)
+        })
+    });
     written(d.n * d.oc * plane, |y| {
-        for_each_chunk(y, BLOCK * plane, work, |i, out| {
+        for_chunks(y, BLOCK * plane, d.n * d.oc * plane, |i, dst| {
             let (n, b) = (i / blocks, i % blocks);
-            let item = Item {
-                x: &padded[n * d.c * padded_plane(d)..][..d.c * padded_plane(d)],
-                w: &packed[b * BLOCK * d.c * d.kh * d.kw..][..BLOCK * d.c * d.kh * d.kw],
-                bias: bias.map(|bias| &bias[b * BLOCK..][..BLOCK]),
-                d,
-            };
-            // SAFETY: `forward_applies` checked AVX-512 on this CPU; `Item` sizes every slice.
-            unsafe {
-                if fma {
-                    item_rows::<true>(&item, out)
-                } else {
-                    item_rows::<false>(&item, out)
-                }
+            let at = ((n / g * blocks + b) * g + n % g) * BLOCK * plane;
+            for (v, &s) in dst.iter_mut().zip(&staged[at..at + BLOCK * plane]) {
+                v.write(s);
             }
         })
     })
+}
+
+/// Images one item takes: 1 on rows of 8+, whose positions alone reuse each weight chunk
+/// enough. Narrower rows take the largest divisor of N that still leaves two items per thread,
+/// so each chunk of weights serves that many images' positions from L1 (8 images, 256
+/// channels of 4×4, fast: one image per item 0.72 ms, four 0.56, the GEMM 0.62). Only who
+/// computes an output depends on it, never how, so neither do the bits.
+fn images_per_item(d: &ConvDims) -> usize {
+    if d.ow >= 8 {
+        return 1;
+    }
+    let (threads, blocks) = (crate::backend::cpu::parallel::num_threads(), d.oc / BLOCK);
+    (1..=d.n)
+        .rev()
+        .find(|g| d.n.is_multiple_of(*g) && blocks * (d.n / g) >= 2 * threads)
+        .unwrap_or(1)
 }
 
 fn padded_plane(d: &ConvDims) -> usize {
@@ -122,65 +153,79 @@ struct Item<'a> {
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-unsafe fn item_rows<const FMA: bool>(item: &Item, out: &mut [MaybeUninit<f32>]) {
+unsafe fn item_rows<const FMA: bool>(items: &[Item], out: &mut [MaybeUninit<f32>]) {
     use std::arch::x86_64::*;
-    let d = item.d;
+    let d = items[0].d;
     let plane_out = d.oh * d.ow;
-    assert!(out.len() == BLOCK * plane_out && item.w.len() == BLOCK * d.c * d.kh * d.kw);
-    assert!(item.x.len() == d.c * padded_plane(d));
+    assert!(out.len() == items.len() * BLOCK * plane_out);
+    for item in items {
+        assert!(item.w.len() == BLOCK * d.c * d.kh * d.kw && item.x.len() == d.c * padded_plane(d));
+        assert!(std::ptr::eq(item.d, d) && item.w.as_ptr() == items[0].w.as_ptr());
+    }
     // Every tap `run` reads lies in the padded plane: the last output's window ends inside it.
     assert!(d.oh > 0 && (d.oh - 1) * d.stride + d.kh <= d.h + 2 * d.pad);
     assert!(d.ow > 0 && (d.ow - 1) * d.stride + d.kw <= d.w + 2 * d.pad);
     // The plane goes in groups of whole rows of about GROUP positions (one row where a row is
-    // longer), so the sums' scratch (two 64-byte-aligned vectors, 32 channels, per position)
-    // stays near 64 KiB unless the rows themselves are longer than GROUP.
+    // longer), so the sums' scratch (two 64-byte-aligned vectors, 32 channels, per position
+    // and image) stays near 64 KiB per image unless the rows themselves are longer than GROUP.
     let rows = (GROUP / d.ow).clamp(1, d.oh);
-    let mut sums = vec![_mm512_setzero_ps(); 2 * rows * d.ow];
+    let span = rows * d.ow;
+    let mut sums = vec![_mm512_setzero_ps(); 2 * span * items.len()];
     let chunk = (CHUNK_FLOATS / (d.kh * d.kw * BLOCK)).max(1);
+    // Rows of 8+ go in runs along the row; narrower rows go whole, several rows a run.
+    let (row_step, runs) = if d.ow >= 8 {
+        (1, even_runs(d.ow, RUN).collect::<Vec<_>>())
+    } else {
+        (RUN / d.ow, vec![(0, d.ow)])
+    };
     for oy0 in (0..d.oh).step_by(rows) {
         let oy1 = (oy0 + rows).min(d.oh);
         for (c0, cn) in even_runs(d.c, chunk) {
-            // Rows of 8+ go in runs along the row; narrower rows go whole, several rows a run.
-            let (row_step, runs) = if d.ow >= 8 {
-                (1, even_runs(d.ow, RUN).collect::<Vec<_>>())
-            } else {
-                (RUN / d.ow, vec![(0, d.ow)])
-            };
-            for oy in (oy0..oy1).step_by(row_step) {
-                let nrows = row_step.min(oy1 - oy);
-                for &(ox, len) in &runs {
-                    let at = sums.as_mut_ptr().add(2 * ((oy - oy0) * d.ow + ox));
-                    let part = Part {
-                        c0,
-                        cn,
-                        first: c0 == 0,
-                        at,
-                    };
-                    macro_rules! dispatch {
-                        ($(($r:literal, $n:literal))*) => {
-                            match (nrows, len) {
-                                $(($r, $n) => if d.stride == 2 {
-                                    run::<FMA, 2, $r, $n>(item, oy, ox, &part)
-                                } else {
-                                    run::<FMA, 1, $r, $n>(item, oy, ox, &part)
-                                },)*
-                                _ => unreachable!("a run holds 1 to {RUN} positions"),
-                            }
+            for (k, item) in items.iter().enumerate() {
+                for oy in (oy0..oy1).step_by(row_step) {
+                    let nrows = row_step.min(oy1 - oy);
+                    for &(ox, len) in &runs {
+                        let at = sums
+                            .as_mut_ptr()
+                            .add(2 * (k * span + (oy - oy0) * d.ow + ox));
+                        let part = Part {
+                            c0,
+                            cn,
+                            first: c0 == 0,
+                            at,
                         };
+                        macro_rules! dispatch {
+                            ($(($r:literal, $n:literal))*) => {
+                                match (nrows, len) {
+                                    $(($r, $n) => if d.stride == 2 {
+                                        run::<FMA, 2, $r, $n>(item, oy, ox, &part)
+                                    } else {
+                                        run::<FMA, 1, $r, $n>(item, oy, ox, &part)
+                                    },)*
+                                    _ => unreachable!("a run holds 1 to {RUN} positions"),
+                                }
+                            };
+                        }
+                        dispatch!((1, 1)(1, 2)(1, 3)(1, 4)(1, 5)(1, 6)(1, 7)(1, 8)(1, 9)(
+                            1, 10
+                        )(1, 11)(1, 12)(2, 2)(3, 2)(4, 2)(
+                            5, 2
+                        )(6, 2)(2, 3)(3, 3)(4, 3)(2, 4)(3, 4)(
+                            2, 5
+                        )(2, 6));
                     }
-                    dispatch!((1, 1)(1, 2)(1, 3)(1, 4)(1, 5)(1, 6)(1, 7)(1, 8)(1, 9)(
-                        1, 10
-                    )(1, 11)(1, 12)(2, 2)(3, 2)(4, 2)(5, 2)(
-                        6, 2
-                    )(2, 3)(3, 3)(4, 3)(2, 4)(3, 4)(2, 5)(
-                        2, 6
-                    ));
                 }
             }
         }
         let done = (oy1 - oy0) * d.ow;
-        let flat = std::slice::from_raw_parts(sums.as_ptr() as *const f32, 2 * done * LANES);
-        transpose::block_out(flat, item.bias, out, oy0 * d.ow);
+        for (k, item) in items.iter().enumerate() {
+            let flat = std::slice::from_raw_parts(
+                sums.as_ptr().add(2 * k * span) as *const f32,
+                2 * done * LANES,
+            );
+            let out_k = &mut out[k * BLOCK * plane_out..][..BLOCK * plane_out];
+            transpose::block_out(flat, item.bias, out_k, oy0 * d.ow);
+        }
     }
 }
 
