@@ -27,6 +27,10 @@ pub trait GemmElem: Float + RefGemmElem {
     fn direct_input_grad(_g: &[Self], _wt: &[Self], _d: &ConvDims) -> Option<Vec<Self>> {
         None
     }
+    /// Whether `direct_forward` covers convolution `d` (this type, geometry and CPU).
+    fn direct_forward_applies(_d: &ConvDims) -> bool {
+        false
+    }
     /// Convolution `d`'s output by a direct kernel of the given kind, where one covers this
     /// type, geometry and CPU; the reference kind gives the lowering's bits.
     fn direct_forward(
@@ -56,8 +60,10 @@ impl GemmElem for f32 {
         d: &ConvDims,
         fast: bool,
     ) -> Option<Vec<f32>> {
-        use super::conv_direct::{forward, forward_applies};
-        forward_applies(d).then(|| forward(x, wt, bias, d, fast))
+        Self::direct_forward_applies(d).then(|| super::conv_direct::forward(x, wt, bias, d, fast))
+    }
+    fn direct_forward_applies(d: &ConvDims) -> bool {
+        super::conv_direct::forward_applies(d)
     }
 }
 #[cfg(not(target_arch = "x86_64"))]
