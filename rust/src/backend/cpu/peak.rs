@@ -13,20 +13,19 @@ const CHAINS: usize = 24;
 /// f32 GFLOP/s (an FMA counts as two) of all `parallel::num_threads()` threads running FMA
 /// loops side by side for `iters` steps each; None where the CPU has no vector FMA.
 pub fn fma_peak_gflops(iters: usize) -> Option<f64> {
-    peak(iters, widest_fma()?)
+    Some(peak(iters, widest_loop(true)?))
 }
 
 /// As `fma_peak_gflops` with each FMA replaced by a multiply and a separate add (still two
 /// flops per term): the ceiling of the reference kernels' fold.
 pub fn mul_add_peak_gflops(iters: usize) -> Option<f64> {
-    peak(iters, widest_mul_add()?)
+    Some(peak(iters, widest_loop(false)?))
 }
 
 /// GFLOP/s of `fma_loop` (two flops per chain step, `lanes` lanes) on every thread at once.
-fn peak(iters: usize, (lanes, fma_loop): (usize, unsafe fn(usize))) -> Option<f64> {
+fn peak(iters: usize, (lanes, fma_loop): (usize, unsafe fn(usize))) -> f64 {
     let threads = super::parallel::num_threads();
-    // SAFETY: `widest_fma` and `widest_mul_add` return a loop only for features they detected
-    // on this CPU.
+    // SAFETY: `widest_loop` returns a loop only for features it detected on this CPU.
     let run = |iters| unsafe { fma_loop(iters) };
     // A short first round wakes the helpers, so the timed one runs on every thread at once.
     super::parallel::team_for(threads, usize::MAX, |_| run(iters / 16));
@@ -34,34 +33,25 @@ fn peak(iters: usize, (lanes, fma_loop): (usize, unsafe fn(usize))) -> Option<f6
     super::parallel::team_for(threads, usize::MAX, |_| run(iters));
     let secs = t0.elapsed().as_secs_f64();
     let flops = (threads * iters * CHAINS * lanes * 2) as f64;
-    Some(flops / secs.max(1e-9) / 1e9)
+    flops / secs.max(1e-9) / 1e9
 }
 
-/// The widest vector multiply-then-add loop this CPU has (None without vector FMA, as there).
-fn widest_mul_add() -> Option<(usize, unsafe fn(usize))> {
+/// The widest vector loop this CPU has, of FMAs (`fused`) or of multiplies then adds: its f32
+/// lanes and the loop (None without vector FMA).
+fn widest_loop(fused: bool) -> Option<(usize, unsafe fn(usize))> {
     #[cfg(target_arch = "x86_64")]
     {
+        let pick =
+            |fma: unsafe fn(usize), mul_add: unsafe fn(usize)| if fused { fma } else { mul_add };
         if super::simd::has_avx512() {
-            return Some((16, x86::mul_add512));
+            return Some((16, pick(x86::fma512, x86::mul_add512)));
         }
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return Some((8, x86::mul_add256));
+            return Some((8, pick(x86::fma256, x86::mul_add256)));
         }
     }
-    None
-}
-
-/// The widest vector FMA this CPU has: its f32 lanes and its loop (None without one).
-fn widest_fma() -> Option<(usize, unsafe fn(usize))> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if super::simd::has_avx512() {
-            return Some((16, x86::fma512));
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return Some((8, x86::fma256));
-        }
-    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = fused;
     None
 }
 

@@ -18,7 +18,7 @@ pub use input_grad::{input_grad, input_grad_applies};
 pub use weight_grad::{weight_grad, weight_grad_applies};
 
 use super::parallel::for_chunks;
-use super::uninit::written;
+use super::uninit::{fill_with, written};
 
 const LANES: usize = 16;
 
@@ -66,8 +66,7 @@ fn pad_border(x: &[f32], planes: usize, (h, w): (usize, usize), border: usize) -
     written(planes * plane, |out| {
         for_chunks(out, plane.max(1), out.len(), |i, dst| {
             let src = &x[i * h * w..][..h * w];
-            let zero =
-                |s: &mut [std::mem::MaybeUninit<f32>]| s.iter_mut().for_each(|v| _ = v.write(0.0));
+            let zero = |s: &mut [std::mem::MaybeUninit<f32>]| _ = fill_with(s, 0.0);
             zero(&mut dst[..border * row]);
             zero(&mut dst[(border + h) * row..]);
             for (y, src) in src.chunks_exact(w.max(1)).enumerate().take(h) {
