@@ -543,12 +543,17 @@ class Graph:
         """The number of nodes in the graph."""
     @property
     def op_count(self) -> int:
-        """The number of op nodes in the graph."""
+        """The number of op nodes in the traced graph."""
+    @property
+    def plan_op_count(self) -> int:
+        """The number of ops the plan runs (each fused elementwise chain counts once)."""
     @property
     def activation_bytes(self) -> int:
         """Bytes of all node values of one evaluation (what a forward pass keeps for backward)."""
     def describe(self) -> str:
-        """A human-readable listing of the graph."""
+        """A human-readable listing of the plan that runs (fused chains shown with their steps)."""
+    def without_fusion(self) -> Graph:
+        """This graph with a plan that runs the traced ops one by one."""
     def nodes(self) -> list[dict[str, Any]]:
         """One dict per node in SSA order: `kind` ('param', 'input', 'const', 'op'), `shape`,
         `dtype`; leaves: `index` or `value`; ops: `op`, `inputs` (node indices), `attrs`."""

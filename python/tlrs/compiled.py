@@ -69,10 +69,12 @@ class CompiledLoss:
             raise TraceError(str(err).removeprefix("trace: ")) from None
 
     def describe(self) -> str:
-        """Every traced graph: node count, op count, activation memory and the node listing."""
+        """Every traced graph: node count, op count (traced, and run after fusion), activation
+        memory and the listing of the plan that runs."""
         parts = []
         for shapes, g in self._graphs.items():
-            parts.append(f"inputs {[list(s) for s in shapes]}: {g.node_count} nodes, {g.op_count} ops, "
+            parts.append(f"inputs {[list(s) for s in shapes]}: {g.node_count} nodes, {g.op_count} ops "
+                         f"({g.plan_op_count} after fusing elementwise chains), "
                          f"{g.activation_bytes} bytes of activations\n{g.describe()}")
         return "\n\n".join(parts)
 

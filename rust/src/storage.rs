@@ -392,6 +392,47 @@ impl Storage {
             .batch_norm_per_image_grads(w, st, g, d, want)?
             .map(|v| v.map(Storage::Cpu)))
     }
+    /// A fused chain of elementwise steps over `inputs` (`self` among them, at `head`): `n`
+    /// output elements. CPU only; the op layer runs the steps one by one on devices.
+    pub fn chain(
+        &self,
+        steps: &[crate::op_table::ChainStep],
+        inputs: &[&Storage],
+        head: usize,
+        n: usize,
+    ) -> Result<Storage> {
+        let cpu = self.cpu_all("fused_chain", inputs)?;
+        Ok(Storage::Cpu(crate::backend::cpu::fused::chain_forward(
+            steps, &cpu, head, n,
+        )?))
+    }
+    /// Full-size gradients of a fused chain's inputs marked in `want`, from its output `y`
+    /// and upstream `g`.
+    pub fn chain_grads(
+        &self,
+        steps: &[crate::op_table::ChainStep],
+        inputs: &[&Storage],
+        head: usize,
+        (y, g): (&Storage, &Storage),
+        want: &[bool],
+    ) -> Result<Vec<crate::op_table::ChainGrad<Storage>>> {
+        let cpu = self.cpu_all("fused_chain", inputs)?;
+        let (y, g) = (
+            self.same_cpu("fused_chain", y)?,
+            self.same_cpu("fused_chain", g)?,
+        );
+        Ok(
+            crate::backend::cpu::fused::chain_backward(steps, &cpu, head, y, g, want)?
+                .into_iter()
+                .map(|v| v.map(Storage::Cpu))
+                .collect(),
+        )
+    }
+    /// Every one of `inputs` on the CPU, where `self` is.
+    fn cpu_all<'a>(&self, op: &'static str, inputs: &[&'a Storage]) -> Result<Vec<&'a CpuStorage>> {
+        self.cpu()?;
+        inputs.iter().map(|t| self.same_cpu(op, t)).collect()
+    }
     /// `other`'s CPU values, where `self` is on the CPU too.
     fn same_cpu<'a>(&self, op: &'static str, other: &'a Storage) -> Result<&'a CpuStorage> {
         match other {

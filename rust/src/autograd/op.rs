@@ -1,6 +1,7 @@
 //! The record an op result keeps: which op, its inputs, and what its gradient rule needs.
 
 use crate::geometry::{ConvDims, PoolDims};
+use crate::op_table::ChainStep;
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::Tensor;
 use crate::{DType, Shape};
@@ -101,6 +102,12 @@ pub enum Op {
         mask: Arc<Vec<bool>>,
         value: f64,
     },
+    /// A fused elementwise chain (ops/fused.rs): `steps` from `inputs[head]`.
+    Chain {
+        steps: Arc<[ChainStep]>,
+        inputs: Vec<Tensor>,
+        head: usize,
+    },
     /// Per-image batch norm on the CPU; `stats` holds each plane's mean and sqrt(var + eps).
     BatchNormPerImage {
         x: Tensor,
@@ -142,7 +149,7 @@ impl Op {
                 .chain(std::iter::once(w))
                 .chain(b.iter())
                 .collect(),
-            Op::Concat(xs, _) => xs.iter().collect(),
+            Op::Concat(xs, _) | Op::Chain { inputs: xs, .. } => xs.iter().collect(),
             Op::BatchNormPerImage { x, w, b, .. } => {
                 std::iter::once(x).chain(w.iter()).chain(b.iter()).collect()
             }
@@ -186,6 +193,7 @@ impl Op {
             Op::ScatterAdd { .. } => "scatter_add",
             Op::MaskedFill { .. } => "masked_fill",
             Op::BatchNormPerImage { .. } => "batch_norm_per_image",
+            Op::Chain { .. } => "fused_chain",
         }
     }
 }

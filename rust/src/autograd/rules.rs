@@ -174,6 +174,11 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
                 .transpose()?,
         ],
         Op::MaskedFill { mask, .. } => vec![Some(masked_fill_grad(mask, g)?)],
+        Op::Chain {
+            steps,
+            inputs,
+            head,
+        } => crate::ops::fused::fused_chain_grads(steps, inputs, *head, out, g)?,
         Op::BatchNormPerImage { x, w, b, stats, .. } => {
             batch_norm_per_image_grads(x, w.as_ref(), b.as_ref(), stats, g)?
         }

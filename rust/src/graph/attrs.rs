@@ -129,6 +129,11 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
             ("weight", Attr::Flag(w.is_some())),
             ("bias", Attr::Flag(b.is_some())),
         ],
+        // Built by the fusion pass after the traces are compared; its steps say what it runs.
+        Op::Chain { steps, head, .. } => vec![
+            ("steps", Attr::Count(Some(steps.len()))),
+            ("head", Attr::Count(Some(*head))),
+        ],
         // A table op's scalar parameters (leaky_relu's slope, hardtanh's bounds).
         Op::Unary(u, _) => u
             .params()

@@ -158,7 +158,15 @@ impl Graph {
                 NodeKind::Leaf(Source::Const(_)) => "const".to_string(),
                 NodeKind::Op { op, inputs } => {
                     let args: Vec<String> = inputs.iter().map(|j| format!("%{j}")).collect();
-                    format!("{}({})", op.name(), args.join(", "))
+                    let name = match op {
+                        // The steps, operands numbered by argument (#k), `_` the running value.
+                        Op::Chain { steps, .. } => {
+                            let steps: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+                            format!("fused_chain[{}]", steps.join(" "))
+                        }
+                        op => op.name().to_string(),
+                    };
+                    format!("{name}({})", args.join(", "))
                 }
             };
             let _ = writeln!(s, "%{i} = {what} : {} {}", n.dtype, n.shape);

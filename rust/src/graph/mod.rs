@@ -4,6 +4,7 @@
 
 pub mod attrs;
 pub mod exec;
+pub mod fuse;
 pub mod ir;
 pub mod replay;
 

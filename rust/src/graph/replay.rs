@@ -61,6 +61,7 @@ pub fn replay(op: &Op, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
             index::scatter_add(&xs[0], *axis as isize, &idx(index), &xs[1])?
         }
         Op::MaskedFill { mask, value, .. } => index::masked_fill(x()?, mask, out.dims(), *value)?,
+        Op::Chain { steps, head, .. } => ops::fused::fused_chain(steps, xs, *head)?,
         Op::BatchNormPerImage { w, b, eps, .. } => {
             let weight = w.as_ref().and(xs.get(1));
             let bias = b.as_ref().and(xs.get(if w.is_some() { 2 } else { 1 }));

@@ -28,9 +28,11 @@
 //! docs/ARCHITECTURE.md walks through adding one.
 
 mod binary;
+mod chain;
 mod unary;
 
 pub(crate) use binary::binary_ops;
+pub use chain::{ChainGrad, ChainStep};
 pub(crate) use unary::unary_ops;
 
 /// Where a unary op's gradient reads from besides `g`.

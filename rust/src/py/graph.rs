@@ -5,6 +5,7 @@ use super::errors::guard;
 use super::tensor::PyTensor;
 use crate::backend::cpu::parallel::with_fast_kernels;
 use crate::graph::attrs::{attributes, Attr};
+use crate::graph::fuse::fuse_chains;
 use crate::graph::ir::{NodeKind, Source};
 use crate::graph::{exec, Graph};
 use crate::optim::OptimKind;
@@ -34,8 +35,21 @@ fn wrap(ts: Vec<Tensor>) -> Vec<PyTensor> {
     ts.into_iter().map(PyTensor::new).collect()
 }
 
+/// A traced graph (what `nodes` and exporters read, and traces are compared on) and the plan
+/// that runs: the same graph after the fusion pass (`graph/fuse.rs`), or the traced graph itself
+/// when made `without_fusion`.
 #[pyclass(name = "Graph", module = "tlrs._core", frozen)]
-pub struct PyGraph(Graph);
+pub struct PyGraph {
+    traced: Graph,
+    plan: Graph,
+}
+
+impl PyGraph {
+    fn new(traced: Graph) -> PyGraph {
+        let plan = fuse_chains(&traced);
+        PyGraph { traced, plan }
+    }
+}
 
 type Trained = (Vec<f64>, Vec<PyTensor>, Vec<Vec<PyTensor>>, u64);
 
@@ -49,7 +63,7 @@ impl PyGraph {
         inputs: Vec<PyRef<'_, PyTensor>>,
     ) -> PyResult<Self> {
         let (ps, xs) = (inner(&params), inner(&inputs));
-        guard(|| Graph::trace(&root.inner, &ps, &xs)).map(PyGraph)
+        guard(|| Graph::trace(&root.inner, &ps, &xs)).map(PyGraph::new)
     }
     /// Leaves for one trace: each tensor's values, requiring grad, marked so that everything
     /// computed from them is known to be traced (Python reads of it are refused). Starts a trace.
@@ -62,25 +76,38 @@ impl PyGraph {
     }
     #[getter]
     fn node_count(&self) -> usize {
-        self.0.nodes.len()
+        self.traced.nodes.len()
     }
     #[getter]
     fn op_count(&self) -> usize {
-        self.0.op_count()
+        self.traced.op_count()
+    }
+    /// Ops the plan runs (fused chains count once).
+    #[getter]
+    fn plan_op_count(&self) -> usize {
+        self.plan.op_count()
     }
     #[getter]
     fn activation_bytes(&self) -> usize {
-        self.0.activation_bytes()
+        self.traced.activation_bytes()
     }
+    /// The plan that runs, one line per node.
     fn describe(&self) -> String {
-        self.0.describe()
+        self.plan.describe()
+    }
+    /// This graph with a plan that runs the traced ops one by one (no fusion).
+    fn without_fusion(&self) -> PyGraph {
+        PyGraph {
+            traced: self.traced.clone(),
+            plan: self.traced.clone(),
+        }
     }
     /// The graph's structure, one dict per node in SSA order (what an exporter reads):
     /// `kind` ("param", "input", "const" or "op"), `shape`, `dtype`, and for leaves `index`
     /// (param/input) or `value` (const); for ops `op` (its name), `inputs` (node indices, in
     /// argument order) and `attrs` (every attribute replay takes from the record).
     fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.0
+        self.traced
             .nodes
             .iter()
             .map(|n| {
@@ -118,11 +145,11 @@ impl PyGraph {
     /// The node index of the graph's result.
     #[getter]
     fn output(&self) -> usize {
-        self.0.output
+        self.traced.output
     }
     /// None when `other` (a second trace) matches this one, else why not.
     fn first_difference(&self, other: PyRef<'_, PyGraph>) -> Option<String> {
-        self.0.first_difference(&other.0)
+        self.traced.first_difference(&other.traced)
     }
     #[pyo3(signature = (params, inputs, fast=false))]
     fn evaluate(
@@ -133,7 +160,7 @@ impl PyGraph {
         fast: bool,
     ) -> PyResult<PyTensor> {
         let (ps, xs) = (inner(&params), inner(&inputs));
-        let g = &self.0;
+        let g = &self.plan;
         py.detach(|| {
             guard(|| {
                 with_fast_kernels(fast, || {
@@ -153,7 +180,7 @@ impl PyGraph {
         fast: bool,
     ) -> PyResult<(PyTensor, Vec<PyTensor>)> {
         let (ps, xs) = (inner(&params), inner(&inputs));
-        let g = &self.0;
+        let g = &self.plan;
         let (l, gs) = py.detach(|| {
             guard(|| with_fast_kernels(fast, || exec::loss_and_grads(g, &ps, &flags, &xs)))
         })?;
@@ -179,7 +206,7 @@ impl PyGraph {
         let ps = inner(&params);
         let samples: Vec<Vec<Tensor>> = samples.iter().map(|s| inner(s)).collect();
         let slots: Vec<Vec<Tensor>> = slots.iter().map(|s| inner(s)).collect();
-        let g = &self.0;
+        let g = &self.plan;
         let r = py.detach(|| {
             guard(|| {
                 with_fast_kernels(fast, || {

@@ -5,6 +5,7 @@ pub mod conv;
 mod conv_direct;
 pub mod conv_grad;
 pub mod elementwise;
+pub mod fused;
 pub mod gemm_ref;
 pub mod host_buf;
 pub mod layout;

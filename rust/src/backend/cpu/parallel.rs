@@ -157,6 +157,40 @@ pub fn for_chunks2<A: Send, B: Send>(
     });
 }
 
+/// `for_chunks` over several outputs of one length, split alike: `f(i, pieces, scratch)` gets
+/// chunk `i` of every output, in the order given, and a scratch value made by `scratch()` once
+/// per claim of consecutive chunks (so buffers are not allocated per chunk).
+pub fn for_chunks_many<A: Send, S>(
+    outs: &mut [&mut [A]],
+    per: usize,
+    work: usize,
+    scratch: impl Fn() -> S + Sync,
+    f: impl Fn(usize, &mut [&mut [A]], &mut S) + Sync,
+) {
+    let len = outs.first().map_or(0, |o| o.len());
+    if per == 0 || len == 0 {
+        return;
+    }
+    assert!(outs.iter().all(|o| o.len() == len), "outputs of one length");
+    let ptrs: Vec<Disjoint<A>> = outs
+        .iter_mut()
+        .map(|o| Disjoint(o.as_mut_ptr(), len))
+        .collect();
+    let (chunks, group) = (len.div_ceil(per), CLAIM_ELEMS.div_ceil(per).max(1));
+    team_for(chunks.div_ceil(group), work, |gi| {
+        super::simd::widest(|| {
+            let mut s = scratch();
+            let mut pieces: Vec<&mut [A]> = Vec::with_capacity(ptrs.len());
+            for i in gi * group..((gi + 1) * group).min(chunks) {
+                pieces.clear();
+                // SAFETY: as in `for_chunks`, chunk i of each output belongs to item i alone.
+                pieces.extend(ptrs.iter().map(|p| unsafe { p.piece(i * per, per) }));
+                f(i, &mut pieces, &mut s);
+            }
+        })
+    });
+}
+
 /// Whether this thread runs fast kernels (see `backend::settings`).
 pub fn fast_kernels() -> bool {
     settings::current().fast
