@@ -552,6 +552,11 @@ class Graph:
         """Bytes of all node values of one evaluation (what a forward pass keeps for backward)."""
     def describe(self) -> str:
         """A human-readable listing of the plan that runs (fused chains shown with their steps)."""
+    def step_memory(self, params: list[Tensor], flags: list[bool], inputs: list[Tensor],
+                    fast: bool = False) -> dict[str, int]:
+        """One forward + backward, measured: `peak_bytes` (most bytes held at once above what was
+        live before), `large_buffers` (buffers of 256 KiB or more) and `fresh_large_buffers` (those
+        not served from buffers freed earlier)."""
     def without_fusion(self) -> Graph:
         """This graph with a plan that runs the traced ops one by one."""
     def nodes(self) -> list[dict[str, Any]]:

@@ -382,7 +382,8 @@ def graph_command(
     dtype: str = typer.Option("float64", "--dtype", help="float64 or float32"),
     batch: int = typer.Option(0, "--batch", help="trace with a leading batch axis of this size"),
 ) -> None:
-    """Print a model's traced graph for the compiled backend: nodes, shapes, activation memory."""
+    """Print a model's graph for the compiled backend (nodes, shapes, fused chains, activation
+    memory) and the memory one training step takes, measured."""
     from .config import Backend, Options
     from .module import instantiate_with_options
 
@@ -390,10 +391,16 @@ def graph_command(
     module = instantiate_with_options(defn, dtype, Options(backend=Backend.COMPILED))
     compiled = module._compiled
     assert compiled is not None
+    shapes = [list(s) for s in defn.input_shapes]
     if batch:
         _check_trace_memory("graph", model, compiled.graph_for(defn.input_shapes).activation_bytes, batch)
-        compiled.graph_for([[batch, *s] for s in defn.input_shapes])
+        shapes = [[batch, *s] for s in defn.input_shapes]
+        compiled.graph_for(shapes)
     print(compiled.describe())
+    mem = compiled.step_memory(module.params(), shapes)
+    print(f"one training step (forward + backward, measured): peak {mem['peak_bytes']:,} bytes; "
+          f"{mem['large_buffers']} buffers of 256 KiB or more, {mem['fresh_first']} new from the system "
+          f"on the first step, {mem['fresh_next']} on the next")
 
 
 def _default_model(command: str, model: str, dtype: str, batch: int) -> ModuleDef:

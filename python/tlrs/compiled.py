@@ -68,6 +68,23 @@ class CompiledLoss:
         except ValueError as err:
             raise TraceError(str(err).removeprefix("trace: ")) from None
 
+    def step_memory(self, params: Sequence[Tensor], input_shapes: Sequence[Sequence[int]]) -> dict[str, int]:
+        """Memory of one forward + backward of the graph for `input_shapes`, at `params`, on
+        inputs drawn as for tracing, measured on two consecutive runs: `peak_bytes` (the second
+        run's most bytes held at once above what was live before it), `large_buffers` (its
+        buffers of 256 KiB or more), `fresh_first` and `fresh_next` (how many of those each run
+        had to take from the system rather than reuse)."""
+        graph = self.graph_for(input_shapes)
+        rng = np.random.default_rng(0)
+        xs = [_core.tensor_from_numpy(np.asarray(rng.uniform(0.1, 1.0, size=tuple(s)), dtype=self.dtype))
+              for s in input_shapes]
+        flags = [True] * len(params)
+        first = graph.step_memory(list(params), flags, xs)
+        nxt = graph.step_memory(list(params), flags, xs)
+        return {"peak_bytes": int(nxt["peak_bytes"]), "large_buffers": int(nxt["large_buffers"]),
+                "fresh_first": int(first["fresh_large_buffers"]),
+                "fresh_next": int(nxt["fresh_large_buffers"])}
+
     def describe(self) -> str:
         """Every traced graph: node count, op count (traced, and run after fusion), activation
         memory and the listing of the plan that runs."""

@@ -14,6 +14,7 @@
 //! futex), so the allocator never re-enters itself.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// Buffers smaller than this go straight to the system allocator (its heap reuses them well).
@@ -187,6 +188,77 @@ pub fn cached_bytes() -> usize {
     table().bytes
 }
 
+/// What one `measure`d call allocated: the most bytes it held at once above what was live
+/// when it began (a value freed during the call counts from then on too), and how many of its
+/// large buffers (`MIN_BYTES` or more) came from the table and how many fresh from the system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measurement {
+    pub peak_bytes: usize,
+    pub large_buffers: usize,
+    pub fresh_large_buffers: usize,
+}
+
+// Counted only while `MEASURING` (one relaxed load per allocation otherwise), by every thread:
+// a measurement covers what the kernels' helper threads allocate too.
+static MEASURING: AtomicBool = AtomicBool::new(false);
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+static LARGE: AtomicUsize = AtomicUsize::new(0);
+static FRESH: AtomicUsize = AtomicUsize::new(0);
+static MEASURE_LOCK: Mutex<()> = Mutex::new(());
+
+#[inline]
+fn note_alloc(bytes: usize) {
+    if MEASURING.load(Relaxed) {
+        let now = LIVE.fetch_add(bytes as isize, Relaxed) + bytes as isize;
+        PEAK.fetch_max(now, Relaxed);
+    }
+}
+
+#[inline]
+fn note_free(bytes: usize) {
+    if MEASURING.load(Relaxed) {
+        LIVE.fetch_sub(bytes as isize, Relaxed);
+    }
+}
+
+#[inline]
+fn note_large(fresh: bool) {
+    if MEASURING.load(Relaxed) {
+        LARGE.fetch_add(1, Relaxed);
+        FRESH.fetch_add(usize::from(fresh), Relaxed);
+    }
+}
+
+/// `f()` and what it allocated (one measurement at a time; other threads' allocations while it
+/// runs count too, so measure with nothing else running).
+pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
+    let _one = MEASURE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for c in [&LIVE, &PEAK] {
+        c.store(0, Relaxed);
+    }
+    for c in [&LARGE, &FRESH] {
+        c.store(0, Relaxed);
+    }
+    /// Ends the measurement however `f` leaves (a panic included).
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            MEASURING.store(false, Relaxed);
+        }
+    }
+    MEASURING.store(true, Relaxed);
+    let stop = Stop;
+    let r = f();
+    drop(stop);
+    let m = Measurement {
+        peak_bytes: PEAK.load(Relaxed).max(0) as usize,
+        large_buffers: LARGE.load(Relaxed),
+        fresh_large_buffers: FRESH.load(Relaxed),
+    };
+    (r, m)
+}
+
 /// The allocator: `System` with large freed buffers parked for reuse.
 pub struct BufferCache;
 
@@ -201,28 +273,45 @@ unsafe fn alloc_class(class: usize, zeroed: bool) -> *mut u8 {
 
 unsafe impl GlobalAlloc for BufferCache {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        match cacheable(layout) {
-            Some(class) => take(class).unwrap_or_else(|| alloc_class(class, false)),
+        let p = match cacheable(layout) {
+            Some(class) => {
+                let parked = take(class);
+                note_large(parked.is_none());
+                parked.unwrap_or_else(|| alloc_class(class, false))
+            }
             None => System.alloc(layout),
+        };
+        if !p.is_null() {
+            note_alloc(layout.size());
         }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        match cacheable(layout) {
-            Some(class) => match take(class) {
-                Some(p) => {
-                    // Only the requested bytes: the rest of the class is never read.
-                    p.write_bytes(0, layout.size());
-                    p
+        let p = match cacheable(layout) {
+            Some(class) => {
+                let parked = take(class);
+                note_large(parked.is_none());
+                match parked {
+                    Some(p) => {
+                        // Only the requested bytes: the rest of the class is never read.
+                        p.write_bytes(0, layout.size());
+                        p
+                    }
+                    // Fresh pages from the system are zero already: no clearing pass.
+                    None => alloc_class(class, true),
                 }
-                // Fresh pages from the system are zero already: no clearing pass.
-                None => alloc_class(class, true),
-            },
+            }
             None => System.alloc_zeroed(layout),
+        };
+        if !p.is_null() {
+            note_alloc(layout.size());
         }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note_free(layout.size());
         match cacheable(layout) {
             Some(class) => park(ptr, class),
             None => System.dealloc(ptr, layout),
@@ -232,9 +321,20 @@ unsafe impl GlobalAlloc for BufferCache {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let new = Layout::from_size_align_unchecked(new_size, layout.align());
         match (cacheable(layout), cacheable(new)) {
-            (None, None) => System.realloc(ptr, layout, new_size),
+            (None, None) => {
+                let out = System.realloc(ptr, layout, new_size);
+                if !out.is_null() {
+                    note_free(layout.size());
+                    note_alloc(new_size);
+                }
+                out
+            }
             // Same class: the buffer already has the room.
-            (Some(a), Some(b)) if a == b => ptr,
+            (Some(a), Some(b)) if a == b => {
+                note_free(layout.size());
+                note_alloc(new_size);
+                ptr
+            }
             _ => {
                 let out = self.alloc(new);
                 if !out.is_null() {

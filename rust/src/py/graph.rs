@@ -186,6 +186,34 @@ impl PyGraph {
         })?;
         Ok((PyTensor::new(l), wrap(gs)))
     }
+    /// What one forward + backward of the plan allocates, measured: `peak_bytes` (the most it
+    /// held at once above what was live before, gradients included), `large_buffers` (buffers
+    /// of 256 KiB or more) and `fresh_large_buffers` (those the buffer cache could not serve
+    /// from buffers freed earlier: after a first step, 0 means the step allocated nothing new).
+    #[pyo3(signature = (params, flags, inputs, fast=false))]
+    fn step_memory<'py>(
+        &self,
+        py: Python<'py>,
+        params: Vec<PyRef<'_, PyTensor>>,
+        flags: Vec<bool>,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+        fast: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (ps, xs) = (inner(&params), inner(&inputs));
+        let g = &self.plan;
+        let (r, m) = py.detach(|| {
+            crate::buffer_cache::measure(|| {
+                guard(|| with_fast_kernels(fast, || exec::loss_and_grads(g, &ps, &flags, &xs)))
+                    .map(drop)
+            })
+        });
+        r?;
+        let d = PyDict::new(py);
+        d.set_item("peak_bytes", m.peak_bytes)?;
+        d.set_item("large_buffers", m.large_buffers)?;
+        d.set_item("fresh_large_buffers", m.fresh_large_buffers)?;
+        Ok(d)
+    }
     /// Runs `steps` updates natively; returns (pre-update losses, params, slots, step count).
     #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false))]
     #[allow(clippy::too_many_arguments)]
