@@ -4,6 +4,8 @@
 - output: a left fold from 0 over (c, ky, kx) of w * x (padding cells as zeros), then + bias;
 - input gradient: per input cell, starting from 0, the taps (ky, kx) that reach it added in
   order, each tap's value a left fold from 0 over the output channels of w * gY;
+- bias gradient: per output channel, a left fold from 0 over (image, position) of gY (with fast
+  kernels too);
 - weight gradient: on maps of 64 positions or more, per image a left fold from 0 over the
   positions of gY * x, the images' results added in image order to 0; on smaller maps one fold
   over (image, position).
@@ -77,6 +79,16 @@ def fold_weight_grad(g, x, wshape, s, p):
     return total.reshape(wshape)
 
 
+def fold_bias_grad(g):
+    n, oc, oh, ow = g.shape
+    flat = g.reshape(n, oc, oh * ow)
+    acc = np.zeros(oc, g.dtype)
+    for i in range(n):
+        for q in range(oh * ow):
+            acc = acc + flat[i, :, q]
+    return acc
+
+
 # (x shape, w shape, stride, padding): 32-channel blocks on both sides with 4 or more (image,
 # block) items (the direct kernels' geometry) and off them, same-size 3x3 at maps above and below
 # 64 positions, 5x5, 1x1 and 7x7 kernels, narrowing and widening paddings, stride 2 on maps
@@ -113,6 +125,8 @@ GEOMETRIES = [
     # Several images per item on narrow rows (2 threads: 4 images of 16, 4 of 8 with 2 blocks).
     ((16, 32, 4, 4), (32, 32, 3, 3), 1, 1),
     ((8, 16, 5, 3), (64, 16, 3, 3), 1, 1),
+    # 40 output channels: the bias gradient's two groups of 16 side by side, then 8 alone.
+    ((2, 8, 9, 9), (40, 8, 3, 3), 1, 1),
 ]
 
 
@@ -144,13 +158,25 @@ def test_reference_conv_keeps_its_folds_bit_for_bit(dtype, xs, ws, stride, pad):
     ts = [tlrs.tensor(a, requires_grad=True) for a in (x, w, b)]
     with tlrs.fast_kernels(False):
         y = ops.conv2d(*ts, stride=stride, padding=pad)
-        gx, gw, _ = tlrs.grad(ops.sum(ops.mul(y, tlrs.tensor(r))), ts)
+        gx, gw, gb = tlrs.grad(ops.sum(ops.mul(y, tlrs.tensor(r))), ts)
     # d(sum(y * r))/dy = r, rounded exactly (a product with 1).
     for got, want in [(y, want_y), (gx, fold_input_grad(r, w, xs, stride, pad)),
-                      (gw, fold_weight_grad(r, x, ws, stride, pad))]:
+                      (gw, fold_weight_grad(r, x, ws, stride, pad)), (gb, fold_bias_grad(r))]:
         got = got.numpy()
         assert got.dtype == want.dtype and got.shape == want.shape
         assert np.array_equal(bits(got), bits(want)), float(np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ws", [((8, 64, 16, 16), (64, 64, 3, 3)), ((3, 8, 6, 7), (37, 8, 3, 3))])
+def test_fast_kernels_keep_the_bias_gradient_fold(dtype, xs, ws):
+    rng = np.random.default_rng(11)
+    ts = [tlrs.tensor(rng.normal(size=s).astype(dtype), requires_grad=True) for s in (xs, ws, ws[:1])]
+    with tlrs.fast_kernels(True):
+        y = ops.conv2d(*ts, stride=1, padding=1)
+        r = rng.normal(size=tuple(y.shape)).astype(dtype)
+        (gb,) = tlrs.grad(ops.sum(ops.mul(y, tlrs.tensor(r))), ts[2:])
+    assert np.array_equal(bits(gb.numpy()), bits(fold_bias_grad(r)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

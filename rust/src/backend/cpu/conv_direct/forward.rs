@@ -76,6 +76,15 @@ pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: b
         }
     };
     let g = images_per_item(d);
+    if g == 1 && whole_images(d.n) {
+        return written(d.n * d.oc * plane, |y| {
+            for_each_chunk(y, blocks * BLOCK * plane, work, |n, out| {
+                for (b, o) in out.chunks_mut(BLOCK * plane).enumerate() {
+                    run(&[item(n, b)], o)
+                }
+            })
+        });
+    }
     if g == 1 {
         return written(d.n * d.oc * plane, |y| {
             for_each_chunk(y, BLOCK * plane, work, |i, out| {
@@ -101,6 +110,15 @@ pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: b
             }
         })
     })
+}
+
+/// Whether a thread should take all output blocks of an image at once: when the images alone
+/// share out evenly (or nearly: four or more per thread). Then one core reads each image,
+/// instead of both cores reading every image for their blocks (8 images of 64 channels at
+/// 16x16, forward + backward 1.46 -> 1.39 ms on 2 threads).
+fn whole_images(n: usize) -> bool {
+    let threads = crate::backend::cpu::parallel::num_threads();
+    threads > 1 && (n.is_multiple_of(threads) || n >= 4 * threads)
 }
 
 /// Images one item takes: 1 on rows of 8+, whose positions alone reuse each weight chunk
