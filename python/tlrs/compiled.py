@@ -90,7 +90,7 @@ class CompiledLoss:
         memory and the listing of the plan that runs."""
         parts = []
         for shapes, g in self._graphs.items():
-            parts.append(f"inputs {[list(s) for s in shapes]}: {g.node_count} nodes, {g.op_count} ops "
+            parts.append(f"inputs {[list(s) for s in shapes]}: {g.node_count} traced nodes, {g.op_count} ops "
                          f"({g.plan_op_count} after fusing elementwise chains), "
                          f"{g.activation_bytes} bytes of activations\n{g.describe()}")
         return "\n\n".join(parts)

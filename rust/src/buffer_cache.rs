@@ -189,8 +189,10 @@ pub fn cached_bytes() -> usize {
 }
 
 /// What one `measure`d call allocated: the most bytes it held at once above what was live
-/// when it began (a value freed during the call counts from then on too), and how many of its
-/// large buffers (`MIN_BYTES` or more) came from the table and how many fresh from the system.
+/// when it began (a value freed during the call counts from then on too; bytes as requested,
+/// not rounded up to size classes, and not counting buffers parked in the table), and how many
+/// of its large buffers (`MIN_BYTES` or more) came from the table and how many fresh from the
+/// system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Measurement {
     pub peak_bytes: usize,
@@ -230,8 +232,8 @@ fn note_large(fresh: bool) {
     }
 }
 
-/// `f()` and what it allocated (one measurement at a time; other threads' allocations while it
-/// runs count too, so measure with nothing else running).
+/// `f()` and what it allocated (one measurement at a time, so `f` must not measure itself;
+/// other threads' allocations while it runs count too, so measure with nothing else running).
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
     let _one = MEASURE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for c in [&LIVE, &PEAK] {
@@ -276,8 +278,11 @@ unsafe impl GlobalAlloc for BufferCache {
         let p = match cacheable(layout) {
             Some(class) => {
                 let parked = take(class);
-                note_large(parked.is_none());
-                parked.unwrap_or_else(|| alloc_class(class, false))
+                let p = parked.unwrap_or_else(|| alloc_class(class, false));
+                if !p.is_null() {
+                    note_large(parked.is_none());
+                }
+                p
             }
             None => System.alloc(layout),
         };
@@ -291,8 +296,8 @@ unsafe impl GlobalAlloc for BufferCache {
         let p = match cacheable(layout) {
             Some(class) => {
                 let parked = take(class);
-                note_large(parked.is_none());
-                match parked {
+                let fresh = parked.is_none();
+                let p = match parked {
                     Some(p) => {
                         // Only the requested bytes: the rest of the class is never read.
                         p.write_bytes(0, layout.size());
@@ -300,7 +305,11 @@ unsafe impl GlobalAlloc for BufferCache {
                     }
                     // Fresh pages from the system are zero already: no clearing pass.
                     None => alloc_class(class, true),
+                };
+                if !p.is_null() {
+                    note_large(fresh);
                 }
+                p
             }
             None => System.alloc_zeroed(layout),
         };

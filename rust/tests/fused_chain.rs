@@ -125,6 +125,17 @@ fn malformed_chains_are_refused_with_what_was_expected() {
         msg.contains("does not repeat over the chain's shape [2, 3]"),
         "{msg}"
     );
+    // An operand with more axes would broadcast the value to a larger shape: not a chain step.
+    let v = randt(10, &[3]);
+    let msg = refused(
+        vec![bin(BinaryOp::Mul, 1, true)],
+        &[v, randt(11, &[1, 3])],
+        0,
+    );
+    assert!(
+        msg.contains("does not repeat over the chain's shape [3]"),
+        "{msg}"
+    );
     let x32 = x.to_dtype(DType::F32).unwrap();
     let msg = refused(vec![bin(BinaryOp::Add, 1, true)], &[x.clone(), x32], 0);
     assert!(msg.contains("expected every input in float64"), "{msg}");

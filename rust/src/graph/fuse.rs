@@ -7,7 +7,8 @@
 //!   bias, a scalar), in its dtype, and no input of the run is read twice;
 //! - every input that can receive a gradient has at most two consumers in the graph, so
 //!   summing its gradient contributions (which now arrive together) cannot change order in a
-//!   way that changes bits: two terms add the same either way round;
+//!   way that changes bits: two terms add the same either way round (for two NaNs the sum is
+//!   NaN either way, though x86 keeps the first one's sign and payload);
 //! - the fused node takes its inputs in the order the backward's depth-first walk met them
 //!   through the run, so every other node keeps its place in the backward order.
 
@@ -37,7 +38,7 @@ pub fn fuse_chains(g: &Graph) -> Graph {
     let mut replaced: Vec<Option<(Op, Vec<usize>)>> = vec![None; g.nodes.len()];
     let mut absorbed = vec![false; g.nodes.len()];
     for tail in (0..g.nodes.len()).rev() {
-        if absorbed[tail] || replaced[tail].is_some() {
+        if absorbed[tail] {
             continue;
         }
         let mut links = run_ending_at(g, tail, &uses, &absorbed);
@@ -114,7 +115,7 @@ fn chain_op(g: &Graph, links: &[Link], uses: &[usize]) -> Option<(Op, Vec<usize>
     let mut order: Vec<(usize, Tensor)> = Vec::new();
     let mut duplicate = false;
     walk(g, links[0].node, &in_run, &mut order, &mut duplicate);
-    if duplicate || order.len() != 1 + links.iter().filter(|l| is_binary(g, l.node)).count() {
+    if duplicate {
         return None;
     }
     let may_need_grad = |j: usize| {
@@ -178,16 +179,6 @@ fn walk(
             order.push((j, traced[k].clone()));
         }
     }
-}
-
-fn is_binary(g: &Graph, i: usize) -> bool {
-    matches!(
-        &g.nodes[i].kind,
-        NodeKind::Op {
-            op: Op::Binary(..),
-            ..
-        }
-    )
 }
 
 /// `g` without the absorbed nodes, each run's tail replaced by its fused op (indices renumbered).

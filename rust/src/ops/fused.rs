@@ -13,9 +13,13 @@ use std::sync::Arc;
 
 const OP: &str = "fused_chain";
 
-/// Whether `operand` can repeat over a chain value of shape `value`: its dims, without leading
-/// ones, are `value`'s trailing dims (a scalar repeats everywhere).
+/// Whether `operand` can repeat over a chain value of shape `value` without changing its
+/// shape: no more axes than it, and its dims, without leading ones, are `value`'s trailing dims
+/// (a scalar repeats everywhere).
 pub fn repeats_over(operand: &Shape, value: &Shape) -> bool {
+    if operand.rank() > value.rank() {
+        return false;
+    }
     let od = operand.dims();
     let od = &od[od.iter().take_while(|&&d| d == 1).count()..];
     let vd = value.dims();

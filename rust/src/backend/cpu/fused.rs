@@ -24,6 +24,11 @@ struct Inputs<'a, T> {
 }
 
 impl<'a, T: Float> Inputs<'a, T> {
+    /// Input `k`, which has one value per element (the head), over `start..start + len`.
+    fn full(&self, k: usize, start: usize, len: usize) -> &'a [T] {
+        &self.values[k][start..start + len]
+    }
+
     /// Input `k` over elements `start..start + len`: borrowed where it is full, else gathered
     /// into `tmp`.
     #[inline(always)]
@@ -54,12 +59,11 @@ impl<'a, T: Float> Inputs<'a, T> {
 }
 
 /// Scratch for one claim of blocks (allocated once per claim, not per block): values after
-/// each step but the last, two running values or gradients (ping-pong), and gather buffers
-/// for the head and for an operand that repeats.
+/// each step but the last, two running values or gradients (ping-pong), and a gather buffer for
+/// an operand that repeats.
 struct Scratch<T> {
     vals: Vec<Vec<T>>,
     pair: [Vec<T>; 2],
-    head: Vec<T>,
     gather: Vec<T>,
 }
 
@@ -70,7 +74,6 @@ impl<T: Float> Scratch<T> {
         Scratch {
             vals: (0..steps.saturating_sub(1)).map(|_| block()).collect(),
             pair: [block(), block()],
-            head: block(),
             gather: block(),
         }
     }
@@ -170,11 +173,10 @@ fn forward<T: Float>(steps: &[ChainStep], inputs: &Inputs<'_, T>, head: usize, n
         let (start, len) = (ci * BLOCK, o[0].len());
         let Scratch {
             pair: [a, b],
-            head: h,
             gather,
             ..
         } = sc;
-        let first = inputs.block(head, start, len, h);
+        let first = inputs.full(head, start, len);
         apply(&steps[0], inputs, start, first, &mut b[..len], gather);
         for step in &steps[1..] {
             std::mem::swap(a, b);
@@ -216,13 +218,8 @@ fn backward<T: Float>(
         let scratch = || Scratch::<T>::new(k, BLOCK.min(n));
         for_chunks_many(&mut pieces, BLOCK, n, scratch, |ci, o, sc| {
             let (start, len) = (ci * BLOCK, BLOCK.min(n - ci * BLOCK));
-            let Scratch {
-                vals,
-                pair,
-                head: h,
-                gather,
-            } = sc;
-            let first = inputs.block(head, start, len, h);
+            let Scratch { vals, pair, gather } = sc;
+            let first = inputs.full(head, start, len);
             // The values entering each step (the last step's output is `y`).
             for s in 0..k - 1 {
                 let (done, rest) = vals.split_at_mut(s);
