@@ -45,6 +45,8 @@ pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
             for n in 0..d.n {
                 let rows: [&[T]; SIDE] =
                     std::array::from_fn(|j| &g[(n * d.oc + o0 + j) * plane..][..plane]);
+                // `p` indexes sixteen rows at once.
+                #[allow(clippy::needless_range_loop)]
                 for p in 0..plane {
                     for j in 0..SIDE {
                         acc[j] = acc[j] + rows[j][p];
