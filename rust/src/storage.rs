@@ -340,16 +340,16 @@ impl Storage {
         w: &Storage,
         g: &Storage,
         d: ConvDims,
-        need_x: bool,
+        need: [bool; 2],
     ) -> Result<[Storage; 3]> {
         match (self, w, g) {
             (Storage::Cpu(x), Storage::Cpu(w), Storage::Cpu(g)) => {
-                Ok(x.conv2d_grads(w, g, d, need_x)?.map(Storage::Cpu))
+                Ok(x.conv2d_grads(w, g, d, need)?.map(Storage::Cpu))
             }
             (Storage::Cuda(x), Storage::Cuda(wc), Storage::Cuda(gc))
                 if x.ordinal() == wc.ordinal() && x.ordinal() == gc.ordinal() =>
             {
-                Ok(x.conv2d_grads(wc, gc, d, need_x)?.map(Storage::Cuda))
+                Ok(x.conv2d_grads(wc, gc, d, need)?.map(Storage::Cuda))
             }
             _ => {
                 let other = if w.device() != self.device() { w } else { g };

@@ -147,7 +147,8 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
         Op::LogSoftmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, true)?)],
         Op::NllLoss { logp, target } => vec![Some(nll_grad(logp, target, g)?)],
         Op::Conv2d { x, w, b, d } => {
-            let [gx, gw, gb] = conv2d_grads(x, w, g, *d, need(x))?;
+            let need_b = b.as_ref().is_some_and(need);
+            let [gx, gw, gb] = conv2d_grads(x, w, g, *d, [need(x), need_b])?;
             let mut v = vec![gx, gw];
             if b.is_some() {
                 v.push(gb);

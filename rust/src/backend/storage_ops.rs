@@ -107,7 +107,8 @@ pub trait BackendStorage: Sized {
     /// The conv2d gradients for input, weight and bias from the upstream gradient `g`.
     /// Input, weight and bias gradients; without `need_x` the input gradient may come back
     /// empty (a backend that always computes it may ignore the flag).
-    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need_x: bool) -> Result<[Self; 3]>;
+    /// (gX, gW, gB); `need` = [x, bias]: a backend may leave an unneeded one empty.
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need: [bool; 2]) -> Result<[Self; 3]>;
     /// Average pooling (padding cells count in the divisor).
     fn avg_pool2d(&self, d: PoolDims) -> Result<Self>;
     /// The average-pooling gradient from the upstream gradient `self`.

@@ -116,24 +116,27 @@ pub fn conv2d(
     Ok(unbatch(y, squeeze))
 }
 
-/// Gradients of conv2d for input (when `need_x`: nothing needs it otherwise), weight and bias.
+/// Gradients of conv2d for input (when `need_x`: nothing needs it otherwise), weight and bias
+/// (when `need_b`: a convolution without one needs none).
 pub(crate) fn conv2d_grads(
     x: &Tensor,
     w: &Tensor,
     g: &Tensor,
     d: ConvDims,
-    need_x: bool,
+    [need_x, need_b]: [bool; 2],
 ) -> Result<[Option<Tensor>; 3]> {
     check_same_dtype("conv2d", &[x, w, g])?;
     let [gx, gw, gb] = x
         .storage()
-        .conv2d_grads(w.storage(), g.storage(), d, need_x)?;
+        .conv2d_grads(w.storage(), g.storage(), d, [need_x, need_b])?;
     Ok([
         need_x
             .then(|| Tensor::from_storage(gx, x.shape().clone()))
             .transpose()?,
         Some(Tensor::from_storage(gw, w.shape().clone())?),
-        Some(Tensor::from_storage(gb, Shape(vec![d.oc]))?),
+        need_b
+            .then(|| Tensor::from_storage(gb, Shape(vec![d.oc])))
+            .transpose()?,
     ])
 }
 

@@ -181,14 +181,13 @@ fn channels_minor(g: &[f32], geo: &Geometry) -> (Vec<f32>, usize) {
     let len = geo.n * geo.oc * geo.plane;
     let mut out: Vec<f32> = Vec::with_capacity(len + LANES);
     let off = out.as_ptr().align_offset(64).min(LANES);
-    let per = geo.n * geo.plane * BLOCK;
     let dst = &mut out.spare_capacity_mut()[off..off + len];
-    for_chunks(dst, per, len, |b, dst| {
-        for (n, dst) in dst.chunks_mut(geo.plane * BLOCK).enumerate() {
-            let rows = &g[(n * geo.oc + b * BLOCK) * geo.plane..][..BLOCK * geo.plane];
-            // SAFETY: `weight_grad_applies` checked AVX-512 on this CPU.
-            unsafe { super::transpose::block_in(rows, dst) };
-        }
+    // One chunk per (block, image), so both threads share even a two-block copy.
+    for_chunks(dst, geo.plane * BLOCK, len, |i, dst| {
+        let (b, n) = (i / geo.n, i % geo.n);
+        let rows = &g[(n * geo.oc + b * BLOCK) * geo.plane..][..BLOCK * geo.plane];
+        // SAFETY: `weight_grad_applies` checked AVX-512 on this CPU.
+        unsafe { super::transpose::block_in(rows, dst) };
     });
     // Elements before `off` stay unwritten and are never read; set the length past them with
     // zeros so the vector holds only initialised values.
