@@ -246,8 +246,15 @@ fn grads_batched<T: GemmElem>(
         }
         if need.x {
             // gcols = Wᵀ [CKK, OC] @ gY [OC, G·P], then each image's columns back into it.
-            let mut gcols = written(kk * np, |c| {
-                product_auto(fast, kk, np, d.oc, (wt, 1, kk), (&gy, np, 1), c)
+            // Fast kernels on thin products read W once, unpacked (8 images of 512 channels at
+            // 2×2: gX 1.6 -> 0.6 ms on 2 threads).
+            let direct = fast
+                .then(|| T::fast_input_cols(wt, &gy, kk, d.oc, np))
+                .flatten();
+            let mut gcols = direct.unwrap_or_else(|| {
+                written(kk * np, |c| {
+                    product_auto(fast, kk, np, d.oc, (wt, 1, kk), (&gy, np, 1), c)
+                })
             });
             clear_wrapped(&mut gcols, np, gn, d);
             let dst = &mut gx[n0 * img..][..gn * img];

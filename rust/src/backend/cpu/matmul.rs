@@ -27,6 +27,17 @@ pub trait GemmElem: Float + RefGemmElem {
     fn direct_input_grad(_g: &[Self], _wt: &[Self], _d: &ConvDims) -> Option<Vec<Self>> {
         None
     }
+    /// The input gradient's columns Wᵀ·gY [kk, np] (W [oc, kk], gY [oc, np]) by a fast kernel
+    /// that reads W once without packing it, where one covers this type, these sizes and CPU.
+    fn fast_input_cols(
+        _wt: &[Self],
+        _gy: &[Self],
+        _kk: usize,
+        _oc: usize,
+        _np: usize,
+    ) -> Option<Vec<Self>> {
+        None
+    }
     /// Whether `direct_forward` covers convolution `d` (this type, geometry and CPU).
     fn direct_forward_applies(_d: &ConvDims) -> bool {
         false
@@ -64,6 +75,16 @@ impl GemmElem for f32 {
     }
     fn direct_forward_applies(d: &ConvDims) -> bool {
         super::conv_direct::forward_applies(d)
+    }
+    fn fast_input_cols(
+        wt: &[f32],
+        gy: &[f32],
+        kk: usize,
+        oc: usize,
+        np: usize,
+    ) -> Option<Vec<f32>> {
+        use super::conv_direct::{input_cols, input_cols_applies};
+        input_cols_applies(kk, np).then(|| input_cols(wt, gy, kk, oc, np))
     }
 }
 #[cfg(not(target_arch = "x86_64"))]

@@ -9,11 +9,13 @@
 //! order, and the vector lanes only hold independent outputs.
 
 mod forward;
+mod input_cols;
 mod input_grad;
 mod transpose;
 mod weight_grad;
 
 pub use forward::{forward, forward_applies};
+pub use input_cols::{input_cols, input_cols_applies};
 pub use input_grad::{input_grad, input_grad_applies};
 pub use weight_grad::{weight_grad, weight_grad_applies};
 
