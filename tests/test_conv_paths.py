@@ -118,15 +118,15 @@ def test_every_lowering_geometry_against_numpy(fast, xs, ws, stride, pad):
 # positions; then the direct weight gradient at stride 2 for a 3x3 and (a ResNet stem) a 7x7
 # kernel; last, 32 input channels, where the input gradient is the flipped-kernel convolution
 # (3x3 and 5x5); then 2x2 maps of 128 channels, whose input gradient's columns come from the thin
-# product that reads W unpacked (conv_direct/input_cols.rs). Entries: (x shape, output channels,
-# kernel, stride, padding).
+# product that reads W unpacked (conv_direct/input_cols.rs), and of 512, whose forward does too
+# (conv_direct/thin_rows.rs). Entries: (x shape, output channels, kernel, stride, padding).
 DIRECT = [((1, 1, 8, 8), 32, 3, 1, 1), ((2, 3, 16, 16), 32, 3, 1, 1), ((3, 5, 9, 9), 64, 3, 1, 1),
           ((2, 2, 1, 64), 32, 3, 1, 1), ((1, 4, 33, 8), 32, 3, 1, 1), ((2, 1, 65, 1), 64, 3, 1, 1),
           ((2, 3, 4, 4), 32, 3, 1, 1), ((2, 8, 17, 17), 32, 3, 2, 1), ((2, 3, 20, 20), 64, 7, 2, 3),
           ((2, 32, 9, 9), 32, 3, 1, 1), ((4, 32, 8, 8), 32, 5, 1, 2), ((4, 8, 17, 17), 32, 3, 2, 1),
           ((4, 3, 22, 22), 64, 7, 2, 3), ((4, 8, 40, 40), 32, 3, 1, 1), ((4, 8, 3, 600), 32, 3, 1, 1),
           ((4, 32, 4, 4), 32, 3, 1, 1), ((4, 16, 7, 2), 32, 3, 1, 1), ((16, 32, 4, 4), 32, 3, 1, 1),
-          ((8, 256, 4, 4), 64, 3, 1, 1), ((8, 128, 2, 2), 128, 3, 1, 1)]
+          ((8, 256, 4, 4), 64, 3, 1, 1), ((8, 128, 2, 2), 128, 3, 1, 1), ((8, 512, 2, 2), 512, 3, 1, 1)]
 
 
 @pytest.mark.parametrize("xs, oc, k, stride, pad", DIRECT)

@@ -38,6 +38,21 @@ pub trait GemmElem: Float + RefGemmElem {
     ) -> Option<Vec<Self>> {
         None
     }
+    /// Whether `fast_thin_rows` covers a product with `np` columns (this type and CPU).
+    fn fast_thin_rows_applies(_np: usize) -> bool {
+        false
+    }
+    /// The forward's product W·cols [oc, np] (W [oc, kk], cols [kk, np]) by a fast kernel that
+    /// reads W once without packing it, where one covers this type, `np` and CPU.
+    fn fast_thin_rows(
+        _wt: &[Self],
+        _cols: &[Self],
+        _oc: usize,
+        _kk: usize,
+        _np: usize,
+    ) -> Option<Vec<Self>> {
+        None
+    }
     /// Whether `direct_forward` covers convolution `d` (this type, geometry and CPU).
     fn direct_forward_applies(_d: &ConvDims) -> bool {
         false
@@ -85,6 +100,19 @@ impl GemmElem for f32 {
     ) -> Option<Vec<f32>> {
         use super::conv_direct::{input_cols, input_cols_applies};
         input_cols_applies(kk, np).then(|| input_cols(wt, gy, kk, oc, np))
+    }
+    fn fast_thin_rows_applies(np: usize) -> bool {
+        super::conv_direct::thin_rows_applies(np)
+    }
+    fn fast_thin_rows(
+        wt: &[f32],
+        cols: &[f32],
+        oc: usize,
+        kk: usize,
+        np: usize,
+    ) -> Option<Vec<f32>> {
+        use super::conv_direct::{thin_rows, thin_rows_applies};
+        thin_rows_applies(np).then(|| thin_rows(wt, cols, oc, kk, np))
     }
 }
 #[cfg(not(target_arch = "x86_64"))]
