@@ -211,6 +211,9 @@ pub(super) fn clear_wrapped<T: Float>(cols: &mut [T], stride: usize, images: usi
 /// as it is (such a sum is never -0.0).
 pub(super) fn col2im<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDims, x: &mut [T]) {
     let plane = d.oh * d.ow;
+    if shifts(&d) {
+        return col2im_shifting(cols, stride, off, d, x);
+    }
     simd::widest(|| {
         for c in 0..d.c {
             let xc = &mut x[c * d.h * d.w..][..d.h * d.w];
@@ -242,6 +245,36 @@ pub(super) fn col2im<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDim
                         }
                     }
                 }
+            }
+        }
+    })
+}
+
+/// `col2im` in a shifting geometry: each tap's stretch (where in its column row it starts and
+/// ends, where in the plane it lands) is worked out once for all channels, which on small
+/// planes is most of the work (512 channels of 2×2: 4608 taps per image of 4 cells or fewer).
+/// The additions and their order are `col2im`'s.
+fn col2im_shifting<T: Float>(cols: &[T], stride: usize, off: usize, d: ConvDims, x: &mut [T]) {
+    let taps: Vec<Option<(usize, usize, usize)>> = (0..d.kh * d.kw)
+        .map(|t| {
+            let (ky, kx) = (t / d.kw, t % d.kw);
+            let (lo, hi) = d.valid_cols(kx);
+            let (oy0, oy1) = valid_rows(&d, ky);
+            (hi > lo && oy1 > oy0).then(|| {
+                let (start, end) = (oy0 * d.ow + lo, (oy1 - 1) * d.ow + hi);
+                (start, end, (oy0 + ky - d.pad) * d.w + lo + kx - d.pad)
+            })
+        })
+        .collect();
+    simd::widest(|| {
+        for (c, xc) in x.chunks_mut(d.h * d.w).take(d.c).enumerate() {
+            for (t, tap) in taps.iter().enumerate() {
+                let Some((start, end, at)) = *tap else {
+                    continue;
+                };
+                let row = &cols[(c * taps.len() + t) * stride + off..];
+                let (src, dst) = (&row[start..end], &mut xc[at..at + end - start]);
+                dst.iter_mut().zip(src).for_each(|(a, &b)| *a = *a + b);
             }
         }
     })
