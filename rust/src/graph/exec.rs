@@ -3,7 +3,7 @@
 
 use super::ir::{Graph, NodeKind, Source};
 use super::replay::replay;
-use crate::optim::{update, OptimKind};
+use crate::optim::{update_spending, OptimKind};
 use crate::{autograd, Error, Result, Tensor};
 
 /// The graph's output for `params` and `inputs` (recording for autograd where leaves need it).
@@ -143,13 +143,15 @@ pub fn train(
         step += 1;
         // Each parameter moves into its update, so after the first step (whose parameters the
         // caller still holds) the update writes into the loop's own buffers.
+        // On the first step, whose parameters the caller still holds, the update writes into
+        // the gradient's buffer (spent here) rather than into a copy of the parameter.
         let olds = std::mem::take(&mut params);
-        for (i, (p, g)) in olds.into_iter().zip(&grads).enumerate() {
+        for (i, (p, g)) in olds.into_iter().zip(grads).enumerate() {
             if !flags[i] {
                 params.push(p);
                 continue;
             }
-            let (p, ns) = update(kind, step, p, g, std::mem::take(&mut slots[i]))?;
+            let (p, ns) = update_spending(kind, step, p, g, std::mem::take(&mut slots[i]))?;
             params.push(p);
             slots[i] = ns;
         }

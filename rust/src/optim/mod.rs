@@ -121,6 +121,19 @@ pub fn update(
     Ok((p, slots))
 }
 
+/// As `update`, spending the gradient: where `p` is shared, its buffer may receive the new
+/// values instead of a copy of `p` (a loop whose caller still holds the parameters).
+pub fn update_spending(
+    kind: OptimKind,
+    t: u64,
+    mut p: Tensor,
+    g: Tensor,
+    mut slots: Vec<Tensor>,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    update_with(kind, t, &mut p, cpu::Grad::Spent(g), &mut slots)?;
+    Ok((p, slots))
+}
+
 /// As `update`, replacing `p` and `slots` with the results: on the CPU their buffers are
 /// written in place when nothing else holds them, so an owner that hands out only copies of
 /// its handles (the eager `Module`) updates without allocating. On error nothing changes.
@@ -131,6 +144,20 @@ pub fn update_in_place(
     g: &Tensor,
     slots: &mut [Tensor],
 ) -> Result<()> {
+    update_with(kind, t, p, cpu::Grad::Borrowed(g), slots)
+}
+
+fn update_with(
+    kind: OptimKind,
+    t: u64,
+    p: &mut Tensor,
+    grad: cpu::Grad<'_>,
+    slots: &mut [Tensor],
+) -> Result<()> {
+    let g = match &grad {
+        cpu::Grad::Borrowed(g) => *g,
+        cpu::Grad::Spent(g) => g,
+    };
     if slots.len() != kind.slot_count() {
         return Err(Error::arg(
             "optim",
@@ -168,8 +195,8 @@ pub fn update_in_place(
         return Ok(());
     }
     match p.dtype() {
-        DType::F32 => cpu::update::<f32>(kind, &k, p, g, slots),
-        DType::F64 => cpu::update::<f64>(kind, &k, p, g, slots),
+        DType::F32 => cpu::update::<f32>(kind, &k, p, grad, slots),
+        DType::F64 => cpu::update::<f64>(kind, &k, p, grad, slots),
     }
 }
 
