@@ -60,29 +60,23 @@ pub fn update<T: CpuElem + Arith>(
         [a] => (Some(writable::<T>(a)?), None),
         [a, b, ..] => (Some(writable::<T>(a)?), Some(writable::<T>(b)?)),
     };
-    match g {
-        Grad::Spent(mut g) if p_shared => {
-            let old = super::view::<T>(p)?;
-            match g.cpu_mut().and_then(T::view_mut) {
-                Some(into) => rule_run(kind, k, into, Source::Param(old), s0, s1),
-                None => {
-                    // The gradient is shared too: write into a copy of the parameter.
-                    let pv = writable::<T>(p)?;
-                    rule_run(kind, k, pv, Source::Grad(super::view::<T>(&g)?), s0, s1);
+    let owned;
+    let g: &Tensor = match g {
+        Grad::Borrowed(g) => g,
+        Grad::Spent(mut g) => {
+            if p_shared {
+                if let Some(into) = g.cpu_mut().and_then(T::view_mut) {
+                    rule_run(kind, k, into, Source::Param(super::view::<T>(p)?), s0, s1);
+                    *p = g;
                     return Ok(());
                 }
             }
-            *p = g;
+            owned = g;
+            &owned
         }
-        Grad::Spent(g) => {
-            let pv = writable::<T>(p)?;
-            rule_run(kind, k, pv, Source::Grad(super::view::<T>(&g)?), s0, s1);
-        }
-        Grad::Borrowed(g) => {
-            let pv = writable::<T>(p)?;
-            rule_run(kind, k, pv, Source::Grad(super::view::<T>(g)?), s0, s1);
-        }
-    }
+    };
+    let pv = writable::<T>(p)?;
+    rule_run(kind, k, pv, Source::Grad(super::view::<T>(g)?), s0, s1);
     Ok(())
 }
 

@@ -10,24 +10,16 @@
 use super::super::parallel::for_chunks;
 use super::super::tile16::tile;
 use super::super::uninit::written;
-use super::{cpu_has_them, LANES};
+use super::{thin_columns, LANES};
 use std::mem::MaybeUninit;
 
 /// Rows of W ahead of the one in use that each item asks the memory system for.
 const PREFETCH_ROWS: usize = 8;
 
-/// Columns of gY up to which the product counts as thin: each item streams all of gY once per
-/// 16 rows of gcols, which stays cheap while gY is this narrow.
-const THIN: usize = 64;
-
 /// Whether `input_cols` covers a product of these sizes on this CPU (whole 16 × 16 tiles, a
-/// thin gY).
+/// thin gY: each item streams all of gY once per 16 rows of gcols, cheap while gY is narrow).
 pub fn input_cols_applies(kk: usize, np: usize) -> bool {
-    kk > 0
-        && (1..=THIN).contains(&np)
-        && kk.is_multiple_of(LANES)
-        && np.is_multiple_of(LANES)
-        && cpu_has_them()
+    kk > 0 && kk.is_multiple_of(LANES) && thin_columns(np)
 }
 
 /// gcols [kk, np] = Wᵀ·gY for W [oc, kk] and gY [oc, np], both row-major (`input_cols_applies`
@@ -81,6 +73,7 @@ unsafe fn columns_tile(
 
 #[cfg(test)]
 mod tests {
+    use super::super::{cpu_has_them, THIN_COLUMNS};
     use super::*;
 
     #[test]
@@ -111,6 +104,6 @@ mod tests {
             }
         }
         assert!(!input_cols_applies(24, 16) && !input_cols_applies(16, 8));
-        assert!(!input_cols_applies(16, THIN + LANES));
+        assert!(!input_cols_applies(16, THIN_COLUMNS + LANES));
     }
 }

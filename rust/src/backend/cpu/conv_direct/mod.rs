@@ -47,6 +47,15 @@ fn even_runs(width: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
     })
 }
 
+/// Columns (images × output positions) up to which a product of the weights with them counts
+/// as thin (`input_cols`, `thin_rows`): whole vectors, at most four of them.
+const THIN_COLUMNS: usize = 4 * LANES;
+
+/// Whether `np` columns make a thin product on this CPU.
+fn thin_columns(np: usize) -> bool {
+    (1..=THIN_COLUMNS).contains(&np) && np.is_multiple_of(LANES) && cpu_has_them()
+}
+
 /// Whether this CPU runs the kernels.
 fn cpu_has_them() -> bool {
     super::simd::has_avx512()

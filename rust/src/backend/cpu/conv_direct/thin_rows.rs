@@ -8,15 +8,13 @@
 
 use super::super::parallel::for_chunks;
 use super::super::uninit::written;
-use super::{cpu_has_them, LANES};
+use super::{thin_columns, LANES};
 use std::mem::MaybeUninit;
 
-/// Columns up to which the product counts as thin (at most four vectors per row of y).
-const THIN: usize = 64;
-
-/// Whether `thin_rows` covers a product with `np` columns on this CPU.
+/// Whether `thin_rows` covers a product with `np` columns on this CPU (at most four vectors
+/// per row of y).
 pub fn thin_rows_applies(np: usize) -> bool {
-    (1..=THIN).contains(&np) && np.is_multiple_of(LANES) && cpu_has_them()
+    thin_columns(np)
 }
 
 /// y [oc, np] = W [oc, kk] · cols [kk, np], row-major (`thin_rows_applies` checked). Each sum
@@ -111,6 +109,7 @@ unsafe fn rows_of<const JV: usize, const R: usize>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::{cpu_has_them, THIN_COLUMNS};
     use super::*;
 
     #[test]
@@ -140,6 +139,6 @@ mod tests {
                 }
             }
         }
-        assert!(!thin_rows_applies(8) && !thin_rows_applies(THIN + LANES));
+        assert!(!thin_rows_applies(8) && !thin_rows_applies(THIN_COLUMNS + LANES));
     }
 }
