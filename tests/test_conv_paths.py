@@ -44,6 +44,24 @@ def test_weight_gradient_alone_when_the_input_needs_none(fast, shape, pad):
     np.testing.assert_allclose(gw.numpy(), want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("shape, oc, dtype", [((2, 3, 10, 10), 4, "float64"), ((4, 3, 5, 5), 4, "float64"),
+                                              ((2, 32, 9, 9), 32, "float32"), ((8, 128, 2, 2), 128, "float32")])
+def test_input_gradient_alone_when_the_weights_are_frozen(fast, shape, oc, dtype):
+    # Frozen weights: the backward computes only gX (per-image and grouped forms; in f32 with
+    # fast kernels the flipped-kernel direct convolution and, at 2x2, the thin input-columns
+    # product).
+    (x, x64), (w, w64) = data(shape, dtype, seed=83), data((oc, shape[1], 3, 3), dtype, seed=84)
+    r = readout(np_conv2d(x64, w64, None, 1, 1).shape, 85).astype(dtype)
+    xt, wt = T(x, requires_grad=True), T(w)
+    with tlrs.fast_kernels(fast):
+        ops.sum(ops.mul(ops.conv2d(xt, wt, None, 1, 1), T(r))).backward()
+    gx, _ = np_conv2d_vjp(x64, w64, r.astype(np.float64), 1, 1)
+    tol = 1e-9 if dtype == "float64" else 2e-5 * max(1.0, np.abs(gx).max())
+    np.testing.assert_allclose(xt.grad.numpy().astype(np.float64), gx, rtol=0, atol=tol)
+    assert wt.grad is None
+
+
 def test_fast_kernels_over_several_image_groups_match_the_reference():
     # 7x7 outputs (< 64 positions) with 576 column rows: 148 images fill one group's columns,
     # so 160 images make two groups (the weight gradient adds the groups' products).

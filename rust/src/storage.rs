@@ -340,7 +340,7 @@ impl Storage {
         w: &Storage,
         g: &Storage,
         d: ConvDims,
-        need: [bool; 2],
+        need: [bool; 3],
     ) -> Result<[Storage; 3]> {
         match (self, w, g) {
             (Storage::Cpu(x), Storage::Cpu(w), Storage::Cpu(g)) => {

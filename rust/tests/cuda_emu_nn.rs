@@ -321,8 +321,10 @@ fn conv_all<T: GemmElem + Default>() {
             &want,
         );
 
-        let (gx, gw) = tlrs::backend::cpu::conv_grad::conv2d_grads(&g, &x, &w, d, false, true);
+        let (gx, gw) =
+            tlrs::backend::cpu::conv_grad::conv2d_grads(&g, &x, &w, d, false, [true, true]);
         let gx = gx.expect("the input gradient was asked for");
+        let gw = gw.expect("the weight gradient was asked for");
         let gb = cconv::conv2d_grad_bias(&g, d);
         let [dgx, dgw, dgb] = nn::conv2d_grads(&xd, &wd, &gd, d).unwrap();
         assert_close(&format!("{what} gx"), &down::<T>(&dgx), &gx);

@@ -148,7 +148,7 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
         Op::NllLoss { logp, target } => vec![Some(nll_grad(logp, target, g)?)],
         Op::Conv2d { x, w, b, d } => {
             let need_b = b.as_ref().is_some_and(need);
-            let [gx, gw, gb] = conv2d_grads(x, w, g, *d, [need(x), need_b])?;
+            let [gx, gw, gb] = conv2d_grads(x, w, g, *d, [need(x), need(w), need_b])?;
             let mut v = vec![gx, gw];
             if b.is_some() {
                 v.push(gb);

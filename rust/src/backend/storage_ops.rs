@@ -104,11 +104,9 @@ pub trait BackendStorage: Sized {
 
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
     fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self>;
-    /// The conv2d gradients for input, weight and bias from the upstream gradient `g`.
-    /// Input, weight and bias gradients; without `need_x` the input gradient may come back
-    /// empty (a backend that always computes it may ignore the flag).
-    /// (gX, gW, gB); `need` = [x, bias]: a backend may leave an unneeded one empty.
-    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need: [bool; 2]) -> Result<[Self; 3]>;
+    /// The conv2d gradients (gX, gW, gB) from the upstream gradient `g`; `need` = [input,
+    /// weight, bias]: a backend may leave an unneeded one empty (or compute it anyway).
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need: [bool; 3]) -> Result<[Self; 3]>;
     /// Average pooling (padding cells count in the divisor).
     fn avg_pool2d(&self, d: PoolDims) -> Result<Self>;
     /// The average-pooling gradient from the upstream gradient `self`.

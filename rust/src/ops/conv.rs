@@ -116,24 +116,27 @@ pub fn conv2d(
     Ok(unbatch(y, squeeze))
 }
 
-/// Gradients of conv2d for input (when `need_x`: nothing needs it otherwise), weight and bias
-/// (when `need_b`: a convolution without one needs none).
+/// Gradients of conv2d for input, weight and bias, each only when its flag is set: a network's
+/// first layer needs no input gradient, frozen weights no weight gradient, and a convolution
+/// without a bias no bias gradient.
 pub(crate) fn conv2d_grads(
     x: &Tensor,
     w: &Tensor,
     g: &Tensor,
     d: ConvDims,
-    [need_x, need_b]: [bool; 2],
+    [need_x, need_w, need_b]: [bool; 3],
 ) -> Result<[Option<Tensor>; 3]> {
     check_same_dtype("conv2d", &[x, w, g])?;
-    let [gx, gw, gb] = x
-        .storage()
-        .conv2d_grads(w.storage(), g.storage(), d, [need_x, need_b])?;
+    let [gx, gw, gb] =
+        x.storage()
+            .conv2d_grads(w.storage(), g.storage(), d, [need_x, need_w, need_b])?;
     Ok([
         need_x
             .then(|| Tensor::from_storage(gx, x.shape().clone()))
             .transpose()?,
-        Some(Tensor::from_storage(gw, w.shape().clone())?),
+        need_w
+            .then(|| Tensor::from_storage(gw, w.shape().clone()))
+            .transpose()?,
         need_b
             .then(|| Tensor::from_storage(gb, Shape(vec![d.oc])))
             .transpose()?,

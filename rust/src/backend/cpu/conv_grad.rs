@@ -20,20 +20,20 @@ use std::mem::MaybeUninit;
 /// image's part streams past it).
 const SUM_SPAN: usize = 2048;
 
-/// (input gradient when `need_x`, weight gradient).
+/// (input gradient when `need_x`, weight gradient when `need_w`).
 pub fn conv2d_grads<T: GemmElem>(
     g: &[T],
     x: &[T],
     wt: &[T],
     d: ConvDims,
     fast: bool,
-    need_x: bool,
-) -> (Option<Vec<T>>, Vec<T>) {
+    [need_x, need_w]: [bool; 2],
+) -> (Option<Vec<T>>, Option<Vec<T>>) {
     let per_image = d.oh * d.ow >= BATCH_BELOW;
     // On per-image-sized maps, the weight gradient from the direct kernel (either kind) where it
     // covers the geometry. The input gradient from the direct reference kernel where it covers
     // the geometry, or with fast kernels on per-image-sized maps as a convolution.
-    let gw = per_image
+    let gw = (need_w && per_image)
         .then(|| T::direct_weight_grad(g, x, &d, fast))
         .flatten();
     let gx = if !need_x {
@@ -56,7 +56,7 @@ pub fn conv2d_grads<T: GemmElem>(
     };
     let need = Need {
         x: need_x && gx.is_none(),
-        w: gw.is_none(),
+        w: need_w && gw.is_none(),
     };
     let (gx_lowered, gw_lowered) = if !need.x && !need.w {
         (None, None)
@@ -68,10 +68,7 @@ pub fn conv2d_grads<T: GemmElem>(
         let g_images = if fast { group_size(&d) } else { d.n.max(1) };
         grads_batched(g, x, wt, d, fast, need, g_images)
     };
-    let gw = gw
-        .or(gw_lowered)
-        .expect("the lowering computes what the direct kernel did not");
-    (gx.or(gx_lowered), gw)
+    (gx.or(gx_lowered), gw.or(gw_lowered))
 }
 
 /// Which gradients the lowering still has to compute.

@@ -320,25 +320,25 @@ impl BackendStorage for CpuStorage {
         }
     }
 
-    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need: [bool; 2]) -> Result<[Self; 3]> {
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need: [bool; 3]) -> Result<[Self; 3]> {
         fn go<T: CpuElem + GemmElem>(
             x: &CpuStorage,
             w: &CpuStorage,
             g: &CpuStorage,
             d: ConvDims,
-            [need_x, need_b]: [bool; 2],
+            [need_x, need_w, need_b]: [bool; 3],
         ) -> Result<[CpuStorage; 3]> {
             let op = "conv2d";
             let (xv, wv, gv) = (x.typed::<T>(op)?, w.typed::<T>(op)?, g.typed::<T>(op)?);
             let fast = super::parallel::fast_kernels();
-            let (gx, gw) = super::conv_grad::conv2d_grads(gv, xv, wv, d, fast, need_x);
+            let (gx, gw) = super::conv_grad::conv2d_grads(gv, xv, wv, d, fast, [need_x, need_w]);
             // Without a bias (ResNet's convolutions) its pass over gY is skipped.
             let gb = if need_b {
                 super::conv::conv2d_grad_bias(gv, d)
             } else {
                 vec![]
             };
-            Ok([T::wrap(gx.unwrap_or_default()), T::wrap(gw), T::wrap(gb)])
+            Ok([gx, gw, Some(gb)].map(|v| T::wrap(v.unwrap_or_default())))
         }
         match self.dtype() {
             DType::F32 => go::<f32>(self, w, g, d, need),

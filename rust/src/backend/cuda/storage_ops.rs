@@ -160,7 +160,7 @@ impl BackendStorage for CudaStorage {
         cu::conv2d(&self.0, &w.0, b.map(|b| &*b.0), d).map(CudaStorage::new)
     }
 
-    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, _need: [bool; 2]) -> Result<[Self; 3]> {
+    fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, _need: [bool; 3]) -> Result<[Self; 3]> {
         let [gx, gw, gb] = cu::conv2d_grads(&self.0, &w.0, &g.0, d)?;
         Ok([gx, gw, gb].map(CudaStorage::new))
     }
