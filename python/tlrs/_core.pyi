@@ -75,7 +75,8 @@ class Tensor:
     def numel(self) -> int:
         """The number of elements."""
     def numpy(self) -> npt.NDArray[np.float32] | npt.NDArray[np.float64]:
-        """A read-only NumPy view of a CPU tensor's memory (no copy); CUDA values are copied."""
+        """A read-only NumPy view of a CPU tensor's memory (no copy; a view's values are first
+        made row-major, once); CUDA values are copied."""
     def __array__(
         self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
     ) -> npt.NDArray[Any]:
@@ -168,8 +169,13 @@ class Tensor:
         """The same data in a new shape, given as ints or one sequence; -1 infers a dim."""
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Merges dims start_dim..end_dim (inclusive) into one."""
+    def is_contiguous(self) -> bool:
+        """Whether it reads memory holding exactly its elements in row-major order (false for
+        most views: a CPU permute, transpose, slice or broadcast reads its input's memory)."""
+    def contiguous(self) -> Tensor:
+        """The same values in row-major memory of their own (this tensor when they already are)."""
     def permute(self, *dims: int) -> Tensor:
-        """Reorders the dimensions."""
+        """Reorders the dimensions (on the CPU a view: no copy)."""
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swaps two dimensions."""
     def softmax(self, dim: int) -> Tensor:

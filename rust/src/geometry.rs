@@ -83,6 +83,26 @@ pub struct MatmulDims {
     pub b_batch_stride: usize,
 }
 
+/// An operand of a matrix product read in place: matrix `bi` of the batch has element (i, j)
+/// at `offsets[bi] + i·rs + j·cs` of its storage (a transposed or strided view needs no copy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatOperand {
+    pub offsets: Vec<usize>,
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl MatOperand {
+    /// One past the last element any of its `rows` × `cols` matrices reads (0 when none).
+    pub fn extent(&self, rows: usize, cols: usize) -> usize {
+        if rows == 0 || cols == 0 {
+            return 0;
+        }
+        let last = (rows - 1) * self.rs + (cols - 1) * self.cs;
+        self.offsets.iter().map(|o| o + last + 1).max().unwrap_or(0)
+    }
+}
+
 /// The planes of an [N, C, H, W] (or [C, H, W]) input: `planes` = N·C, plane p is channel
 /// `p % channels`, each `hw` elements long.
 #[derive(Clone, Copy, Debug)]

@@ -19,6 +19,7 @@ pub mod random;
 pub mod rng;
 pub mod shape;
 pub mod storage;
+pub mod strided;
 pub mod tensor;
 
 #[cfg(feature = "python")]

@@ -312,6 +312,20 @@ impl Storage {
     pub fn matmul(&self, rhs: &Storage, d: crate::geometry::MatmulDims) -> Result<Storage> {
         on_one_device!("matmul", (self, rhs), |a, b| a.matmul(b, d))
     }
+    /// The batch of products of `self` read as `a` and `rhs` read as `b` in place (the
+    /// operands of views; CPU only, as views are).
+    pub fn matmul_strided(
+        &self,
+        a: &crate::geometry::MatOperand,
+        rhs: &Storage,
+        b: &crate::geometry::MatOperand,
+        mnk: [usize; 3],
+    ) -> Result<Storage> {
+        match (self, rhs) {
+            (Storage::Cpu(x), Storage::Cpu(y)) => x.matmul_strided(a, y, b, mnk).map(Storage::Cpu),
+            _ => Err(device_mismatch("matmul", self, rhs)),
+        }
+    }
     pub fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |x| x.nll(rows, classes, target))
     }

@@ -1,19 +1,41 @@
 //! The tensor handle: shape, dtype, device, shared storage, and the autograd record (the `Op`
 //! that produced it). Cloning a `Tensor` clones a pointer; storage is never mutated while
 //! shared (only a sole owner may write: `Tensor::cpu_mut`).
+//!
+//! A tensor's values are its own row-major storage, or (CPU permute, slice, broadcast_to) a
+//! strided view of another tensor's: no copy is made until an op asks for row-major values
+//! (`storage`), and then only once.
 
 use crate::autograd::{grad_enabled, Op};
 use crate::storage::{CpuStorage, CudaStorage, Storage};
+use crate::strided::Strided;
 use crate::{DType, Device, Error, Result, Shape};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Where a tensor's values are.
+#[derive(Clone)]
+enum Values {
+    /// Its own storage, row-major, exactly its elements.
+    Dense(Arc<Storage>),
+    /// A view of CPU storage it shares (shared with its clones through `detach` and friends,
+    /// so the row-major copy is made once for all of them).
+    View(Arc<View>),
+}
+
+struct View {
+    base: Arc<Storage>,
+    layout: Strided,
+    /// The view's values in row-major order, copied when first asked for.
+    dense: OnceLock<Arc<Storage>>,
+}
 
 pub struct TensorInner {
     id: usize,
     shape: Shape,
-    storage: Arc<Storage>,
+    values: Values,
     op: Option<Op>,
     requires_grad: bool,
     /// Computed from a compiled trace's leaves (even through `detach` or `no_grad`): its values
@@ -55,11 +77,11 @@ impl std::fmt::Debug for Tensor {
 
 impl Tensor {
     fn build(shape: Shape, storage: Arc<Storage>, op: Option<Op>, requires_grad: bool) -> Tensor {
-        Tensor::build_traced(shape, storage, op, requires_grad, false)
+        Tensor::build_traced(shape, Values::Dense(storage), op, requires_grad, false)
     }
     fn build_traced(
         shape: Shape,
-        storage: Arc<Storage>,
+        values: Values,
         op: Option<Op>,
         requires_grad: bool,
         traced: bool,
@@ -67,7 +89,7 @@ impl Tensor {
         Tensor(Arc::new(TensorInner {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shape,
-            storage,
+            values,
             op,
             requires_grad,
             traced,
@@ -159,22 +181,87 @@ impl Tensor {
 
     /// The result of an op: records `op` only when grad mode is on and an input needs a grad.
     pub(crate) fn from_op(storage: impl Into<Storage>, shape: Shape, op: Op) -> Tensor {
+        Tensor::from_op_values(Values::Dense(Arc::new(storage.into())), shape, op)
+    }
+
+    fn from_op_values(values: Values, shape: Shape, op: Op) -> Tensor {
         let track = grad_enabled() && op.inputs().iter().any(|t| t.requires_grad());
         let traced = op.inputs().iter().any(|t| t.traced());
-        let storage = Arc::new(storage.into());
         if track {
-            Tensor::build_traced(shape, storage, Some(op), true, traced)
+            Tensor::build_traced(shape, values, Some(op), true, traced)
         } else {
-            Tensor::build_traced(shape, storage, None, false, traced)
+            Tensor::build_traced(shape, values, None, false, traced)
         }
     }
 
-    /// Same storage, new shape (no copy); used by reshape.
+    /// The result of a layout op (recorded as `op`) that reads this tensor's elements through
+    /// `layout`, given as a map from the new shape onto this tensor's own layout (`strided`): a
+    /// view sharing the base storage, no copy. Only for CPU tensors (`viewable`).
+    pub(crate) fn view_as(&self, shape: Shape, layout: Strided, op: Op) -> Tensor {
+        let base = match &self.0.values {
+            Values::Dense(s) => s.clone(),
+            Values::View(v) => v.base.clone(),
+        };
+        debug_assert!(layout.extent(shape.dims()) <= base.len());
+        let view = View {
+            base,
+            layout,
+            dense: OnceLock::new(),
+        };
+        Tensor::from_op_values(Values::View(Arc::new(view)), shape, op)
+    }
+
+    /// Whether layout ops may return views of this tensor (CPU tensors; a device tensor's
+    /// kernels read row-major buffers only).
+    pub(crate) fn viewable(&self) -> bool {
+        !self.is_cuda()
+    }
+
+    /// Where this tensor's elements sit in the storage `base_storage` holds.
+    pub fn strided(&self) -> Strided {
+        match &self.0.values {
+            Values::Dense(_) => Strided::row_major(self.shape()),
+            Values::View(v) => v.layout.clone(),
+        }
+    }
+
+    /// The storage this tensor's elements are read from through `strided`: its own, or for a
+    /// view the viewed tensor's (no copy).
+    pub fn base_storage(&self) -> &Storage {
+        match &self.0.values {
+            Values::Dense(s) => s,
+            Values::View(v) => &v.base,
+        }
+    }
+
+    /// Whether its storage holds its elements in row-major order (false for most views).
+    pub fn is_contiguous(&self) -> bool {
+        match &self.0.values {
+            Values::Dense(_) => true,
+            Values::View(v) => v.layout.is_whole(self.dims(), v.base.len()),
+        }
+    }
+
+    /// The row-major values (for a view, copied on first use and kept).
+    fn dense(&self) -> &Arc<Storage> {
+        match &self.0.values {
+            Values::Dense(s) => s,
+            Values::View(v) if v.layout.is_whole(self.dims(), v.base.len()) => &v.base,
+            Values::View(v) => v.dense.get_or_init(|| {
+                let Storage::Cpu(c) = &*v.base else {
+                    unreachable!("views are made of CPU storage only (`viewable`)")
+                };
+                Arc::new(Storage::Cpu(c.gather(self.dims(), &v.layout)))
+            }),
+        }
+    }
+
+    /// Same storage, new shape (no copy of a row-major tensor); used by reshape.
     pub(crate) fn share_storage(&self, shape: Shape, op: Op) -> Tensor {
         let track = grad_enabled() && self.requires_grad();
         Tensor::build_traced(
             shape,
-            self.0.storage.clone(),
+            Values::Dense(self.dense().clone()),
             if track { Some(op) } else { None },
             track,
             self.traced(),
@@ -197,30 +284,31 @@ impl Tensor {
         self.0.shape.numel()
     }
     pub fn dtype(&self) -> DType {
-        self.0.storage.dtype()
+        self.base_storage().dtype()
     }
     pub fn device(&self) -> Device {
-        self.0.storage.device()
+        self.base_storage().device()
     }
     pub fn is_cuda(&self) -> bool {
-        matches!(&*self.0.storage, Storage::Cuda(_))
+        matches!(self.base_storage(), Storage::Cuda(_))
     }
     /// The device storage, when the tensor lives on a CUDA device.
     pub fn cuda(&self) -> Option<&CudaStorage> {
-        match &*self.0.storage {
+        match self.base_storage() {
             Storage::Cuda(c) => Some(c),
             Storage::Cpu(_) => None,
         }
     }
     /// The values on the host (a copy back from a device tensor).
     pub fn host(&self) -> Result<std::borrow::Cow<'_, CpuStorage>> {
-        self.0.storage.host()
+        self.dense().host()
     }
+    /// The values in row-major order (a view is copied once, on first use).
     pub fn storage(&self) -> &Storage {
-        &self.0.storage
+        self.dense()
     }
     pub fn cpu(&self) -> Result<&CpuStorage> {
-        self.0.storage.cpu()
+        self.dense().cpu()
     }
     /// The CPU elements for writing in place, when nothing else can see them: this handle is
     /// the only one to its tensor, the tensor is a leaf, its storage is not shared with another
@@ -230,7 +318,10 @@ impl Tensor {
         if inner.op.is_some() {
             return None;
         }
-        match Arc::get_mut(&mut inner.storage)? {
+        let Values::Dense(storage) = &mut inner.values else {
+            return None;
+        };
+        match Arc::get_mut(storage)? {
             Storage::Cpu(c) => Some(c),
             Storage::Cuda(_) => None,
         }
@@ -252,7 +343,7 @@ impl Tensor {
     pub fn detach_with_grad(&self, requires_grad: bool) -> Tensor {
         Tensor::build_traced(
             self.0.shape.clone(),
-            self.0.storage.clone(),
+            self.0.values.clone(),
             None,
             requires_grad,
             self.traced(),
@@ -262,7 +353,7 @@ impl Tensor {
     pub fn trace_leaf(&self) -> Tensor {
         Tensor::build_traced(
             self.0.shape.clone(),
-            self.0.storage.clone(),
+            self.0.values.clone(),
             None,
             true,
             true,
@@ -275,7 +366,7 @@ impl Tensor {
         }
         Tensor::build_traced(
             self.0.shape.clone(),
-            self.0.storage.clone(),
+            self.0.values.clone(),
             self.0.op.clone(),
             self.0.requires_grad,
             true,
@@ -320,7 +411,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let s: Storage = match &*self.0.storage {
+        let s: Storage = match self.storage() {
             Storage::Cpu(c) => c.to_dtype(dtype).into(),
             Storage::Cuda(c) => crate::backend::cuda::ops::cast_buffer(&c.0, dtype)?.into(),
         };

@@ -1,5 +1,6 @@
 //! Ops that move data without arithmetic: reshape, flatten, permute/transpose, concat, slice,
-//! index_select. Reshape shares storage; the others copy into row-major order.
+//! index_select. Reshape shares storage; on the CPU permute and slice return views of their
+//! input (no copy until an op needs row-major values); the others copy into row-major order.
 
 use crate::autograd::Op;
 use crate::storage::Storage;
@@ -17,6 +18,15 @@ pub(crate) fn reshape_to(x: &Tensor, shape: Shape) -> Tensor {
         return x.clone();
     }
     x.share_storage(shape, Op::Reshape(x.clone()))
+}
+
+/// `x` in row-major storage of its own: a view's values copied (once), any other tensor as is.
+/// Differentiable (recorded as a reshape to the same shape).
+pub fn contiguous(x: &Tensor) -> Tensor {
+    if x.is_contiguous() {
+        return x.clone();
+    }
+    x.share_storage(x.shape().clone(), Op::Reshape(x.clone()))
 }
 
 fn infer_shape(x: &Tensor, dims: &[isize]) -> Result<Shape> {
@@ -114,6 +124,10 @@ pub(crate) fn permute_raw(x: &Tensor, p: Vec<usize>) -> Result<Tensor> {
         return Ok(x.clone());
     }
     let shape = Shape(p.iter().map(|&a| x.dims()[a]).collect());
+    if x.viewable() {
+        let layout = x.strided().permuted(&p);
+        return Ok(x.view_as(shape, layout, Op::Permute(x.clone(), p)));
+    }
     let s = x.storage().permute(x.dims(), &p)?;
     Ok(Tensor::from_op(s, shape, Op::Permute(x.clone(), p)))
 }
@@ -180,17 +194,18 @@ pub fn slice(x: &Tensor, axis: isize, start: isize, end: isize) -> Result<Tensor
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = e0 - s0;
+    let op = Op::Slice {
+        x: x.clone(),
+        axis: ax,
+        start: s0,
+        end: e0,
+    };
+    if x.viewable() {
+        let layout = x.strided().sliced(ax, s0);
+        return Ok(x.view_as(Shape(dims), layout, op));
+    }
     let s = x.storage().slice(outer, l, inner, s0, e0)?;
-    Ok(Tensor::from_op(
-        s,
-        Shape(dims),
-        Op::Slice {
-            x: x.clone(),
-            axis: ax,
-            start: s0,
-            end: e0,
-        },
-    ))
+    Ok(Tensor::from_op(s, Shape(dims), op))
 }
 
 pub(crate) fn unslice(

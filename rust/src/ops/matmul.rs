@@ -1,7 +1,7 @@
 //! Matrix products (2-D, batched, with transpose flags so backward never copies) and `linear`.
 
 use crate::autograd::Op;
-use crate::geometry::MatmulDims;
+use crate::geometry::{MatOperand, MatmulDims};
 use crate::ops::elementwise::{add, check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
 use crate::{Error, Result, Shape, Tensor};
@@ -110,7 +110,14 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
     crate::storage::check_alloc("matmul", &Shape(dims.clone()))?;
     check_same_device("matmul", a, b)?;
     check_same_dtype("matmul", &[a, b])?;
-    let s = a.storage().matmul(b.storage(), d)?;
+    let s = if a.viewable() && b.viewable() && !(a.is_contiguous() && b.is_contiguous()) {
+        // A view (a permuted or sliced operand) is read in place through its strides.
+        let (ao, bo) = (operand(a, ta, batch_dims), operand(b, tb, batch_dims));
+        a.base_storage()
+            .matmul_strided(&ao, b.base_storage(), &bo, [m, n, ka])?
+    } else {
+        a.storage().matmul(b.storage(), d)?
+    };
     Ok(Tensor::from_op(
         s,
         Shape(dims),
@@ -121,6 +128,29 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
             tb,
         },
     ))
+}
+
+/// `x`'s matrices as a product operand read in place (transposed when `t`): one offset per
+/// product of the batch `batch`, which `x`'s own batch axes are, or which it has none of.
+fn operand(x: &Tensor, t: bool, batch: &[usize]) -> MatOperand {
+    let layout = x.strided();
+    let r = x.rank();
+    let (sr, sc) = (layout.strides[r - 2], layout.strides[r - 1]);
+    let own = &layout.strides[..r - 2];
+    let count: usize = batch.iter().product();
+    let offsets = (0..count)
+        .map(|bi| {
+            // bi's index along each batch axis, the last fastest.
+            let (mut rest, mut at) = (bi, layout.offset);
+            for (&len, &stride) in batch.iter().zip(own).rev() {
+                at += rest % len * stride;
+                rest /= len;
+            }
+            at
+        })
+        .collect();
+    let (rs, cs) = if t { (sc, sr) } else { (sr, sc) };
+    MatOperand { offsets, rs, cs }
 }
 
 /// y = x @ weightᵀ + bias, with weight [out, in] (PyTorch `linear`).

@@ -19,7 +19,7 @@ pub use conv::{avg_pool2d, conv2d, global_avg_pool2d, max_pool2d};
 // Every op of the elementwise table, plus binary/unary, pow and clamp.
 pub use elementwise::*;
 pub use index::{embedding, gather, masked_fill, scatter_add};
-pub use layout::{concat, flatten, index_select, permute, reshape, slice, transpose};
+pub use layout::{concat, contiguous, flatten, index_select, permute, reshape, slice, transpose};
 pub use loss::{cross_entropy, mse_loss, Target};
 pub use matmul::{linear, matmul, matmul_t};
 pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};

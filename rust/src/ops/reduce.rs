@@ -147,6 +147,10 @@ pub fn broadcast_to(x: &Tensor, shape: &Shape) -> Result<Tensor> {
             format!("cannot broadcast {} to {}", x.shape(), shape),
         ));
     }
+    if x.viewable() {
+        let layout = x.strided().broadcast(x.shape(), shape);
+        return Ok(x.view_as(shape.clone(), layout, Op::BroadcastTo(x.clone())));
+    }
     let s = x.storage().broadcast_to(x.shape(), shape)?;
     Ok(Tensor::from_op(
         s,

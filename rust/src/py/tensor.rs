@@ -391,6 +391,15 @@ impl PyTensor {
     fn flatten(&self, start_dim: isize, end_dim: isize) -> PyResult<PyTensor> {
         guard(|| ops::flatten(&self.inner, start_dim, end_dim)).map(PyTensor::new)
     }
+    /// Whether it reads memory holding exactly its elements in row-major order (false for most
+    /// views: a CPU permute, transpose, slice or broadcast reads its input's memory).
+    fn is_contiguous(&self) -> bool {
+        self.inner.is_contiguous()
+    }
+    /// The same values in row-major memory of their own (this tensor when they already are).
+    fn contiguous(&self) -> PyTensor {
+        PyTensor::new(ops::contiguous(&self.inner))
+    }
     #[pyo3(signature = (*dims))]
     fn permute(&self, dims: Vec<isize>) -> PyResult<PyTensor> {
         guard(|| ops::permute(&self.inner, &dims)).map(PyTensor::new)

@@ -1,20 +1,30 @@
 //! Data movement: permute, concat, slice, index_select, and the scatters their gradients need.
 
 use crate::dtype::Float;
+use crate::strided::Strided;
+use crate::Shape;
 
 /// Output of permuting `x` (shape `dims`) so that output axis i is input axis `perm[i]`.
-///
-/// Axes of size 1 are dropped and input-adjacent axes that stay adjacent are merged first. When
-/// the input's last axis stays last, the output is runs copied whole; otherwise it is written in
-/// `TILE`-square tiles spanning the output's last axis and the axis that reads the input
-/// contiguously, so both sides touch whole cache lines (an element-by-element walk reads the
-/// input a stride apart: a 512x784 f32 transpose took 0.71 ms; tiled it streams).
 pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
-    let n = x.len();
+    let view = Strided::row_major(&Shape::new(dims.to_vec())).permuted(perm);
+    let out: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();
+    gather(x, &out, &view)
+}
+
+/// The elements of the view `view` of `x` with shape `dims`, in row-major order.
+///
+/// Axes of length 1 are dropped and axes whose strides line up merged first. When the last axis
+/// reads `x` contiguously, the output is runs copied whole; otherwise, when another axis does,
+/// it is written in `TILE`-square tiles spanning the output's last axis and that axis, so both
+/// sides touch whole cache lines (an element-by-element walk reads the input a stride apart: a
+/// 512x784 f32 transpose took 0.71 ms; tiled it streams).
+pub fn gather<T: Float>(x: &[T], dims: &[usize], view: &Strided) -> Vec<T> {
+    let n: usize = dims.iter().product();
     if n == 0 {
         return Vec::new();
     }
-    let (od, ss) = simplify(dims, perm);
+    assert!(view.extent(dims) <= x.len(), "a view reads inside its base");
+    let (od, ss) = view.simplified(dims);
     let r = od.len();
     let mut out: Vec<T> = Vec::with_capacity(n);
     let dst = out.spare_capacity_mut();
@@ -31,7 +41,7 @@ pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     // Offsets of the current combination of the outer axes (an odometer, the last outer axis
     // fastest): no divisions per run.
     let mut index = vec![0usize; outer.len()];
-    let (mut src, mut at) = (0usize, 0usize);
+    let (mut src, mut at) = (view.offset, 0usize);
     for _ in 0..count {
         match unit {
             None if ss[last] == 1 => {
@@ -75,38 +85,8 @@ pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     out
 }
 
-/// Side of the square tiles of a transposing permute (elements).
+/// Side of the square tiles of a transposing gather (elements).
 const TILE: usize = 16;
-
-/// The permute as (output dims, input strides per output axis) with size-1 axes dropped and
-/// runs of output axes that are consecutive in the input, in order, merged into one.
-fn simplify(dims: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let in_strides = crate::Shape::new(dims.to_vec()).strides();
-    let (mut od, mut ss): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
-    let mut prev: Option<usize> = None;
-    for &p in perm {
-        if dims[p] == 1 {
-            continue;
-        }
-        match (prev, od.last_mut(), ss.last_mut()) {
-            // Axis p follows axis q (past size-1 axes) in the input and in the output: one axis.
-            (Some(q), Some(d), Some(s)) if p > q && (q + 1..p).all(|a| dims[a] == 1) => {
-                *d *= dims[p];
-                *s = in_strides[p];
-            }
-            _ => {
-                od.push(dims[p]);
-                ss.push(in_strides[p]);
-            }
-        }
-        prev = Some(p);
-    }
-    if od.is_empty() {
-        (vec![1], vec![1])
-    } else {
-        (od, ss)
-    }
-}
 
 /// Concatenates parts viewed as [outer, len_i, inner] along the middle axis.
 pub fn concat<T: Float>(parts: &[&[T]], lens: &[usize], outer: usize, inner: usize) -> Vec<T> {

@@ -6,7 +6,7 @@ use super::gemm_ref::{gemm_ref, RefGemmElem};
 use super::parallel::{for_each_chunk, worth_threads};
 use super::uninit::{fill_with, written};
 use crate::dtype::Float;
-use crate::geometry::ConvDims;
+use crate::geometry::{ConvDims, MatOperand};
 use std::mem::MaybeUninit;
 
 /// Element types both GEMMs accept.
@@ -127,25 +127,44 @@ pub use crate::geometry::MatmulDims;
 const PAR_MIN_FLOPS: usize = 100 * 100 * 100;
 
 pub fn matmul<T: GemmElem>(a: &[T], b: &[T], d: MatmulDims, fast: bool) -> Vec<T> {
-    let MatmulDims {
+    let operand = |batch_stride: usize, (rs, cs): (usize, usize)| MatOperand {
+        offsets: (0..d.batch).map(|bi| bi * batch_stride).collect(),
+        rs,
+        cs,
+    };
+    let a_op = operand(d.a_batch_stride, if d.ta { (1, d.m) } else { (d.k, 1) });
+    let b_op = operand(d.b_batch_stride, if d.tb { (1, d.k) } else { (d.n, 1) });
+    matmul_strided(a, &a_op, b, &b_op, [d.m, d.n, d.k], fast)
+}
+
+/// The batch of products A_bi [m, k] · B_bi [k, n], each operand read in place through its
+/// offsets and strides (one offset per product in `a.offsets`, as many in `b.offsets`).
+pub fn matmul_strided<T: GemmElem>(
+    a: &[T],
+    a_op: &MatOperand,
+    b: &[T],
+    b_op: &MatOperand,
+    [m, n, k]: [usize; 3],
+    fast: bool,
+) -> Vec<T> {
+    let batch = a_op.offsets.len();
+    assert_eq!(
         batch,
-        m,
-        n,
-        k,
-        ta,
-        tb,
-        ..
-    } = d;
+        b_op.offsets.len(),
+        "one offset per product in each operand"
+    );
     if m == 0 || n == 0 || batch == 0 {
         return vec![T::ZERO; batch * m * n];
     }
-    let (a_rs, a_cs) = if ta { (1, m) } else { (k, 1) };
-    let (b_rs, b_cs) = if tb { (1, k) } else { (n, 1) };
+    // The kernels index from each offset with the strides; every read stays inside.
+    assert!(a_op.extent(m, k) <= a.len() && b_op.extent(k, n) <= b.len());
     let big = worth_threads(m * n * k, PAR_MIN_FLOPS);
     let one = |bi: usize, c: &mut [MaybeUninit<T>], parallel: bool| {
-        let a = &a[bi * d.a_batch_stride..];
-        let b = &b[bi * d.b_batch_stride..];
-        product_into(fast, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
+        let a = &a[a_op.offsets[bi]..];
+        let b = &b[b_op.offsets[bi]..];
+        product_into(
+            fast, m, n, k, a, a_op.rs, a_op.cs, b, b_op.rs, b_op.cs, c, parallel,
+        );
     };
     written(batch * m * n, |out| {
         if !big && batch > 1 && worth_threads(batch * m * n * k, PAR_MIN_FLOPS) {

@@ -167,3 +167,24 @@ impl CpuElem for f64 {
         CpuStorage::F64(v.into())
     }
 }
+
+impl CpuStorage {
+    /// The elements of the view `view` (of shape `dims`) of these values, in row-major order.
+    pub fn gather(&self, dims: &[usize], view: &crate::strided::Strided) -> Self {
+        map_cpu!(self, |v| super::layout::gather(v, dims, view))
+    }
+
+    /// The batch of products of `self` read as `a` and `rhs` read as `b`, in place.
+    pub fn matmul_strided(
+        &self,
+        a: &crate::geometry::MatOperand,
+        rhs: &CpuStorage,
+        b: &crate::geometry::MatOperand,
+        mnk: [usize; 3],
+    ) -> Result<Self> {
+        let fast = super::parallel::fast_kernels();
+        map_cpu2!("matmul", self, rhs, |x, y| super::matmul::matmul_strided(
+            x, a, y, b, mnk, fast
+        ))
+    }
+}
