@@ -53,6 +53,17 @@ pub trait GemmElem: Float + RefGemmElem {
     ) -> Option<Vec<Self>> {
         None
     }
+    /// Convolution `d` by the fast small-map kernel (conv_direct/small_maps.rs), where it covers
+    /// this type, geometry and CPU; `flipped` reads `wt` as the input gradient's kernel.
+    fn fast_small_maps(
+        _x: &[Self],
+        _wt: &[Self],
+        _bias: Option<&[Self]>,
+        _d: &ConvDims,
+        _flipped: bool,
+    ) -> Option<Vec<Self>> {
+        None
+    }
     /// Whether `direct_forward` covers convolution `d` (this type, geometry and CPU).
     fn direct_forward_applies(_d: &ConvDims) -> bool {
         false
@@ -90,6 +101,33 @@ impl GemmElem for f32 {
     }
     fn direct_forward_applies(d: &ConvDims) -> bool {
         super::conv_direct::forward_applies(d)
+    }
+    fn fast_small_maps(
+        x: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        d: &ConvDims,
+        flipped: bool,
+    ) -> Option<Vec<f32>> {
+        use super::conv_direct::{small_maps, small_maps_applies, Weights};
+        // The forward's rows are output channels (W [OC, C, 3, 3] row by row); the input
+        // gradient's are the forward's input channels, d.oc of them, reducing over d.c.
+        let w = if flipped {
+            Weights {
+                w: wt,
+                row: 9,
+                red: d.oc * 9,
+                flip: true,
+            }
+        } else {
+            Weights {
+                w: wt,
+                row: d.c * 9,
+                red: 9,
+                flip: false,
+            }
+        };
+        small_maps_applies(d).then(|| small_maps(x, w, bias, d))
     }
     fn fast_input_cols(
         wt: &[f32],

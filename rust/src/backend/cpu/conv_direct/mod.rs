@@ -11,6 +11,7 @@
 mod forward;
 mod input_cols;
 mod input_grad;
+mod small_maps;
 mod thin_rows;
 mod transpose;
 mod weight_grad;
@@ -18,6 +19,7 @@ mod weight_grad;
 pub use forward::{forward, forward_applies};
 pub use input_cols::{input_cols, input_cols_applies};
 pub use input_grad::{input_grad, input_grad_applies};
+pub use small_maps::{small_maps, small_maps_applies, Weights};
 pub use thin_rows::{thin_rows, thin_rows_applies};
 pub use weight_grad::{weight_grad, weight_grad_applies};
 
