@@ -180,3 +180,15 @@ def test_matmul_gradients_through_head_views_match_numpy(fast):
     gk = (r.swapaxes(-1, -2) @ qn).transpose(0, 2, 1, 3).reshape(b, n, h * d)
     np.testing.assert_allclose(qt.grad.numpy(), gq, rtol=0, atol=1e-12)
     np.testing.assert_allclose(kt.grad.numpy(), gk, rtol=0, atol=1e-12)
+
+
+def test_numpy_reads_a_view_in_place():
+    x = np.random.default_rng(3).uniform(size=(4, 5, 6))
+    t = T(x)
+    base = t.numpy()
+    for v, want in ((t.permute(2, 0, 1), x.transpose(2, 0, 1)), (ops.slice(t.T, 1, 1, 4), x.swapaxes(-1, -2)[:, 1:4])):
+        a = v.numpy()
+        np.testing.assert_array_equal(a, want)
+        assert np.shares_memory(a, base) and not a.flags.writeable
+        # A row-major copy is its own memory.
+        assert not np.shares_memory(v.contiguous().numpy(), base)

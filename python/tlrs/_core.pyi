@@ -75,8 +75,8 @@ class Tensor:
     def numel(self) -> int:
         """The number of elements."""
     def numpy(self) -> npt.NDArray[np.float32] | npt.NDArray[np.float64]:
-        """A read-only NumPy view of a CPU tensor's memory (no copy; a view's values are first
-        made row-major, once); CUDA values are copied."""
+        """A read-only NumPy view of a CPU tensor's memory (no copy: a permuted or sliced view
+        comes out strided); CUDA values are copied."""
     def __array__(
         self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
     ) -> npt.NDArray[Any]:

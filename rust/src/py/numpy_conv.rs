@@ -7,8 +7,9 @@ use super::errors::{guard, DTypeError};
 use super::tensor::{readable, PyTensor};
 use crate::backend::cpu::host_buf::{HostBuf, Owner};
 use crate::storage::{CpuStorage, Storage};
+use crate::strided::Strided;
 use crate::Tensor;
-use numpy::ndarray::{ArrayD, ArrayViewD, IxDyn};
+use numpy::ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};
 use numpy::{
     Element, IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
@@ -106,10 +107,22 @@ fn read_only<'py>(a: Bound<'py, PyAny>) -> Bound<'py, PyAny> {
     a
 }
 
-/// A read-only array over `data` (a CPU tensor's elements) that keeps `t` alive as its base.
-fn view<'py, T: Element>(py: Python<'py>, t: &Tensor, data: &[T]) -> PyResult<Bound<'py, PyAny>> {
-    let v = ArrayViewD::from_shape(IxDyn(t.dims()), data)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+/// A read-only array over `data` (a CPU tensor's elements, row-major, or for a view the
+/// storage it reads, through its strides) that keeps `t` alive as its base.
+fn view<'py, T: Element>(
+    py: Python<'py>,
+    t: &Tensor,
+    data: &[T],
+    layout: Option<&Strided>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let v = match layout {
+        None => ArrayViewD::from_shape(IxDyn(t.dims()), data),
+        Some(l) => {
+            let shape = IxDyn(t.dims()).strides(IxDyn(&l.strides));
+            ArrayViewD::from_shape(shape, &data[l.offset.min(data.len())..])
+        }
+    }
+    .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let base = Bound::new(py, PyTensor::new(t.clone()))?.into_any();
     // SAFETY: tensors never write or reallocate their storage, and `base` holds it.
     let a = unsafe { PyArrayDyn::<T>::borrow_from_array(&v, base) };
@@ -122,13 +135,22 @@ fn owned<'py, T: Element>(py: Python<'py>, t: &Tensor, v: Vec<T>) -> PyResult<Bo
     Ok(a.into_pyarray(py).into_any())
 }
 
-/// `Tensor.numpy()`: a read-only view of a CPU tensor's memory (no copy); a CUDA tensor's
+/// `Tensor.numpy()`: a read-only view of a CPU tensor's memory (no copy; a permuted or sliced
+/// tensor comes out as a strided array over the memory it reads); a CUDA tensor's
 /// values are copied to the host (also read-only, so both behave alike).
 pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     readable(t, "Tensor.numpy()")?;
-    match t.storage() {
-        Storage::Cpu(CpuStorage::F32(v)) => view(py, t, v),
-        Storage::Cpu(CpuStorage::F64(v)) => view(py, t, v),
+    // A permuted or sliced view is read through its strides, in place; a broadcast one (whose
+    // repeated elements NumPy would see as one, writable or not) is made row-major first.
+    let layout = Some(t.strided()).filter(|l| !t.is_contiguous() && !l.strides.contains(&0));
+    let values = if layout.is_some() {
+        t.base_storage()
+    } else {
+        t.storage()
+    };
+    match values {
+        Storage::Cpu(CpuStorage::F32(v)) => view(py, t, v, layout.as_ref()),
+        Storage::Cpu(CpuStorage::F64(v)) => view(py, t, v, layout.as_ref()),
         Storage::Cuda(_) => {
             let a = match guard(|| t.host().map(|h| h.into_owned()))? {
                 CpuStorage::F32(v) => owned(py, t, v.into_vec())?,
