@@ -10,6 +10,7 @@ use super::OptimKind;
 use crate::backend::cpu::{parallel, simd};
 use crate::storage::{try_alloc, CpuElem};
 use crate::{Result, Tensor};
+use std::convert::Infallible;
 use std::sync::Mutex;
 
 /// Elements per chunk handed to a worker.
@@ -47,7 +48,7 @@ pub enum Grad<'a> {
 /// Where `p` is shared (its owner still holds it) and a spent `g` is not, the new values go
 /// into `g`'s buffer, which becomes `p`: one pass, no copy of `p` first (the compiled loop's
 /// first step, whose parameters the module still holds: ResNet-18 copied 45 MB per call).
-pub fn update<T: CpuElem + Arith>(
+pub fn update<T: CpuElem + Arith<Error = Infallible>>(
     kind: OptimKind,
     k: &Consts,
     p: &mut Tensor,
@@ -81,7 +82,7 @@ pub fn update<T: CpuElem + Arith>(
 }
 
 /// `run` for `kind`'s rule.
-fn rule_run<T: CpuElem + Arith>(
+fn rule_run<T: CpuElem + Arith<Error = Infallible>>(
     kind: OptimKind,
     k: &Consts,
     pv: &mut [T],
@@ -145,7 +146,7 @@ type Piece<'a, T> = (
     Option<&'a mut [T]>,
 );
 
-fn run<T: CpuElem + Arith, const R: u8>(
+fn run<T: CpuElem + Arith<Error = Infallible>, const R: u8>(
     k: &Consts,
     p: &mut [T],
     g: Source<'_, T>,
@@ -189,21 +190,26 @@ fn split<T>(s: Option<&mut [T]>, n: usize) -> (Option<&mut [T]>, Option<&mut [T]
 
 /// One element: updates `p` and returns the new slot values.
 #[inline(always)]
-fn one<T: CpuElem + Arith>(rule: Rule, k: &Consts, p: &mut T, g: &T, a: T, b: T) -> (T, T) {
-    // Element arithmetic cannot fail: every `?` in the formula is an `Ok`.
-    match step(rule, k, p, g, &[a, b]) {
-        Ok((q, [na, nb])) => {
-            *p = q;
-            (na, nb)
-        }
-        Err(_) => (a, b),
-    }
+fn one<T: CpuElem + Arith<Error = Infallible>>(
+    rule: Rule,
+    k: &Consts,
+    p: &mut T,
+    g: &T,
+    a: T,
+    b: T,
+) -> (T, T) {
+    let Ok((q, [na, nb])) = step(rule, k, p, g, &[a, b]);
+    *p = q;
+    (na, nb)
 }
 
 /// `apply` compiled for AVX-512 where the CPU has it (the same IEEE operations per element, so
 /// the same bits). A dedicated wrapper, not `simd::widest`: through a closure the loop stayed
 /// out of line at SSE width.
-fn apply_widest<T: CpuElem + Arith, const R: u8>(k: &Consts, piece: Piece<'_, T>) {
+fn apply_widest<T: CpuElem + Arith<Error = Infallible>, const R: u8>(
+    k: &Consts,
+    piece: Piece<'_, T>,
+) {
     #[cfg(target_arch = "x86_64")]
     if simd::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
@@ -214,14 +220,21 @@ fn apply_widest<T: CpuElem + Arith, const R: u8>(k: &Consts, piece: Piece<'_, T>
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn apply_avx512<T: CpuElem + Arith, const R: u8>(k: &Consts, piece: Piece<'_, T>) {
+unsafe fn apply_avx512<T: CpuElem + Arith<Error = Infallible>, const R: u8>(
+    k: &Consts,
+    piece: Piece<'_, T>,
+) {
     apply(const { rule_of(R) }, k, piece)
 }
 
 // Index loops, not iterator chains: a chain's `fold` stayed out of line, outside the AVX-512
 // wrapper.
 #[inline(always)]
-fn apply<T: CpuElem + Arith>(rule: Rule, k: &Consts, (p, src, s0, s1): Piece<'_, T>) {
+fn apply<T: CpuElem + Arith<Error = Infallible>>(
+    rule: Rule,
+    k: &Consts,
+    (p, src, s0, s1): Piece<'_, T>,
+) {
     match src {
         Source::Grad(g) => apply_in_place(rule, k, (p, g, s0, s1)),
         Source::Param(old) => apply_into_grad(rule, k, (p, old, s0, s1)),
@@ -237,7 +250,11 @@ type Slices<'a, T> = (
 
 /// p updated in place from g.
 #[inline(always)]
-fn apply_in_place<T: CpuElem + Arith>(rule: Rule, k: &Consts, (p, g, s0, s1): Slices<'_, T>) {
+fn apply_in_place<T: CpuElem + Arith<Error = Infallible>>(
+    rule: Rule,
+    k: &Consts,
+    (p, g, s0, s1): Slices<'_, T>,
+) {
     let n = p.len();
     let g = &g[..n];
     match (s0, s1) {
@@ -264,7 +281,11 @@ fn apply_in_place<T: CpuElem + Arith>(rule: Rule, k: &Consts, (p, g, s0, s1): Sl
 /// `g` holds the gradient: each element becomes the updated parameter, from the old one in
 /// `old` (the operations of `apply_in_place`, element by element, so the same bits).
 #[inline(always)]
-fn apply_into_grad<T: CpuElem + Arith>(rule: Rule, k: &Consts, (g, old, s0, s1): Slices<'_, T>) {
+fn apply_into_grad<T: CpuElem + Arith<Error = Infallible>>(
+    rule: Rule,
+    k: &Consts,
+    (g, old, s0, s1): Slices<'_, T>,
+) {
     let n = g.len();
     let old = &old[..n];
     // Index loops with the element's steps written out, as in `apply_in_place`: a closure here

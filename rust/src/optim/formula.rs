@@ -8,14 +8,19 @@ use crate::storage::CpuElem;
 use crate::{ops, DType, Result, Tensor};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::convert::Infallible;
 
-/// The arithmetic the formulas are written in.
+/// The arithmetic the formulas are written in. Element arithmetic cannot fail (its error type
+/// is `Infallible`, so an element's update carries no error to check or drop: with one, the
+/// per-element loop called an out-of-line drop of the error for every element); tensor
+/// arithmetic can.
 pub trait Arith: Sized + Clone {
-    fn add(&self, o: &Self) -> Result<Self>;
-    fn sub(&self, o: &Self) -> Result<Self>;
-    fn mul(&self, o: &Self) -> Result<Self>;
-    fn div(&self, o: &Self) -> Result<Self>;
-    fn sqrt(&self) -> Result<Self>;
+    type Error;
+    fn add(&self, o: &Self) -> std::result::Result<Self, Self::Error>;
+    fn sub(&self, o: &Self) -> std::result::Result<Self, Self::Error>;
+    fn mul(&self, o: &Self) -> std::result::Result<Self, Self::Error>;
+    fn div(&self, o: &Self) -> std::result::Result<Self, Self::Error>;
+    fn sqrt(&self) -> std::result::Result<Self, Self::Error>;
     /// A constant already rounded to the dtype (an f64 holds any f32 exactly).
     fn lit(&self, v: f64) -> Self;
 }
@@ -23,24 +28,25 @@ pub trait Arith: Sized + Clone {
 macro_rules! element_arith {
     ($t:ty) => {
         impl Arith for $t {
+            type Error = Infallible;
             #[inline(always)]
-            fn add(&self, o: &Self) -> Result<Self> {
+            fn add(&self, o: &Self) -> std::result::Result<Self, Infallible> {
                 Ok(self + o)
             }
             #[inline(always)]
-            fn sub(&self, o: &Self) -> Result<Self> {
+            fn sub(&self, o: &Self) -> std::result::Result<Self, Infallible> {
                 Ok(self - o)
             }
             #[inline(always)]
-            fn mul(&self, o: &Self) -> Result<Self> {
+            fn mul(&self, o: &Self) -> std::result::Result<Self, Infallible> {
                 Ok(self * o)
             }
             #[inline(always)]
-            fn div(&self, o: &Self) -> Result<Self> {
+            fn div(&self, o: &Self) -> std::result::Result<Self, Infallible> {
                 Ok(self / o)
             }
             #[inline(always)]
-            fn sqrt(&self) -> Result<Self> {
+            fn sqrt(&self) -> std::result::Result<Self, Infallible> {
                 Ok(<$t>::sqrt(*self))
             }
             #[inline(always)]
@@ -54,6 +60,7 @@ element_arith!(f32);
 element_arith!(f64);
 
 impl Arith for Tensor {
+    type Error = crate::Error;
     fn add(&self, o: &Self) -> Result<Self> {
         ops::add(self, o)
     }
@@ -143,7 +150,7 @@ impl Consts {
 
 /// The `lr / (sqrt(d) + eps)` factor, formed before it multiplies the gradient or moment.
 #[inline(always)]
-fn adaptive<A: Arith>(k: &Consts, d: &A) -> Result<A> {
+fn adaptive<A: Arith>(k: &Consts, d: &A) -> std::result::Result<A, A::Error> {
     d.lit(k.lr).div(&d.sqrt()?.add(&d.lit(k.eps))?)
 }
 
@@ -176,7 +183,13 @@ impl OptimKind {
 
 /// One update: (new parameter, new slots); unused slots of a kind come back as given.
 #[inline(always)]
-pub fn step<A: Arith>(rule: Rule, k: &Consts, p: &A, g: &A, s: &[A; 2]) -> Result<(A, [A; 2])> {
+pub fn step<A: Arith>(
+    rule: Rule,
+    k: &Consts,
+    p: &A,
+    g: &A,
+    s: &[A; 2],
+) -> std::result::Result<(A, [A; 2]), A::Error> {
     let l = |v: f64| p.lit(v);
     Ok(match rule {
         Rule::Sgd => (p.sub(&g.mul(&l(k.lr))?)?, s.clone()),
