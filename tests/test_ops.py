@@ -46,8 +46,15 @@ BINARY = {
     "maximum": (ops.maximum, np.maximum),
     "minimum": (ops.minimum, np.minimum),
 }
-BROADCAST = [([2, 3], [2, 3]), ([3, 1], [4]), ([2, 3, 4], [3, 1]), ([4], []), ([1, 4], [3, 1]),
-             ([2, 1, 4], [3, 1]), ([], [2, 2])]
+BROADCAST = [
+    ([2, 3], [2, 3]),
+    ([3, 1], [4]),
+    ([2, 3, 4], [3, 1]),
+    ([4], []),
+    ([1, 4], [3, 1]),
+    ([2, 1, 4], [3, 1]),
+    ([], [2, 2]),
+]
 
 
 @pytest.mark.parametrize("name", list(BINARY))
@@ -81,6 +88,7 @@ def test_maximum_minimum_ties_and_signs():
 
 
 # ---------------------------------------------------------------- elementwise unary
+
 
 def _gelu(x):
     return np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.reshape(-1)]).reshape(x.shape)
@@ -128,7 +136,7 @@ def test_unary_special_values():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_pow(exponent, dtype):
     a, a64 = data([4, 3], dtype, 0.5, 2.5)
-    check(ops.pow(T(a), exponent), a64 ** exponent, dtype)
+    check(ops.pow(T(a), exponent), a64**exponent, dtype)
 
 
 def test_pow_negative_base_integer_exponent():
@@ -149,6 +157,7 @@ def test_clamp(lo, hi, dtype):
 
 
 # ---------------------------------------------------------------- reductions
+
 
 def _left_fold_sum(x, axis):
     """sum by an explicit loop along `axis` (independent of numpy's pairwise summation)."""
@@ -191,6 +200,7 @@ def test_reduction_hand_values():
 
 # ---------------------------------------------------------------- layout
 
+
 @pytest.mark.parametrize("shape", [[4, 6], [2, -1], [-1, 3], [24], [-1], [2, 3, 4], [1, 24, 1]])
 def test_reshape(shape):
     a = np.arange(24.0).reshape(2, 12)
@@ -202,7 +212,7 @@ def test_reshape(shape):
 def test_flatten(start, end):
     a = np.arange(120.0).reshape(2, 3, 4, 5)
     s, e = start % 4, end % 4
-    expected = a.reshape(a.shape[:s] + (-1,) + a.shape[e + 1:])
+    expected = a.reshape(a.shape[:s] + (-1,) + a.shape[e + 1 :])
     np.testing.assert_array_equal(ops.flatten(T(a), start, end).numpy(), expected)
 
 
@@ -255,8 +265,17 @@ def test_slice(dim, start, end):
     np.testing.assert_array_equal(ops.slice(T(a), dim, start, end).numpy(), a[tuple(idx)])
 
 
-@pytest.mark.parametrize("index", [[2, 0, 2], np.array([1, 3], dtype=np.int64), np.array([3, 0, 1], dtype=np.int32),
-                                   np.array([[0], [2]], dtype=np.int64), [0], np.uint8(1)])
+@pytest.mark.parametrize(
+    "index",
+    [
+        [2, 0, 2],
+        np.array([1, 3], dtype=np.int64),
+        np.array([3, 0, 1], dtype=np.int32),
+        np.array([[0], [2]], dtype=np.int64),
+        [0],
+        np.uint8(1),
+    ],
+)
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_index_select(index, dim):
     a = np.arange(64.0).reshape(4, 4, 4)
@@ -266,9 +285,20 @@ def test_index_select(index, dim):
 
 # ---------------------------------------------------------------- matmul, linear
 
-MATMUL = [([3, 4], [4, 5]), ([1, 1], [1, 1]), ([2, 3, 4], [2, 4, 5]), ([2, 3, 4], [4, 5]), ([3, 4], [2, 4, 5]),
-          ([4], [4, 5]), ([3, 4], [4]), ([4], [4]), ([2, 3, 4], [4]), ([4], [2, 4, 5]),
-          ([17, 33], [33, 9]), ([2, 2, 3, 4], [2, 2, 4, 5])]
+MATMUL = [
+    ([3, 4], [4, 5]),
+    ([1, 1], [1, 1]),
+    ([2, 3, 4], [2, 4, 5]),
+    ([2, 3, 4], [4, 5]),
+    ([3, 4], [2, 4, 5]),
+    ([4], [4, 5]),
+    ([3, 4], [4]),
+    ([4], [4]),
+    ([2, 3, 4], [4]),
+    ([4], [2, 4, 5]),
+    ([17, 33], [33, 9]),
+    ([2, 2, 3, 4], [2, 2, 4, 5]),
+]
 
 
 @pytest.mark.parametrize("sa, sb", MATMUL)
@@ -295,6 +325,7 @@ def test_linear(xshape, bias, dtype):
 
 # ---------------------------------------------------------------- softmax and losses
 
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -309,6 +340,31 @@ def test_softmax_log_softmax(dim, dtype):
     expected_log = (a64 - m) - np.log(np.exp(a64 - m).sum(axis=dim, keepdims=True))
     # (x - max) - log(sum) cancels near 0: float32 is held to an absolute 1e-6 there.
     check(ops.log_softmax(T(a), dim), expected_log, dtype, atol=1e-6 if dtype == "float32" else None)
+
+
+@pytest.mark.parametrize("shape, dim", [([600, 16], -1), ([37, 13, 7], 1), ([9, 3000], 0)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_softmax_over_many_rows_in_groups_across_threads(shape, dim, threads):
+    # Large enough that groups of rows run on the thread team; each row's result is its own.
+    a, a64 = data(shape, "float64", -5.0, 5.0)
+    r = np.random.default_rng(5).uniform(-1, 1, size=shape)
+    before = tlrs.get_num_threads()
+    tlrs.set_num_threads(threads)
+    try:
+        for log in (False, True):
+            x = tlrs.tensor(a, requires_grad=True)
+            y = (ops.log_softmax if log else ops.softmax)(x, dim)
+            (g,) = tlrs.grad(ops.sum(ops.mul(y, T(r))), [x])
+            m = a64.max(axis=dim, keepdims=True)
+            lse = m + np.log(np.exp(a64 - m).sum(axis=dim, keepdims=True))
+            p = np.exp(a64 - lse)
+            want_y = (a64 - lse) if log else p
+            # d/dx of sum(y * r): r - p * sum(r) for log-softmax, p * (r - sum(r * p)) for softmax.
+            want_g = r - p * r.sum(axis=dim, keepdims=True) if log else p * (r - (r * p).sum(axis=dim, keepdims=True))
+            np.testing.assert_allclose(y.numpy(), want_y, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(g.numpy(), want_g, rtol=1e-10, atol=1e-12)
+    finally:
+        tlrs.set_num_threads(before)
 
 
 def test_softmax_large_logits_stable():
@@ -368,6 +424,7 @@ def test_mse_loss(shape, dtype):
 
 # ---------------------------------------------------------------- Tensor methods
 
+
 def test_tensor_methods():
     a, a64 = data([2, 3], "float64", 0.5, 2.0)
     x = T(a)
@@ -394,5 +451,5 @@ def test_tensor_methods():
     check(x.log_softmax(0), np.log(_softmax(a64, 0)), "float64")
     check(x.clamp(0.8, 1.5), np.clip(a64, 0.8, 1.5), "float64")
     check(x.clamp(min=1.0), np.maximum(a64, 1.0), "float64")
-    check(x.pow(2), a64 ** 2, "float64")
+    check(x.pow(2), a64**2, "float64")
     assert x.numel() == 6

@@ -1,7 +1,30 @@
 //! Softmax and log-softmax over the middle axis of [outer, len, inner], with the max
-//! subtracted first for stability; sums are left folds in index order.
+//! subtracted first for stability; sums are left folds in index order. Each outer index is
+//! independent, so groups of them run across threads (an exponential is tens of operations:
+//! attention's 8×4×16×16 scores are worth spreading) without changing a bit.
 
+use super::parallel::for_each_chunk;
 use crate::dtype::Float;
+
+/// Groups of outer indices per call, so that each thread claims a few.
+const GROUPS: usize = 8;
+/// Operations an element costs, for the parallel loop's worth-it test (an exponential).
+const ELEM_COST: usize = 16;
+
+/// `f(x_part, out_part)` over `x` and `out` cut into groups of whole outer indices (`row`
+/// elements each), spread over the threads when the work is worth it.
+fn by_groups<T: Float>(
+    x: &[T],
+    out: &mut [T],
+    row: usize,
+    f: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
+) {
+    let outer = x.len() / row.max(1);
+    let per = outer.div_ceil(GROUPS).max(1) * row.max(1);
+    for_each_chunk(out, per, x.len() * ELEM_COST, |i, dst| {
+        f(i * per..i * per + dst.len(), dst)
+    });
+}
 
 fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize)) {
     for o in 0..outer {
@@ -13,32 +36,36 @@ fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize
 
 pub fn softmax<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, log: bool) -> Vec<T> {
     let mut out = vec![T::ZERO; x.len()];
-    for_each_lane(outer, len, inner, |base| {
-        let mut m = T::NEG_INFINITY;
-        for l in 0..len {
-            let v = x[base + l * inner];
-            if v > m || v.is_nan() {
-                m = v;
-            }
-        }
-        let mut s = T::ZERO;
-        for l in 0..len {
-            let e = (x[base + l * inner] - m).exp();
-            if !log {
-                out[base + l * inner] = e;
-            }
-            s = s + e;
-        }
-        if log {
-            let ls = s.ln();
+    debug_assert_eq!(x.len(), outer * len * inner);
+    by_groups(x, &mut out, len * inner, |at, out| {
+        let x = &x[at];
+        for_each_lane(out.len() / (len * inner).max(1), len, inner, |base| {
+            let mut m = T::NEG_INFINITY;
             for l in 0..len {
-                out[base + l * inner] = (x[base + l * inner] - m) - ls;
+                let v = x[base + l * inner];
+                if v > m || v.is_nan() {
+                    m = v;
+                }
             }
-        } else {
+            let mut s = T::ZERO;
             for l in 0..len {
-                out[base + l * inner] = out[base + l * inner] / s;
+                let e = (x[base + l * inner] - m).exp();
+                if !log {
+                    out[base + l * inner] = e;
+                }
+                s = s + e;
             }
-        }
+            if log {
+                let ls = s.ln();
+                for l in 0..len {
+                    out[base + l * inner] = (x[base + l * inner] - m) - ls;
+                }
+            } else {
+                for l in 0..len {
+                    out[base + l * inner] = out[base + l * inner] / s;
+                }
+            }
+        })
     });
     out
 }
@@ -54,20 +81,24 @@ pub fn softmax_grad<T: Float>(
     log: bool,
 ) -> Vec<T> {
     let mut out = vec![T::ZERO; y.len()];
-    for_each_lane(outer, len, inner, |base| {
-        let mut s = T::ZERO;
-        for l in 0..len {
-            let k = base + l * inner;
-            s = s + if log { g[k] } else { g[k] * y[k] };
-        }
-        for l in 0..len {
-            let k = base + l * inner;
-            out[k] = if log {
-                g[k] - y[k].exp() * s
-            } else {
-                y[k] * (g[k] - s)
-            };
-        }
+    debug_assert_eq!(y.len(), outer * len * inner);
+    by_groups(y, &mut out, len * inner, |at, out| {
+        let (y, g) = (&y[at.clone()], &g[at]);
+        for_each_lane(out.len() / (len * inner).max(1), len, inner, |base| {
+            let mut s = T::ZERO;
+            for l in 0..len {
+                let k = base + l * inner;
+                s = s + if log { g[k] } else { g[k] * y[k] };
+            }
+            for l in 0..len {
+                let k = base + l * inner;
+                out[k] = if log {
+                    g[k] - y[k].exp() * s
+                } else {
+                    y[k] * (g[k] - s)
+                };
+            }
+        })
     });
     out
 }
