@@ -192,3 +192,19 @@ def test_numpy_reads_a_view_in_place():
         assert np.shares_memory(a, base) and not a.flags.writeable
         # A row-major copy is its own memory.
         assert not np.shares_memory(v.contiguous().numpy(), base)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_matmul_gradients_from_a_sum_read_a_broadcast_view(fast):
+    # The gradient of sum() reaches the matmul as a broadcast of one value (every stride 0),
+    # which the product reads in place.
+    rng = np.random.default_rng(13)
+    a, b = rng.uniform(-1, 1, size=(3, 40, 50)), rng.uniform(-1, 1, size=(50, 60))
+    at, bt = T(a, requires_grad=True), T(b, requires_grad=True)
+    with tlrs.fast_kernels(fast):
+        ops.sum(ops.matmul(at, bt)).backward()
+    ones = np.ones((3, 40, 60))
+    np.testing.assert_allclose(at.grad.numpy(), ones @ b.T, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        bt.grad.numpy(), np.einsum("nij,njk->ik", a.transpose(0, 2, 1), ones), rtol=0, atol=1e-11
+    )
