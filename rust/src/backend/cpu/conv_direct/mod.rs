@@ -75,6 +75,25 @@ macro_rules! mac {
 }
 use mac;
 
+/// Writes R rows of JV vectors of sums to `dst`, row after row (the thin kernels' results).
+///
+/// # Safety
+/// The CPU must have AVX-512F; `dst` holds R · JV vectors.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn store_rows<const JV: usize, const R: usize>(
+    acc: &[[std::arch::x86_64::__m512; JV]; R],
+    dst: &mut [std::mem::MaybeUninit<f32>],
+) {
+    assert!(dst.len() >= R * JV * LANES);
+    let d = dst.as_mut_ptr() as *mut f32;
+    for (r, acc) in acc.iter().enumerate() {
+        for (j, &a) in acc.iter().enumerate() {
+            std::arch::x86_64::_mm512_storeu_ps(d.add((r * JV + j) * LANES), a);
+        }
+    }
+}
+
 /// `planes` planes of [h, w] as [h + 2·border, w + 2·border] with zeros around.
 fn pad_border(x: &[f32], planes: usize, (h, w): (usize, usize), border: usize) -> Vec<f32> {
     let (row, plane) = (w + 2 * border, (h + 2 * border) * (w + 2 * border));

@@ -263,12 +263,7 @@ unsafe fn rows_of<const JV: usize, const LINE: usize, const R: usize>(
             }
         }
     }
-    let d = dst.as_mut_ptr() as *mut f32;
-    for (r, acc) in acc.iter().enumerate() {
-        for (j, &a) in acc.iter().enumerate() {
-            _mm512_storeu_ps(d.add((r * JV + j) * LANES), a);
-        }
-    }
+    super::store_rows(&acc, dst);
 }
 
 #[cfg(test)]
