@@ -56,8 +56,7 @@ def test_weight_gradient_alone_when_the_input_needs_none(fast, shape, pad):
 )
 def test_input_gradient_alone_when_the_weights_are_frozen(fast, shape, oc, dtype):
     # Frozen weights: the backward computes only gX (per-image and grouped forms; in f32 with
-    # fast kernels the flipped-kernel direct convolution and, at 2x2, the thin input-columns
-    # product).
+    # fast kernels the flipped-kernel direct convolution and, at 2x2, the small-map kernel).
     (x, x64), (w, w64) = data(shape, dtype, seed=83), data((oc, shape[1], 3, 3), dtype, seed=84)
     r = readout(np_conv2d(x64, w64, None, 1, 1).shape, 85).astype(dtype)
     xt, wt = T(x, requires_grad=True), T(w)
@@ -152,9 +151,12 @@ def test_every_lowering_geometry_against_numpy(fast, xs, ws, stride, pad):
 # sizes, one and several images and input channels; one case below the direct kernel's 64
 # positions; then the direct weight gradient at stride 2 for a 3x3 and (a ResNet stem) a 7x7
 # kernel; last, 32 input channels, where the input gradient is the flipped-kernel convolution
-# (3x3 and 5x5); then 2x2 maps of 128 channels, whose input gradient's columns come from the thin
-# product that reads W unpacked (conv_direct/input_cols.rs), and of 512, whose forward does too
-# (conv_direct/thin_rows.rs). Entries: (x shape, output channels, kernel, stride, padding).
+# (3x3 and 5x5); then maps whose images x positions fill a few whole vectors (4x4 and 2x2 at 4 to
+# 8 images), which the small-map kernel takes forward and backward (conv_direct/small_maps.rs);
+# last, 2x2 maps of 4 images (not whole vectors), whose input gradient's columns come from the thin
+# product that reads W unpacked (conv_direct/input_cols.rs), and a stride-2 convolution onto 2x2
+# whose forward does too (conv_direct/thin_rows.rs).
+# Entries: (x shape, output channels, kernel, stride, padding).
 DIRECT = [
     ((1, 1, 8, 8), 32, 3, 1, 1),
     ((2, 3, 16, 16), 32, 3, 1, 1),
@@ -177,6 +179,8 @@ DIRECT = [
     ((8, 256, 4, 4), 64, 3, 1, 1),
     ((8, 128, 2, 2), 128, 3, 1, 1),
     ((8, 512, 2, 2), 512, 3, 1, 1),
+    ((4, 128, 2, 2), 128, 3, 1, 1),
+    ((8, 256, 4, 4), 512, 3, 2, 1),
 ]
 
 

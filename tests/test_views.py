@@ -208,3 +208,14 @@ def test_matmul_gradients_from_a_sum_read_a_broadcast_view(fast):
     np.testing.assert_allclose(
         bt.grad.numpy(), np.einsum("nij,njk->ik", a.transpose(0, 2, 1), ones), rtol=0, atol=1e-11
     )
+
+
+def test_memory_borrowed_from_numpy_is_copied_not_viewed():
+    # NumPy may still write an array tlrs.from_numpy shares; a view's row-major copy (made once)
+    # would then disagree with the readers of the live memory, so layout ops copy at once.
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    v = tlrs.from_numpy(a).T
+    assert v.is_contiguous()
+    a[0, 1] = 100.0
+    np.testing.assert_array_equal(v.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    np.testing.assert_array_equal(ops.add(v, T(np.zeros((3, 2), np.float32))).numpy(), v.numpy())

@@ -211,10 +211,15 @@ impl Tensor {
         Tensor::from_op_values(Values::View(Arc::new(view)), shape, op)
     }
 
-    /// Whether layout ops may return views of this tensor (CPU tensors; a device tensor's
-    /// kernels read row-major buffers only).
+    /// Whether layout ops may return views of this tensor: CPU tensors over memory tlrs owns. A
+    /// device tensor's kernels read row-major buffers only; memory borrowed from NumPy or a
+    /// DLPack producer may be written by its owner, and a view's row-major copy (made once)
+    /// would then disagree with the ops that read the view in place, so those copy at once.
     pub(crate) fn viewable(&self) -> bool {
-        !self.is_cuda()
+        match self.base_storage() {
+            Storage::Cpu(c) => !c.is_borrowed(),
+            Storage::Cuda(_) => false,
+        }
     }
 
     /// Where this tensor's elements sit in the storage `base_storage` holds.

@@ -313,8 +313,9 @@ pub fn conv2d<T: GemmElem>(
     }
     // Fast kernels with many weights on small maps: every weight meets only the few columns of
     // one group of images, so packing W (as the direct forward and the GEMM do) would cost more
-    // than the arithmetic; `fast_thin_rows` reads it once, unpacked (8 images of 512 channels
-    // at 2×2: forward 0.77 -> 0.47 ms on 2 threads).
+    // than the arithmetic; `fast_thin_rows` reads it once, unpacked (measured on 8 images of
+    // 512 channels at 2×2, forward 0.77 -> 0.47 ms on 2 threads, before the small-map kernel
+    // below took that shape; stride-2 convolutions onto small maps still come here).
     // 3×3 on maps of a few vectors of columns (2×2 and 4×4 at 8 images): the small-map kernel
     // skips border rows and reads W in place (8 images, 512 channels at 2×2: 0.67 -> 0.44 ms
     // on 2 threads; 256 at 4×4: 0.52 -> 0.44).

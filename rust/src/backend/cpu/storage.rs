@@ -169,6 +169,15 @@ impl CpuElem for f64 {
 }
 
 impl CpuStorage {
+    /// Whether the elements are borrowed from outside (a NumPy array or a DLPack producer,
+    /// which may still write them) rather than owned.
+    pub fn is_borrowed(&self) -> bool {
+        match self {
+            CpuStorage::F32(v) => v.is_borrowed(),
+            CpuStorage::F64(v) => v.is_borrowed(),
+        }
+    }
+
     /// The elements of the view `view` (of shape `dims`) of these values, in row-major order.
     pub fn gather(&self, dims: &[usize], view: &crate::strided::Strided) -> Self {
         map_cpu!(self, |v| super::layout::gather(v, dims, view))
