@@ -28,7 +28,7 @@ UNARY = ["neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu", 
          "leaky_relu", "elu", "hardtanh", "log1p", "expm1", "rsqrt", "erf"]
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
 EXACT = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.divide",
-         "maximum": "np.maximum", "minimum": "np.minimum", "neg": "np.negative",
+         "maximum": "ieee_maximum", "minimum": "ieee_minimum", "neg": "np.negative",
          "abs": "np.abs", "sqrt": "np.sqrt"}
 
 
@@ -147,6 +147,16 @@ ALLOWED = (ValueError, TypeError, IndexError, MemoryError, tlrs.AutogradError,
            tlrs.CudaUnavailableError, tlrs.DeviceError)
 BAD = (OverflowError, SystemError)
 
+def ieee_minimum(a, b):
+    # IEEE 754-2019 minimum: as np.minimum, but of two zeros -0 whatever their order (NumPy
+    # returns its second operand on ties).
+    m = np.minimum(a, b)
+    return np.where(np.asarray(a == b), np.where(np.signbit(a), a, b), m).astype(m.dtype)
+
+def ieee_maximum(a, b):
+    m = np.maximum(a, b)
+    return np.where(np.asarray(a == b), np.where(np.signbit(a), b, a), m).astype(m.dtype)
+
 def same_bits(got, want):
     want = np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
@@ -165,7 +175,8 @@ for line in sys.stdin:
     out = {"i": i}
     try:
         X = []
-        env = {"tlrs": tlrs, "ops": ops, "np": np, "T": T}
+        env = {"tlrs": tlrs, "ops": ops, "np": np, "T": T, "ieee_minimum": ieee_minimum,
+               "ieee_maximum": ieee_maximum}
         value = eval(src, env)
         out["outcome"] = "result"
         if ref is not None and isinstance(value, tlrs.Tensor):

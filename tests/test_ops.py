@@ -373,6 +373,20 @@ def test_softmax_over_many_rows_in_groups_across_threads(shape, dim):
         tlrs.set_num_threads(before)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_minimum_and_maximum_of_zeros_follow_ieee_2019(dtype):
+    # minimum(-0, +0) = -0 and maximum(-0, +0) = +0 in either order; NaN propagates.
+    a = np.array([-0.0, 0.0, -0.0, 0.0, np.nan, 1.0], dtype)
+    b = np.array([0.0, -0.0, -0.0, 0.0, 1.0, np.nan], dtype)
+    lo, hi = ops.minimum(T(a), T(b)).numpy(), ops.maximum(T(a), T(b)).numpy()
+    assert list(np.signbit(lo[:4])) == [True, True, True, False]
+    assert list(np.signbit(hi[:4])) == [False, False, True, False]
+    assert np.isnan(lo[4:]).all() and np.isnan(hi[4:]).all()
+    # Against a scalar operand too.
+    assert np.signbit(ops.minimum(T(np.zeros(3, dtype)), T(np.array(-0.0, dtype))).numpy()).all()
+    assert not np.signbit(ops.maximum(T(-np.zeros(3, dtype)), T(np.array(0.0, dtype))).numpy()).any()
+
+
 def test_softmax_large_logits_stable():
     x = T([[1000.0, 1000.0, 999.0]])
     e = math.exp(-1.0)

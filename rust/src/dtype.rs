@@ -81,6 +81,8 @@ pub trait Float:
     fn powf(self, e: Self) -> Self;
     fn abs(self) -> Self;
     fn is_nan(self) -> bool;
+    /// Whether the sign bit is set (true for -0 and negative NaNs too).
+    fn is_sign_negative(self) -> bool;
 }
 
 macro_rules! impl_float {
@@ -137,6 +139,10 @@ macro_rules! impl_float {
             #[inline(always)]
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
             }
         }
     };

@@ -41,20 +41,21 @@ macro_rules! binary_ops {
                 da: |g, _a, b, _out| div(g, b),
                 db: |g, _a, b, out| neg(&mul(g, &div(out, b)?)?),
             }
-            // NaN from either side propagates; ties return `a` and split the gradient.
+            // IEEE 754-2019 maximum/minimum: NaN from either side propagates, and of two zeros
+            // maximum is +0 and minimum -0 whatever their order; ties split the gradient.
             Maximum maximum {
-                doc: "Elementwise maximum; NaN propagates, ties split the gradient.",
+                doc: "Elementwise maximum (IEEE 754-2019: NaN propagates, maximum(-0, +0) = +0); ties split the gradient.",
                 py: export,
-                f: |a: T, b: T| if a.is_nan() || a > b { a } else if b.is_nan() || b > a { b } else { a },
-                cuda: "(isnan(a) || a > b) ? a : ((isnan(b) || b > a) ? b : a)",
+                f: |a: T, b: T| if a.is_nan() || a > b { a } else if b.is_nan() || b > a { b } else if a.is_sign_negative() { b } else { a },
+                cuda: "(isnan(a) || a > b) ? a : ((isnan(b) || b > a) ? b : (signbit(a) ? b : a))",
                 da: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Maximum, a, b)?),
                 db: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Maximum, b, a)?),
             }
             Minimum minimum {
-                doc: "Elementwise minimum; NaN propagates, ties split the gradient.",
+                doc: "Elementwise minimum (IEEE 754-2019: NaN propagates, minimum(-0, +0) = -0); ties split the gradient.",
                 py: export,
-                f: |a: T, b: T| if a.is_nan() || a < b { a } else if b.is_nan() || b < a { b } else { a },
-                cuda: "(isnan(a) || a < b) ? a : ((isnan(b) || b < a) ? b : a)",
+                f: |a: T, b: T| if a.is_nan() || a < b { a } else if b.is_nan() || b < a { b } else if a.is_sign_negative() { a } else { b },
+                cuda: "(isnan(a) || a < b) ? a : ((isnan(b) || b < a) ? b : (signbit(a) ? a : b))",
                 da: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Minimum, a, b)?),
                 db: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Minimum, b, a)?),
             }
