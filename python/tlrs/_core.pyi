@@ -260,9 +260,9 @@ def mul(input: Tensor, other: Tensor) -> Tensor:
 def div(input: Tensor, other: Tensor) -> Tensor:
     """Broadcasting a / b."""
 def maximum(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise maximum; NaN propagates, ties split the gradient."""
+    """Elementwise maximum (IEEE 754-2019: NaN propagates, maximum(-0, +0) = +0); ties split the gradient."""
 def minimum(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise minimum; NaN propagates, ties split the gradient."""
+    """Elementwise minimum (IEEE 754-2019: NaN propagates, minimum(-0, +0) = -0); ties split the gradient."""
 # ---- end of generated functions ----
 
 # ---- construction and ops (ops.rs) ----
