@@ -197,18 +197,24 @@ impl Tensor {
     /// The result of a layout op (recorded as `op`) that reads this tensor's elements through
     /// `layout`, given as a map from the new shape onto this tensor's own layout (`strided`): a
     /// view sharing the base storage, no copy. Only for CPU tensors (`viewable`).
+    /// A layout that reads all of the base in order (a slice over a whole axis, a permute of
+    /// axes of length 1) is the base's own values: the result is then row-major, sharing it.
     pub(crate) fn view_as(&self, shape: Shape, layout: Strided, op: Op) -> Tensor {
         let base = match &self.0.values {
-            Values::Dense(s) => s.clone(),
-            Values::View(v) => v.base.clone(),
+            Values::Dense(s) => s,
+            Values::View(v) => &v.base,
         };
         debug_assert!(layout.extent(shape.dims()) <= base.len());
-        let view = View {
-            base,
-            layout,
-            dense: OnceLock::new(),
+        let values = if layout.is_whole(shape.dims(), base.len()) {
+            Values::Dense(base.clone())
+        } else {
+            Values::View(Arc::new(View {
+                base: base.clone(),
+                layout,
+                dense: OnceLock::new(),
+            }))
         };
-        Tensor::from_op_values(Values::View(Arc::new(view)), shape, op)
+        Tensor::from_op_values(values, shape, op)
     }
 
     /// Whether layout ops may return views of this tensor: CPU tensors over memory tlrs owns. A
@@ -239,19 +245,16 @@ impl Tensor {
         }
     }
 
-    /// Whether its storage holds its elements in row-major order (false for most views).
+    /// Whether its storage holds exactly its elements in row-major order (false for a view
+    /// that does not read all of its base in order).
     pub fn is_contiguous(&self) -> bool {
-        match &self.0.values {
-            Values::Dense(_) => true,
-            Values::View(v) => v.layout.is_whole(self.dims(), v.base.len()),
-        }
+        matches!(self.0.values, Values::Dense(_))
     }
 
     /// The row-major values (for a view, copied on first use and kept).
     fn dense(&self) -> &Arc<Storage> {
         match &self.0.values {
             Values::Dense(s) => s,
-            Values::View(v) if v.layout.is_whole(self.dims(), v.base.len()) => &v.base,
             Values::View(v) => v.dense.get_or_init(|| {
                 let Storage::Cpu(c) = &*v.base else {
                     unreachable!("views are made of CPU storage only (`viewable`)")

@@ -142,7 +142,9 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
     readable(t, "Tensor.numpy()")?;
     // A permuted or sliced view is read through its strides, in place; a broadcast one (whose
     // repeated elements NumPy would see as one, writable or not) is made row-major first.
-    let layout = Some(t.strided()).filter(|l| !t.is_contiguous() && !l.strides.contains(&0));
+    let layout = (!t.is_contiguous())
+        .then(|| t.strided())
+        .filter(|l| !l.strides.contains(&0));
     let values = if layout.is_some() {
         t.base_storage()
     } else {

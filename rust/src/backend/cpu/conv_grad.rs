@@ -38,14 +38,11 @@ pub fn conv2d_grads<T: GemmElem>(
         .flatten();
     // Fast kernels on small maps: the flipped-kernel convolution by the small-map kernel,
     // which reads W in place (8 images of 512 channels at 2×2: 0.76 -> 0.53 ms on 2 threads).
-    let small = (fast && need_x)
-        .then(|| transposed_dims(&d))
-        .flatten()
-        .and_then(|dt| T::fast_small_maps(g, wt, None, &dt, true));
+    let small = || transposed_dims(&d).and_then(|dt| T::fast_small_maps(g, wt, None, &dt, true));
     let gx = if !need_x {
         None
-    } else if small.is_some() {
-        small
+    } else if let Some(gx) = fast.then(small).flatten() {
+        Some(gx)
     } else if fast {
         // Its product has C rows: too few below 32 (3 input channels at 32x32, 8 images, f32:
         // forward + backward 28 GFLOP/s this way, 34 through gcols; 32 channels: even; 64: ahead).
