@@ -10,7 +10,7 @@
 # cannot eat the budget; a failed step does not stop the next one. The whole run stays under
 # GPU_CHECK_BUDGET seconds (default 420): each step's limit is cut to what is left. Exit code 0
 # only when every step succeeded. Files in $OUT: install.txt, info.txt, pytest-cuda.txt,
-# pytest-cuda.xml, bench.txt, gpu.json, summary.txt.
+# pytest-cuda.xml, nccl.txt, bench.txt, gpu.json, summary.txt.
 #
 # Needs python3 with NumPy, pytest, typer, rich (PyTorch, cuda-pathfinder and the nvidia CUDA
 # library wheels optional); tlrs loads the pip CUDA libraries itself (python/tlrs/cuda.py).
@@ -178,7 +178,13 @@ if total == 0 or skipped == total:
 }
 run_step pytest pytest-cuda.txt pytest_step
 
-# Step 4: the GPU benchmark (writes $OUT/gpu.json after every row). It exits 0 whatever it
+# Step 4: NCCL at world size 1 with NCCL's own log, tlrs and PyTorch (the control) side by side.
+nccl_step() {
+  timeout -k 10 "$(limit 120)" "$PY" scripts/nccl-check.py
+}
+run_step nccl nccl.txt nccl_step
+
+# Step 5: the GPU benchmark (writes $OUT/gpu.json after every row). It exits 0 whatever it
 # measured, so the step fails here when tlrs had no CUDA device or a tlrs measurement raised
 # (a torch failure is only a warning).
 bench_step() {
@@ -200,7 +206,7 @@ if doc.get("tlrs_errors"):
 }
 run_step bench bench.txt bench_step
 
-# Step 5: the summary.
+# Step 6: the summary.
 {
   echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname 2>/dev/null || echo '?')"
   echo "wheel: ${WHEEL:-none}"

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.gpu
 
 
 def _comm():
-    ok, why = _core.nccl_probe()
+    from tlrs.distributed import _nccl
+
+    ok, why = _nccl.probe()  # loads pip's NCCL first, as init(backend="nccl") does
     assert ok, why
     return _core.NcclComm(0, 1, 0, _core.nccl_unique_id())
 
@@ -32,8 +34,29 @@ def test_nccl_collectives_at_world_size_1(dtype):
     np.testing.assert_array_equal(comm.all_reduce_sum(t).numpy(), x)
 
 
+def _mapped(prefix: str) -> set[str]:
+    """Files named prefix* mapped into this process."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if len(line.split()) >= 6}
+    return {p for p in paths if p.rsplit("/", 1)[-1].startswith(prefix)}
+
+
+def test_one_nccl_copy_is_mapped_and_the_probe_names_it():
+    # A second libnccl in the process (a system one beside pip's) made every collective fail
+    # with "corrupted comm object": tlrs must use the copy already loaded.
+    from tlrs.distributed import _nccl
+
+    comm = _comm()
+    ok, what = _nccl.probe()
+    assert ok, what
+    comm.all_reduce_sum(tlrs.tensor([1.0, 2.0], device="cuda")).numpy()
+    copies = _mapped("libnccl.so")
+    assert len(copies) == 1, copies
+    assert what.endswith(f"({copies.pop()})"), what
+
+
 def test_nccl_refuses_cpu_tensors():
-    with pytest.raises(tlrs.DeviceError, match="expected a CUDA tensor"):
+    with pytest.raises(tlrs.DeviceError, match="expected tensors on a CUDA device"):
         _comm().all_gather(tlrs.tensor([1.0]))
 
 

@@ -602,7 +602,8 @@ class Graph:
 # ---- CUDA (cuda.rs) ----
 
 def nccl_probe() -> tuple[bool, str]:
-    """(usable, NCCL version such as '2.28.3', or why NCCL cannot be used here)."""
+    """(usable, NCCL's version and library path such as '2.28.9 (/path/libnccl.so.2)', or why
+    NCCL cannot be used here)."""
 def nccl_unique_id() -> bytes:
     """A new 128-byte NCCL unique id (rank 0 makes it; MPI carries it to the others)."""
 @final

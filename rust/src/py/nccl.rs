@@ -10,13 +10,20 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Mutex;
 
-/// (usable, NCCL version such as "2.28.3", or why it cannot be used).
+/// (usable, NCCL's version and library such as "2.28.9 (/path/libnccl.so.2)", or why it cannot
+/// be used).
 #[pyfunction]
 pub fn nccl_probe() -> (bool, String) {
     match nccl::probe() {
         Ok(v) => (
             true,
-            format!("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100),
+            format!(
+                "{}.{}.{} ({})",
+                v / 10000,
+                (v / 100) % 100,
+                v % 100,
+                nccl::library_path().unwrap_or_default()
+            ),
         ),
         Err(e) => (false, e.to_string()),
     }
@@ -37,7 +44,7 @@ fn device_buffer(t: &Tensor, op: &'static str) -> crate::Result<CudaStorage> {
         Storage::Cuda(c) => Ok(c.clone()),
         Storage::Cpu(_) => Err(Error::Device {
             op,
-            expected: "a CUDA tensor (NCCL moves device memory; CPU tensors go over MPI)".into(),
+            expected: "a CUDA device (NCCL moves device memory; CPU tensors go over MPI)".into(),
             got: "cpu".into(),
         }),
     }

@@ -10,6 +10,7 @@ pub mod emu;
 pub mod gpu;
 pub mod kernels;
 pub mod nccl;
+mod nccl_lib;
 pub mod ops;
 pub mod probe;
 pub mod storage;

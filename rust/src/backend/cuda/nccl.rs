@@ -1,19 +1,16 @@
-//! NCCL collectives on device buffers, through cudarc's NCCL bindings loaded at run time (the
+//! NCCL collectives on device buffers, through libnccl loaded at run time (`nccl_lib`; the
 //! `nvidia-nccl-cu13` wheel supplies libnccl.so.2). A communicator joins `size` ranks that share
 //! one unique id (rank 0 makes it; the Python side sends it over MPI). Every collective runs on
 //! the device's tlrs stream, after the kernels that produced its input. No reduction here sums
 //! in NCCL's order unless asked (`all_reduce_sum`): data parallelism gathers and folds itself.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use cudarc::nccl::{result, sys};
-
+use super::nccl_lib::{self, NcclLib, RawComm, UniqueId};
 use super::{emulated, gpu, DeviceBuffer, Gpu};
 use crate::{DType, Error, Result};
 
-/// Bytes of an NCCL unique id.
-pub const UNIQUE_ID_BYTES: usize = 128;
+pub use super::nccl_lib::UNIQUE_ID_BYTES;
 
 const NCCL_HINT: &str = "`pip install nvidia-nccl-cu13` (NVIDIA's NCCL wheel), or add the \
 directory holding libnccl.so.2 to LD_LIBRARY_PATH";
@@ -22,52 +19,52 @@ fn unavailable(msg: impl Into<String>) -> Error {
     Error::CudaUnavailable(format!("NCCL is not available: {}", msg.into()))
 }
 
-fn nccl_err(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Cuda(format!("NCCL {what} failed: {e:?}"))
-}
-
-/// Runs a call that loads libnccl: cudarc panics when the library is missing.
-fn caught<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(unavailable(format!(
-            "{what}: cudarc panicked loading libnccl"
-        )))
-    })
-}
-
-/// NCCL's version (e.g. 22803 for 2.28.3) when NCCL can be used with cuda:0, else why not: the
-/// emulator has no NCCL, CUDA itself may be unusable, or libnccl.so.2 may be missing.
-pub fn probe() -> Result<i32> {
+/// The loaded library, once NCCL is known to be usable with cuda:0.
+fn usable() -> Result<&'static NcclLib> {
     if emulated() {
         return Err(unavailable(
             "the CUDA emulator (TLRS_CUDA_EMULATOR=1) has no NCCL; NCCL needs a real GPU",
         ));
     }
     gpu(0).map_err(|e| unavailable(format!("it needs a usable CUDA device: {e}")))?;
-    // SAFETY: only tries to open the library by its candidate names.
-    let present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
-    if !present {
-        return Err(unavailable(format!(
-            "cannot load libnccl.so.2; fix: {NCCL_HINT}"
-        )));
-    }
-    caught("ncclGetVersion", || {
-        result::get_nccl_version().map_err(|e| nccl_err("ncclGetVersion", e))
-    })
+    nccl_lib::lib().map_err(|e| unavailable(format!("{e}; fix: {NCCL_HINT}")))
+}
+
+/// NCCL's version (e.g. 22803 for 2.28.3) when NCCL can be used with cuda:0, else why not: the
+/// emulator has no NCCL, CUDA itself may be unusable, or libnccl.so.2 may be missing.
+pub fn probe() -> Result<i32> {
+    let lib = usable()?;
+    let mut v = 0;
+    // SAFETY: ncclGetVersion writes one int.
+    let code = unsafe { (lib.get_version)(&mut v) };
+    lib.check("ncclGetVersion", code, std::ptr::null_mut())
+        .map_err(Error::Cuda)?;
+    Ok(v)
+}
+
+/// Where the libnccl in use was loaded from (after a successful `probe`).
+pub fn library_path() -> Option<String> {
+    nccl_lib::lib().ok().map(|l| l.path.clone())
 }
 
 /// A new unique id (rank 0 calls this and sends the bytes to the other ranks).
 pub fn unique_id() -> Result<Vec<u8>> {
     probe()?;
-    let id = caught("ncclGetUniqueId", || {
-        result::get_uniqueid().map_err(|e| nccl_err("ncclGetUniqueId", e))
-    })?;
+    let lib = usable()?;
+    let mut id = UniqueId {
+        internal: [0; UNIQUE_ID_BYTES],
+    };
+    // SAFETY: ncclGetUniqueId fills the 128-byte id.
+    let code = unsafe { (lib.get_unique_id)(&mut id) };
+    lib.check("ncclGetUniqueId", code, std::ptr::null_mut())
+        .map_err(Error::Cuda)?;
     Ok(id.internal.iter().map(|&c| c as u8).collect())
 }
 
 /// One rank's communicator on one device.
 pub struct Comm {
-    raw: sys::ncclComm_t,
+    lib: &'static NcclLib,
+    raw: RawComm,
     gpu: Arc<Gpu>,
     rank: usize,
     size: usize,
@@ -78,10 +75,10 @@ pub struct Comm {
 unsafe impl Send for Comm {}
 unsafe impl Sync for Comm {}
 
-fn nccl_type(dtype: DType) -> sys::ncclDataType_t {
+fn nccl_type(dtype: DType) -> std::ffi::c_int {
     match dtype {
-        DType::F32 => sys::ncclDataType_t::ncclFloat32,
-        DType::F64 => sys::ncclDataType_t::ncclFloat64,
+        DType::F32 => nccl_lib::NCCL_FLOAT32,
+        DType::F64 => nccl_lib::NCCL_FLOAT64,
     }
 }
 
@@ -90,6 +87,7 @@ impl Comm {
     /// Blocks until every rank has joined (NCCL's own behaviour).
     pub fn init(ordinal: usize, size: usize, rank: usize, id: &[u8]) -> Result<Comm> {
         probe()?;
+        let lib = usable()?;
         if id.len() != UNIQUE_ID_BYTES {
             return Err(Error::arg(
                 "nccl",
@@ -105,24 +103,27 @@ impl Comm {
                 format!("rank {rank} is not below the world size {size}"),
             ));
         }
-        let mut uid = sys::ncclUniqueId {
+        let mut uid = UniqueId {
             internal: [0; UNIQUE_ID_BYTES],
         };
         for (dst, &b) in uid.internal.iter_mut().zip(id) {
             *dst = b as std::ffi::c_char;
         }
         let g = gpu(ordinal)?;
-        let mut raw: sys::ncclComm_t = std::ptr::null_mut();
+        let (n, r) = (
+            i32::try_from(size).map_err(|_| Error::arg("nccl", format!("world size {size}")))?,
+            rank as i32,
+        );
+        let mut raw: RawComm = std::ptr::null_mut();
         let joined = g.with_raw_stream(|_| {
-            caught("ncclCommInitRank", || {
-                // SAFETY: `raw` receives the communicator; the id came from ncclGetUniqueId.
-                unsafe { result::comm_init_rank(&mut raw, size as i32, uid, rank as i32) }
-                    .map(|_| ())
-                    .map_err(|e| nccl_err("ncclCommInitRank", e))
-            })
+            // SAFETY: `raw` receives the communicator; the id came from ncclGetUniqueId.
+            let code = unsafe { (lib.comm_init_rank)(&mut raw, n, uid, r) };
+            lib.check("ncclCommInitRank", code, std::ptr::null_mut())
+                .map_err(Error::Cuda)
         });
         joined.unwrap_or_else(|| Err(unavailable("the CUDA emulator has no NCCL")))?;
         Ok(Comm {
+            lib,
             raw,
             gpu: g,
             rank,
@@ -143,10 +144,7 @@ impl Comm {
         if buf.gpu().ordinal() != self.gpu.ordinal() {
             return Err(Error::Device {
                 op,
-                expected: format!(
-                    "a tensor on cuda:{} (the communicator's device)",
-                    self.gpu.ordinal()
-                ),
+                expected: format!("cuda:{} (the communicator's device)", self.gpu.ordinal()),
                 got: format!("cuda:{}", buf.gpu().ordinal()),
             });
         }
@@ -164,17 +162,16 @@ impl Comm {
         call: impl FnOnce(
             *const std::ffi::c_void,
             *mut std::ffi::c_void,
-            sys::cudaStream_t,
-        ) -> std::result::Result<result::NcclStatus, result::NcclError>,
+            *mut std::ffi::c_void,
+        ) -> std::ffi::c_int,
     ) -> Result<DeviceBuffer> {
         self.check(buf, op)?;
         let out = self.gpu.alloc(buf.dtype(), out_len)?;
         let (send, recv) = (buf.address() as *const _, out.address() as *mut _);
         self.gpu
             .with_raw_stream(|stream| {
-                call(send, recv, stream as sys::cudaStream_t)
-                    .map(|_| ())
-                    .map_err(|e| nccl_err(what, e))
+                let code = call(send, recv, stream as *mut std::ffi::c_void);
+                self.lib.check(what, code, self.raw).map_err(Error::Cuda)
             })
             .unwrap_or_else(|| {
                 Err(unavailable(format!(
@@ -197,7 +194,9 @@ impl Comm {
             "ncclAllGather",
             buf,
             total,
-            |send, recv, stream| unsafe { result::all_gather(send, recv, n, dt, self.raw, stream) },
+            |send, recv, stream| unsafe {
+                (self.lib.all_gather)(send, recv, n, dt, self.raw, stream)
+            },
         )
     }
 
@@ -211,7 +210,7 @@ impl Comm {
             buf,
             n,
             |send, recv, stream| unsafe {
-                result::broadcast(send, recv, n, dt, root as i32, self.raw, stream)
+                (self.lib.broadcast)(send, recv, n, dt, root as i32, self.raw, stream)
             },
         )
     }
@@ -220,7 +219,7 @@ impl Comm {
     /// world size and topology).
     pub fn all_reduce_sum(&self, buf: &DeviceBuffer) -> Result<DeviceBuffer> {
         let (n, dt) = (buf.len(), nccl_type(buf.dtype()));
-        let sum = sys::ncclRedOp_t::ncclSum;
+        let sum = nccl_lib::NCCL_SUM;
         // SAFETY: both buffers hold n elements on this device.
         self.collective(
             "all_reduce",
@@ -228,7 +227,7 @@ impl Comm {
             buf,
             n,
             |send, recv, stream| unsafe {
-                result::all_reduce(send, recv, n, dt, sum, self.raw, stream)
+                (self.lib.all_reduce)(send, recv, n, dt, sum, self.raw, stream)
             },
         )
     }
@@ -237,8 +236,6 @@ impl Comm {
 impl Drop for Comm {
     fn drop(&mut self) {
         // SAFETY: the communicator is live and dropped once.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            result::comm_destroy(self.raw)
-        }));
+        unsafe { (self.lib.comm_destroy)(self.raw) };
     }
 }
