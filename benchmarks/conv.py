@@ -1,7 +1,9 @@
 """conv2d speed: forward and forward+backward GFLOP/s of tlrs reference and fast kernels, f32 and
 f64, on 1 and 2 threads, against PyTorch CPU (torch.nn.functional.conv2d with autograd) when
-`import torch` works. All numbers come from this one run, the kinds timed interleaved (round
-robin), so the ratios compare like with like. Never fails: a case that errors prints its error.
+`import torch` works. All numbers come from this one run. Each kind (tlrs reference, tlrs fast,
+PyTorch) is timed in a process of its own (a thread pool that spins after its work would slow
+whatever runs next in the same process), the processes taking turns round by round, so slow
+drift of the machine reaches every kind alike. Never fails: a case that errors prints its error.
 
     python benchmarks/conv.py [--threads 1,2] [--repeat 3] [--min-time 0.2] [--shapes NAME,...]
 
@@ -20,6 +22,10 @@ y to both sides).
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -91,34 +97,50 @@ def torch_cases(torch, x, w, b, r, s, p):
     return fwd, fwd_bwd
 
 
-def measure(name, dims, dtype, threads, repeat, min_time, torch):
+def worker(kind: str, threads: int, dtypes: list[str], names: list[str], min_time: float) -> None:
+    """One process, one kind: prints {"dtype|shape|part": seconds per call} as JSON, each case
+    warmed up once first."""
     import tlrs
 
-    n, c, oc, hw, k, s, p = dims
-    o = (hw + 2 * p - k) // s + 1
-    flops = 2.0 * n * oc * o * o * c * k * k
-    rng = np.random.default_rng(0)
-    x = rng.uniform(-1, 1, (n, c, hw, hw)).astype(dtype)
-    w = rng.uniform(-0.1, 0.1, (oc, c, k, k)).astype(dtype)
-    b = rng.uniform(-0.1, 0.1, (oc,)).astype(dtype)
-    r = rng.uniform(-1, 1, (n, oc, o, o)).astype(dtype)
-    kinds = {"ref": (False, tlrs_cases(tlrs, x, w, b, r, s, p)), "fast": (True, tlrs_cases(tlrs, x, w, b, r, s, p))}
-    if torch is not None:
-        kinds["torch"] = (None, torch_cases(torch, x, w, b, r, s, p))
-    best = {(kind, part): float("inf") for kind in kinds for part in (0, 1)}
-    for rnd in range(repeat + 1):  # round 0 warms up and is discarded
-        for kind, (fast, fns) in kinds.items():
-            if fast is not None:
-                tlrs.set_fast_kernels(fast)
-            for part, fn in enumerate(fns):
-                t = timed(fn, min_time)
-                if rnd > 0:
-                    best[kind, part] = min(best[kind, part], t)
-    tlrs.set_fast_kernels(False)
-    row = dict(threads=threads, dtype=dtype, shape=name)
-    for (kind, part), t in best.items():
-        row[f"{kind}_{'fb' if part else 'f'}"] = (3 * flops if part else flops) / t / 1e9
-    return row
+    tlrs.set_num_threads(threads)
+    torch = try_torch() if kind == "torch" else None
+    if kind == "torch":
+        if torch is None:
+            print(json.dumps({}))
+            return
+        torch.set_num_threads(threads)
+    else:
+        tlrs.set_fast_kernels(kind == "fast")
+    out: dict[str, float | str] = {}
+    for dtype in dtypes:
+        for name in names:
+            n, c, oc, hw, k, s, p = SHAPES[name]
+            o = (hw + 2 * p - k) // s + 1
+            rng = np.random.default_rng(0)
+            x = rng.uniform(-1, 1, (n, c, hw, hw)).astype(dtype)
+            w = rng.uniform(-0.1, 0.1, (oc, c, k, k)).astype(dtype)
+            b = rng.uniform(-0.1, 0.1, (oc,)).astype(dtype)
+            r = rng.uniform(-1, 1, (n, oc, o, o)).astype(dtype)
+            try:
+                fns = (torch_cases(torch, x, w, b, r, s, p) if torch is not None
+                       else tlrs_cases(tlrs, x, w, b, r, s, p))
+                for part, fn in enumerate(fns):
+                    timed(fn, min_time / 4)  # warm-up
+                    out[f"{dtype}|{name}|{part}"] = timed(fn, min_time)
+            except Exception as e:  # noqa: BLE001 - a benchmark reports, never fails
+                out[f"{dtype}|{name}|error"] = f"{type(e).__name__}: {e}"
+    print(json.dumps(out))
+
+
+def run_worker(kind: str, threads: int, dtypes: list[str], names: list[str],
+               min_time: float) -> dict[str, float | str]:
+    cmd = [sys.executable, __file__, "--worker", kind, "--threads", str(threads),
+           "--dtypes", ",".join(dtypes), "--shapes", ",".join(names), "--min-time", str(min_time)]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")  # NumPy's pool would poll beside the timed one
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return {"|worker|error": f"{kind} worker exit {p.returncode}: {p.stderr.strip()[-300:]}"}
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def fmt(v):
@@ -139,7 +161,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=0.2)
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated names from: " + ", ".join(SHAPES))
+    ap.add_argument("--dtypes", default="float32,float64")
+    ap.add_argument("--worker", choices=("ref", "fast", "torch"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    names, dtypes = args.shapes.split(","), args.dtypes.split(",")
+    if args.worker:
+        worker(args.worker, int(args.threads), dtypes, names, args.min_time)
+        return
     import tlrs
 
     torch = try_torch()
@@ -147,24 +175,36 @@ def main() -> None:
         print("torch not installed: comparing tlrs reference and fast kernels only")
     else:
         print(f"torch {torch.__version__}")
+    kinds = ["ref", "fast"] + (["torch"] if torch is not None else [])
     rows, peaks = [], {}
     for t in (int(v) for v in args.threads.split(",")):
         tlrs.set_num_threads(t)
-        if torch is not None:
-            torch.set_num_threads(t)
         peaks[t] = max((tlrs._core.fma_peak_gflops(20_000_000) or 0.0) for _ in range(3)) or None
         mul_add = max((tlrs._core.mul_add_peak_gflops(20_000_000) or 0.0) for _ in range(3)) or None
         print(f"{t} thread(s): measured f32 FMA peak {fmt(peaks[t])} GFLOP/s; multiply-then-add "
               f"(the reference fold's arithmetic) {fmt(mul_add)} GFLOP/s = {pct(mul_add, peaks[t]).strip()}% of it")
-        for dtype in ("float32", "float64"):
-            for name in args.shapes.split(","):
-                try:
-                    row = measure(name, SHAPES[name], dtype, t, args.repeat, args.min_time, torch)
-                    # The peak is f32's; f64 vectors hold half the lanes.
-                    row["peak"] = peaks[t] and (peaks[t] if dtype == "float32" else peaks[t] / 2)
-                    rows.append(row)
-                except Exception as e:  # noqa: BLE001 - a benchmark reports, never fails
-                    print(f"{t} {dtype} {name}: error: {type(e).__name__}: {e}")
+        best: dict[tuple[str, str], float] = {}
+        for _ in range(args.repeat):
+            for kind in kinds:
+                for key, v in run_worker(kind, t, dtypes, names, args.min_time).items():
+                    if isinstance(v, str):
+                        print(f"{t} {kind} {key}: error: {v}")
+                    else:
+                        best[kind, key] = min(best.get((kind, key), float("inf")), v)
+        for dtype in dtypes:
+            for name in names:
+                n, c, oc, hw, k, s, p = SHAPES[name]
+                o = (hw + 2 * p - k) // s + 1
+                flops = 2.0 * n * oc * o * o * c * k * k
+                row: dict = dict(threads=t, dtype=dtype, shape=name)
+                for kind in kinds:
+                    for part in (0, 1):
+                        sec = best.get((kind, f"{dtype}|{name}|{part}"))
+                        if sec is not None:
+                            row[f"{kind}_{'fb' if part else 'f'}"] = (3 * flops if part else flops) / sec / 1e9
+                # The peak is f32's; f64 vectors hold half the lanes.
+                row["peak"] = peaks[t] and (peaks[t] if dtype == "float32" else peaks[t] / 2)
+                rows.append(row)
     print("\nGFLOP/s; f = forward, f+b = forward + input/weight/bias gradients (3x forward flops)")
     head = (f"{'thr':>3} {'dtype':>7} {'shape':<18} | {'ref f':>7} {'fast f':>7} {'torch f':>7} | "
             f"{'ref f+b':>7} {'fast f+b':>8} {'torch f+b':>9} | {'fast/ref':>8} {'ref/tch':>7} {'fast/tch':>8} (f+b) | "
