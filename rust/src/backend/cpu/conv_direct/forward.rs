@@ -188,48 +188,46 @@ unsafe fn item_rows<const FMA: bool>(items: &[Item], out: &mut [MaybeUninit<f32>
     let span = rows * d.ow;
     let mut sums = vec![_mm512_setzero_ps(); 2 * span * items.len()];
     let chunk = (CHUNK_FLOATS / (d.kh * d.kw * BLOCK)).max(1);
-    // Rows of 8+ go in runs along the row; narrower rows go whole, several rows a run.
-    let (row_step, runs) = if d.ow >= 8 {
-        (1, even_runs(d.ow, RUN).collect::<Vec<_>>())
-    } else {
-        (RUN / d.ow, vec![(0, d.ow)])
-    };
+    // Narrower rows than 8 go whole, several rows a run. Rows of 8+ go in runs of RUN positions
+    // through the group's positions in row order, a run that reaches a row's end going on at
+    // the next row's start (16 = 12 + 4 | 8 + 8 | 4 + 12 ...): each full run keeps 2 × 12 sums.
+    let narrow_step = RUN / d.ow;
+    let sums_at = sums.as_mut_ptr();
     for oy0 in (0..d.oh).step_by(rows) {
         let oy1 = (oy0 + rows).min(d.oh);
         for (c0, cn) in even_runs(d.c, chunk) {
             for (k, item) in items.iter().enumerate() {
-                for oy in (oy0..oy1).step_by(row_step) {
-                    let nrows = row_step.min(oy1 - oy);
-                    for &(ox, len) in &runs {
-                        let at = sums
-                            .as_mut_ptr()
-                            .add(2 * (k * span + (oy - oy0) * d.ow + ox));
-                        let part = Part {
-                            c0,
-                            cn,
-                            first: c0 == 0,
-                            at,
-                        };
-                        macro_rules! dispatch {
-                            ($(($r:literal, $n:literal))*) => {
-                                match (nrows, len) {
-                                    $(($r, $n) => if d.stride == 2 {
-                                        run::<FMA, 2, $r, $n>(item, oy, ox, &part)
-                                    } else {
-                                        run::<FMA, 1, $r, $n>(item, oy, ox, &part)
-                                    },)*
-                                    _ => unreachable!("a run holds 1 to {RUN} positions"),
-                                }
-                            };
-                        }
-                        dispatch!((1, 2)(1, 3)(1, 4)(1, 5)(1, 6)(1, 7)(1, 8)(1, 9)(1, 10)(
-                            1, 11
-                        )(1, 12)(2, 2)(3, 2)(4, 2)(5, 2)(
-                            6, 2
-                        )(2, 3)(3, 3)(4, 3)(2, 4)(3, 4)(2, 5)(
-                            2, 6
-                        ));
+                let at =
+                    |oy: usize, ox: usize| sums_at.add(2 * (k * span + (oy - oy0) * d.ow + ox));
+                let part = |at| Part {
+                    c0,
+                    cn,
+                    first: c0 == 0,
+                    at,
+                };
+                if d.ow < 8 {
+                    for oy in (oy0..oy1).step_by(narrow_step) {
+                        let nrows = narrow_step.min(oy1 - oy);
+                        row_runs::<FMA>(item, nrows, d.ow, oy, 0, &part(at(oy, 0)));
                     }
+                    continue;
+                }
+                let total = (oy1 - oy0) * d.ow;
+                let mut q = 0;
+                while q < total {
+                    let (oy, ox) = (oy0 + q / d.ow, q % d.ow);
+                    let first = (d.ow - ox).min(total - q).min(RUN);
+                    let second = (RUN - first).min(total - q - first).min(d.ow);
+                    if second == 0 {
+                        row_runs::<FMA>(item, 1, first, oy, ox, &part(at(oy, ox)));
+                    } else if first + second == RUN {
+                        split_run::<FMA>(item, first, oy, ox, &part(at(oy, ox)));
+                    } else {
+                        // A short run at the group's end: one run per row.
+                        row_runs::<FMA>(item, 1, first, oy, ox, &part(at(oy, ox)));
+                        row_runs::<FMA>(item, 1, second, oy + 1, 0, &part(at(oy + 1, 0)));
+                    }
+                    q += first + second;
                 }
             }
         }
@@ -243,6 +241,62 @@ unsafe fn item_rows<const FMA: bool>(items: &[Item], out: &mut [MaybeUninit<f32>
             transpose::block_out(flat, item.bias, out_k, oy0 * d.ow);
         }
     }
+}
+
+/// `run` for R rows of NP positions from (oy, ox), dispatched to its monomorphic form.
+///
+/// # Safety
+/// As `run`.
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+unsafe fn row_runs<const FMA: bool>(
+    item: &Item,
+    nrows: usize,
+    len: usize,
+    oy: usize,
+    ox: usize,
+    part: &Part,
+) {
+    macro_rules! dispatch {
+        ($(($r:literal, $n:literal))*) => {
+            match (nrows, len) {
+                $(($r, $n) => if item.d.stride == 2 {
+                    run::<FMA, 2, $r, $n>(item, oy, ox, part)
+                } else {
+                    run::<FMA, 1, $r, $n>(item, oy, ox, part)
+                },)*
+                _ => unreachable!("a run holds 1 to {RUN} positions"),
+            }
+        };
+    }
+    dispatch!((1, 1)(1, 2)(1, 3)(1, 4)(1, 5)(1, 6)(1, 7)(1, 8)(1, 9)(
+        1, 10
+    )(1, 11)(1, 12)(2, 2)(3, 2)(4, 2)(5, 2)(6, 2)(2, 3)(3, 3)(
+        4, 3
+    )(2, 4)(3, 4)(2, 5)(2, 6));
+}
+
+/// `split_run` for `first` positions at the end of row oy from ox and RUN - first at the start
+/// of row oy + 1, dispatched to its monomorphic form.
+///
+/// # Safety
+/// As `split_run`.
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+unsafe fn split_run<const FMA: bool>(item: &Item, first: usize, oy: usize, ox: usize, part: &Part) {
+    macro_rules! dispatch {
+        ($(($a:literal, $b:literal))*) => {
+            match first {
+                $($a => if item.d.stride == 2 {
+                    run_split::<FMA, 2, $a, $b>(item, oy, ox, part)
+                } else {
+                    run_split::<FMA, 1, $a, $b>(item, oy, ox, part)
+                },)*
+                _ => unreachable!("a split run holds 1 to {} positions of its first row", RUN - 1),
+            }
+        };
+    }
+    dispatch!((1, 11)(2, 10)(3, 9)(4, 8)(5, 7)(6, 6)(7, 5)(8, 4)(9, 3)(
+        10, 2
+    )(11, 1));
 }
 
 /// One run's share of a chunk: input channels c0 .. c0 + cn, and where its 2 × NP sums wait
@@ -312,5 +366,71 @@ unsafe fn run<const FMA: bool, const S: usize, const R: usize, const NP: usize>(
             *part.at.add(2 * (r * NP + i)) = lo[r][i];
             *part.at.add(2 * (r * NP + i) + 1) = hi[r][i];
         }
+    }
+}
+
+/// Positions (oy, ox .. ox + NA) and then (oy + 1, 0 .. NB): a run that goes on from one row's
+/// end to the next row's start, folded like `run` (each position's fold is the same; only which
+/// positions share a pass changes).
+///
+/// # Safety
+/// The CPU must have AVX-512F; the run lies inside the output rows; `part.at` holds
+/// 2 × (NA + NB) vectors.
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+unsafe fn run_split<const FMA: bool, const S: usize, const NA: usize, const NB: usize>(
+    item: &Item,
+    oy: usize,
+    ox: usize,
+    part: &Part,
+) {
+    use std::arch::x86_64::*;
+    let d = item.d;
+    assert!(ox + NA == d.ow && NB <= d.ow && oy + 1 < d.oh && d.stride == S);
+    assert!(part.c0 + part.cn <= d.c);
+    let (row, plane) = (d.w + 2 * d.pad, padded_plane(d));
+    let z = _mm512_setzero_ps();
+    let (mut lo_a, mut hi_a, mut lo_b, mut hi_b) = ([z; NA], [z; NA], [z; NB], [z; NB]);
+    if !part.first {
+        for i in 0..NA {
+            lo_a[i] = *part.at.add(2 * i);
+            hi_a[i] = *part.at.add(2 * i + 1);
+        }
+        for i in 0..NB {
+            lo_b[i] = *part.at.add(2 * (NA + i));
+            hi_b[i] = *part.at.add(2 * (NA + i) + 1);
+        }
+    }
+    let mut w = item.w.as_ptr().add(part.c0 * d.kh * d.kw * BLOCK);
+    for c in part.c0..part.c0 + part.cn {
+        for ky in 0..d.kh {
+            // Input rows oy·S + ky (from column ox·S) and (oy + 1)·S + ky (from column 0), in
+            // bounds as in `run`.
+            let base = item.x.as_ptr().add(c * plane);
+            let xa = base.add((oy * S + ky) * row + ox * S);
+            let xb = base.add(((oy + 1) * S + ky) * row);
+            for kx in 0..d.kw {
+                let w0 = _mm512_loadu_ps(w);
+                let w1 = _mm512_loadu_ps(w.add(LANES));
+                w = w.add(BLOCK);
+                for i in 0..NA {
+                    let t = _mm512_set1_ps(*xa.add(i * S + kx));
+                    lo_a[i] = mac!(FMA, lo_a[i], w0, t);
+                    hi_a[i] = mac!(FMA, hi_a[i], w1, t);
+                }
+                for i in 0..NB {
+                    let t = _mm512_set1_ps(*xb.add(i * S + kx));
+                    lo_b[i] = mac!(FMA, lo_b[i], w0, t);
+                    hi_b[i] = mac!(FMA, hi_b[i], w1, t);
+                }
+            }
+        }
+    }
+    for i in 0..NA {
+        *part.at.add(2 * i) = lo_a[i];
+        *part.at.add(2 * i + 1) = hi_a[i];
+    }
+    for i in 0..NB {
+        *part.at.add(2 * (NA + i)) = lo_b[i];
+        *part.at.add(2 * (NA + i) + 1) = hi_b[i];
     }
 }
