@@ -71,6 +71,11 @@ struct Disjoint<A>(*mut A, usize);
 unsafe impl<A: Send> Sync for Disjoint<A> {}
 
 impl<A> Disjoint<A> {
+    /// The output's first element (for pieces that are not runs, such as `Tile`s).
+    fn base(&self) -> *mut A {
+        self.0
+    }
+
     /// Elements `start..start + len` (clamped to the end).
     ///
     /// # Safety
@@ -79,6 +84,63 @@ impl<A> Disjoint<A> {
     unsafe fn piece(&self, start: usize, len: usize) -> &mut [A] {
         std::slice::from_raw_parts_mut(self.0.add(start), len.min(self.1 - start))
     }
+}
+
+/// One tile of a row-major matrix: `rows` rows of `cols` elements, `row_len` apart. Its rows are
+/// lent one at a time, so no two can alias.
+pub struct Tile<'a, A> {
+    ptr: *mut A,
+    row_len: usize,
+    rows: usize,
+    cols: usize,
+    _out: std::marker::PhantomData<&'a mut A>,
+}
+
+impl<A> Tile<'_, A> {
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Row `r` of the tile (`cols` elements).
+    pub fn row(&mut self, r: usize) -> &mut [A] {
+        assert!(r < self.rows);
+        // SAFETY: the tile's rows lie inside the matrix (`for_tiles`) and belong to this tile
+        // alone; the &mut borrow of self keeps one row lent at a time.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r * self.row_len), self.cols) }
+    }
+}
+
+/// Runs `f(i, tile)` for every tile of `out`, a matrix with rows of `row_len`, cut into tiles of
+/// `tile_rows` × `tile_cols` (smaller at the bottom and right edges), tile i in row-major tile
+/// order, one `team_for` item per tile: for work whose pieces are rectangles of the output
+/// rather than runs of it.
+pub fn for_tiles<A: Send>(
+    out: &mut [A],
+    row_len: usize,
+    (tile_rows, tile_cols): (usize, usize),
+    work: usize,
+    f: impl Fn(usize, Tile<'_, A>) + Sync,
+) {
+    if out.is_empty() || row_len == 0 || tile_rows == 0 || tile_cols == 0 {
+        return;
+    }
+    assert!(out.len().is_multiple_of(row_len));
+    let rows = out.len() / row_len;
+    let across = row_len.div_ceil(tile_cols);
+    let ptr = Disjoint(out.as_mut_ptr(), out.len());
+    team_for(rows.div_ceil(tile_rows) * across, work, |i| {
+        let (r0, c0) = (i / across * tile_rows, i % across * tile_cols);
+        let tile = Tile {
+            // SAFETY: (r0, c0) lies inside the matrix; tiles do not overlap, and `out` is
+            // borrowed mutably for this whole call.
+            ptr: unsafe { ptr.base().add(r0 * row_len + c0) },
+            row_len,
+            rows: tile_rows.min(rows - r0),
+            cols: tile_cols.min(row_len - c0),
+            _out: std::marker::PhantomData,
+        };
+        super::simd::widest(|| f(i, tile))
+    });
 }
 
 /// Elements a `for_chunks` claim covers at least, so tiny chunks (short rows) are not claimed
@@ -210,4 +272,35 @@ pub fn with_fast_kernels<R>(on: bool, f: impl FnOnce() -> R) -> R {
         },
         f,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_tiles_hands_each_element_to_the_tile_that_holds_it() {
+        // 7 rows of 10 in 3 × 4 tiles: 3 × 3 tiles, the last row and column of tiles smaller
+        // (on the default threads; `work` large enough to use them).
+        {
+            let (rows, row_len, tr, tc) = (7, 10, 3, 4);
+            let mut out = vec![usize::MAX; rows * row_len];
+            for_tiles(&mut out, row_len, (tr, tc), usize::MAX, |i, mut tile| {
+                for r in 0..tile.rows() {
+                    for v in tile.row(r).iter_mut() {
+                        assert_eq!(*v, usize::MAX, "written twice");
+                        *v = i;
+                    }
+                }
+            });
+            for (at, &v) in out.iter().enumerate() {
+                let (r, c) = (at / row_len, at % row_len);
+                assert_eq!(
+                    v,
+                    r / tr * row_len.div_ceil(tc) + c / tc,
+                    "element ({r}, {c})"
+                );
+            }
+        }
+    }
 }

@@ -14,9 +14,10 @@
 //! per-image chains (over positions in order) and their image-order sum.
 
 use super::{cpu_has_them, mac, pad_border, BLOCK, LANES};
-use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
+use crate::backend::cpu::parallel::{for_chunks, for_tiles, Tile};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
+use std::mem::MaybeUninit;
 
 /// Whether the direct kernel covers this geometry on this CPU: a 3×3 or 7×7 kernel, output
 /// channels in whole blocks, and at least 64 output positions per map (the lowering's per-image
@@ -40,19 +41,17 @@ pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims, fma: bool) -> Vec<f32> {
     let g_minor = &g_minor[off..];
     // 3×3: one item per (block, channel) with all 9 taps; 7×7: one per kernel row.
     let rows = if d.kh == 3 { 3 } else { 1 };
-    let per_item = BLOCK * rows * d.kw;
     let groups = d.kh / rows;
-    let items = d.oc / BLOCK * d.c * groups;
     let taps = d.kh * d.kw;
     let work = d.n * d.oc * d.c * taps * geo.plane;
     // A unit is one block and `span` consecutive input channels, all their items: it walks the
     // images in order and, per image, every item of its channels, so that image's block of gY
     // (32 KiB at 16×16) is read from L1 by all of them rather than from L2 by each.
     let span = channel_span(d.c, d.oc / BLOCK);
-    let per_unit = per_item * span * groups;
-    // Item (b, c, group)'s sums, [BLOCK, rows·KW] each, items in (b, c, group) order.
-    let sums = written(items * per_item, |out| {
-        for_each_chunk(out, per_unit, work, |u, out| {
+    // Unit (b, channels c0 .. c0 + span) writes its tile of gW [OC, C·taps] in place: rows
+    // b·32 .. b·32 + 32, columns c0·taps .. (c0 + span)·taps, each item's sums at its columns.
+    written(d.oc * d.c * taps, |gw| {
+        for_tiles(gw, d.c * taps, (BLOCK, span * taps), work, |u, mut tile| {
             let units_per_block = d.c / span;
             let (b, c0) = (u / units_per_block, u % units_per_block * span);
             let mut totals = vec![Sums::zero(); span * groups];
@@ -75,20 +74,11 @@ pub fn weight_grad(g: &[f32], x: &[f32], d: &ConvDims, fma: bool) -> Vec<f32> {
                     }
                 }
             }
-            for (dst, t) in out.chunks_mut(per_item).zip(&totals) {
-                t.write_out(rows * d.kw, dst);
-            }
-        })
-    });
-    written(d.oc * d.c * taps, |gw| {
-        for_chunks(gw, d.c * taps, d.oc * d.c * taps, |o, row| {
-            let (b, j) = (o / BLOCK, o % BLOCK);
-            for (c, kernel) in row.chunks_mut(taps).enumerate() {
-                for (group, dst) in kernel.chunks_mut(rows * d.kw).enumerate() {
-                    let item = (b * d.c + c) * groups + group;
-                    let src = &sums[item * per_item + j * rows * d.kw..][..rows * d.kw];
-                    dst.iter_mut().zip(src).for_each(|(t, &v)| _ = t.write(v));
-                }
+            // Item k (channel c0 + k / groups, kernel-row group k % groups) fills columns
+            // k·rows·KW .. of the tile: (c - c0)·taps + group·rows·KW.
+            for (k, t) in totals.iter().enumerate() {
+                // SAFETY: AVX-512 checked as above.
+                unsafe { t.write_out(rows * d.kw, k * rows * d.kw, &mut tile) };
             }
         })
     })
@@ -136,15 +126,16 @@ struct Item {
     n: usize,
 }
 
-/// The input channels one unit takes: the largest divisor of `c` up to 8 (so units tile the
-/// channels; at 16×16, an image's gY block, 8 channels' padded planes and their sums come to
-/// 50 KiB, near L1: 2 threads, 8×64×16×16 gW 0.47 ms at 4, 0.46 at 8) that still leaves a
+/// The input channels one unit takes: the largest divisor of `c` up to 16 that still leaves a
 /// unit per thread across the `blocks` output-channel blocks (1 where none does; the 2-thread
-/// stem, 3 channels, ran 7% slower with 6 one-channel units than with 2).
+/// stem, 3 channels, ran 7% slower with 6 one-channel units than with 2). At 16 channels of a
+/// 3×3 kernel a unit's tile of gW is 144 floats wide, whole cache lines, so two threads never
+/// write one line; at 8 (4.5 lines) they did, and the tiles' reuse was shorter (2 threads,
+/// 8 images: 128 channels at 8×8 0.50 -> 0.43 ms, 64 at 16×16 0.43 -> 0.42).
 /// Only who computes an item depends on it, never how, so neither do the bits.
 fn channel_span(c: usize, blocks: usize) -> usize {
     let threads = crate::backend::cpu::parallel::num_threads();
-    (1..=8.min(c))
+    (1..=16.min(c))
         .rev()
         .find(|s| c.is_multiple_of(*s) && blocks * (c / s) >= threads)
         .unwrap_or(1)
@@ -161,15 +152,23 @@ impl Sums {
         Sums(unsafe { std::mem::zeroed() })
     }
 
-    /// The sums as [BLOCK, taps] (channel-major, as gW's rows hold them).
-    fn write_out(&self, taps: usize, dst: &mut [std::mem::MaybeUninit<f32>]) {
+    /// The sums into columns `col .. col + taps` of the tile's 32 rows (gW's rows: channel
+    /// h·16 + j of the block is row h·16 + j): per half, the taps' vectors transposed in
+    /// registers, so channel j's taps come out as one vector, stored under a mask.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn write_out(&self, taps: usize, col: usize, tile: &mut Tile<'_, MaybeUninit<f32>>) {
+        use std::arch::x86_64::*;
+        assert!(tile.rows() == BLOCK && taps <= 9);
+        let mask = ((1u32 << taps) - 1) as u16;
         for h in 0..2 {
-            for t in 0..taps {
-                // SAFETY: __m512 is 16 f32 lanes.
-                let lanes: [f32; LANES] = unsafe { std::mem::transmute(self.0[h * 9 + t]) };
-                for (j, v) in lanes.into_iter().enumerate() {
-                    dst[(h * LANES + j) * taps + t].write(v);
-                }
+            let mut r = [_mm512_setzero_ps(); LANES];
+            r[..taps].copy_from_slice(&self.0[h * 9..h * 9 + taps]);
+            for (j, v) in crate::backend::cpu::tile16::tile(r).iter().enumerate() {
+                let row = &mut tile.row(h * LANES + j)[col..col + taps];
+                _mm512_mask_storeu_ps(row.as_mut_ptr() as *mut f32, mask, *v);
             }
         }
     }
