@@ -329,7 +329,7 @@ pub fn conv2d<T: GemmElem>(
         && d.oc * kk >= THIN_WEIGHTS
         && T::fast_thin_rows_applies(group_size(&d).min(d.n) * plane);
     if !thin {
-        if let Some(y) = T::direct_forward(x, wt, bias, &d, fast) {
+        if let Some(y) = T::direct_forward(x, wt, bias, &d, fast, false) {
             return y;
         }
     }

@@ -55,7 +55,11 @@ pub fn conv2d_grads<T: GemmElem>(
                 let narrow = dt.c * dt.kh * dt.kw <= 576 && T::direct_forward_applies(dt);
                 d.c >= 32 && (per_image || narrow)
             })
-            .map(|dt| conv2d(g, &flipped(wt, &d), None, dt, true))
+            .map(|dt| {
+                // The direct kernel packs W flipped straight from its own layout.
+                T::direct_forward(g, wt, None, &dt, true, true)
+                    .unwrap_or_else(|| conv2d(g, &flipped(wt, &d), None, dt, true))
+            })
     } else {
         T::direct_input_grad(g, wt, &d)
     };

@@ -69,13 +69,16 @@ pub trait GemmElem: Float + RefGemmElem {
         false
     }
     /// Convolution `d`'s output by a direct kernel of the given kind, where one covers this
-    /// type, geometry and CPU; the reference kind gives the lowering's bits.
+    /// type, geometry and CPU; the reference kind gives the lowering's bits. `flipped`: `wt`
+    /// is the weight [d.c, d.oc, KH, KW] of the convolution whose input gradient `d` is, read
+    /// transposed and flipped (W'[o, c, ky, kx] = wt[c, o, KH-1-ky, KW-1-kx]).
     fn direct_forward(
         _x: &[Self],
         _wt: &[Self],
         _bias: Option<&[Self]>,
         _d: &ConvDims,
         _fast: bool,
+        _flipped: bool,
     ) -> Option<Vec<Self>> {
         None
     }
@@ -96,8 +99,10 @@ impl GemmElem for f32 {
         bias: Option<&[f32]>,
         d: &ConvDims,
         fast: bool,
+        flipped: bool,
     ) -> Option<Vec<f32>> {
-        Self::direct_forward_applies(d).then(|| super::conv_direct::forward(x, wt, bias, d, fast))
+        Self::direct_forward_applies(d)
+            .then(|| super::conv_direct::forward(x, wt, bias, d, fast, flipped))
     }
     fn direct_forward_applies(d: &ConvDims) -> bool {
         super::conv_direct::forward_applies(d)

@@ -51,10 +51,23 @@ pub fn forward_applies(d: &ConvDims) -> bool {
         && cpu_has_them()
 }
 
-/// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`).
-pub fn forward(x: &[f32], wt: &[f32], bias: Option<&[f32]>, d: &ConvDims, fma: bool) -> Vec<f32> {
+/// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`); with `flipped`, `wt` is
+/// [C, OC, KH, KW] and the weights are W'[o, c, ky, kx] = wt[c, o, KH-1-ky, KW-1-kx] (an input
+/// gradient as a convolution).
+pub fn forward(
+    x: &[f32],
+    wt: &[f32],
+    bias: Option<&[f32]>,
+    d: &ConvDims,
+    fma: bool,
+    flipped: bool,
+) -> Vec<f32> {
     let padded = pad_border(x, d.n * d.c, (d.h, d.w), d.pad);
-    let packed = pack_weights(wt, d);
+    let packed = if flipped {
+        pack_flipped(wt, d)
+    } else {
+        pack_weights(wt, d)
+    };
     let plane = d.oh * d.ow;
     let blocks = d.oc / BLOCK;
     let work = d.n * d.oc * plane * d.c * d.kh * d.kw;
@@ -149,6 +162,25 @@ fn pack_weights(wt: &[f32], d: &ConvDims) -> Vec<f32> {
             // A block's 32 rows of k weights as k steps of 32 (rows to position-major).
             // SAFETY: `forward_applies` checked AVX-512 on this CPU.
             unsafe { transpose::block_in(&wt[b * BLOCK * k..][..BLOCK * k], dst) }
+        })
+    })
+}
+
+/// W' [OC, C·KH·KW] packed as `pack_weights` packs it, where W'[o, c, ky, kx] =
+/// wt[c, o, KH-1-ky, KW-1-kx] is read from wt [C, OC, KH, KW] in place (no flipped copy first).
+fn pack_flipped(wt: &[f32], d: &ConvDims) -> Vec<f32> {
+    let kk = d.kh * d.kw;
+    let k = d.c * kk;
+    assert!(wt.len() == d.oc * k);
+    written(d.oc * k, |out| {
+        for_chunks(out, BLOCK * kk, d.oc * k, |i, dst| {
+            // Chunk i is block b's fold steps of channel c: [kk, 32].
+            let (b, c) = (i / d.c, i % d.c);
+            for (t, step) in dst.chunks_exact_mut(BLOCK).enumerate() {
+                for (j, v) in step.iter_mut().enumerate() {
+                    v.write(wt[(c * d.oc + b * BLOCK + j) * kk + kk - 1 - t]);
+                }
+            }
         })
     })
 }
