@@ -84,6 +84,10 @@ pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec
         let (lo, hi) = d.valid_cols(kx);
         for (i, r) in row.chunks_mut(plane).enumerate() {
             let xi = &x[(n0 + i) * img + c * d.h * d.w..][..d.h * d.w];
+            if plane <= TINY_PLANE {
+                tiny_plane(xi, d, ky, kx, r);
+                continue;
+            }
             if shifts(&d) {
                 shifted_plane(xi, d, ky, kx, r);
                 continue;
@@ -141,6 +145,26 @@ fn gather_every<T: Float, const S: usize>(dst: &mut [MaybeUninit<T>], src: &[T])
 
 fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
     o.iter_mut().for_each(|v| _ = v.write(T::ZERO));
+}
+
+/// Output positions per map up to which an im2col row is filled cell by cell: on 2×2 maps the
+/// stretch copies and zero fills of the larger forms cost more in calls than in cells (8
+/// images, 512 channels, 2 threads, fast weight gradient: best of 4 runs 0.80 -> 0.71 ms); at
+/// 4×4 they win again (256 channels: 0.58 against 0.62).
+const TINY_PLANE: usize = 4;
+
+/// One im2col row of one image, cell by cell (the input value the tap reads, or 0 on padding).
+fn tiny_plane<T: Float>(xi: &[T], d: ConvDims, ky: usize, kx: usize, r: &mut [MaybeUninit<T>]) {
+    let (lo, hi) = d.valid_cols(kx);
+    for (oy, out) in r.chunks_mut(d.ow).enumerate() {
+        let iy = d.in_row(oy, ky);
+        for (ox, o) in out.iter_mut().enumerate() {
+            o.write(match iy {
+                Some(iy) if (lo..hi).contains(&ox) => xi[iy * d.w + ox * d.stride + kx - d.pad],
+                _ => T::ZERO,
+            });
+        }
+    }
 }
 
 /// One im2col row of one image when the stride is 1 and rows keep their width (OW = W): the
