@@ -79,15 +79,14 @@ pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
 pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
     let (plane, img) = (d.oh * d.ow, d.c * d.h * d.w);
     let kk = d.c * d.kh * d.kw;
+    if plane <= TINY_PLANE {
+        return im2col_tiny(x, d, n0, g);
+    }
     filled(kk * g * plane, g * plane, kk * g * plane, |q, row| {
         let (c, ky, kx) = (q / (d.kh * d.kw), (q / d.kw) % d.kh, q % d.kw);
         let (lo, hi) = d.valid_cols(kx);
         for (i, r) in row.chunks_mut(plane).enumerate() {
             let xi = &x[(n0 + i) * img + c * d.h * d.w..][..d.h * d.w];
-            if plane <= TINY_PLANE {
-                tiny_plane(xi, d, ky, kx, r);
-                continue;
-            }
             if shifts(&d) {
                 shifted_plane(xi, d, ky, kx, r);
                 continue;
@@ -147,24 +146,37 @@ fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
     o.iter_mut().for_each(|v| _ = v.write(T::ZERO));
 }
 
-/// Output positions per map up to which an im2col row is filled cell by cell: on 2×2 maps the
-/// stretch copies and zero fills of the larger forms cost more in calls than in cells (8
-/// images, 512 channels, 2 threads, fast weight gradient: best of 4 runs 0.80 -> 0.71 ms); at
-/// 4×4 they win again (256 channels: 0.58 against 0.62).
+/// Output positions per map up to which `im2col` reads a padded copy cell by cell: on 2×2 maps
+/// the stretch copies and zero fills of the general form cost more in calls than in cells.
 const TINY_PLANE: usize = 4;
 
-/// One im2col row of one image, cell by cell (the input value the tap reads, or 0 on padding).
-fn tiny_plane<T: Float>(xi: &[T], d: ConvDims, ky: usize, kx: usize, r: &mut [MaybeUninit<T>]) {
-    let (lo, hi) = d.valid_cols(kx);
-    for (oy, out) in r.chunks_mut(d.ow).enumerate() {
-        let iy = d.in_row(oy, ky);
-        for (ox, o) in out.iter_mut().enumerate() {
-            o.write(match iy {
-                Some(iy) if (lo..hi).contains(&ox) => xi[iy * d.w + ox * d.stride + kx - d.pad],
-                _ => T::ZERO,
-            });
+/// `im2col` on tiny maps: the images' planes are padded once (zeros around), then every cell is
+/// one read of its padded plane at row oy·s + ky, column ox·s + kx, with no branch per cell.
+fn im2col_tiny<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
+    let (hw, pw) = (d.h * d.w, d.w + 2 * d.pad);
+    let pp = (d.h + 2 * d.pad) * pw;
+    let mut padded = vec![T::ZERO; g * d.c * pp];
+    // Plane i is channel i % C of image n0 + i / C, as x holds them.
+    for (i, dst) in padded.chunks_mut(pp.max(1)).enumerate() {
+        let src = &x[(n0 * d.c + i) * hw..][..hw];
+        for (y, row) in src.chunks_exact(d.w.max(1)).enumerate().take(d.h) {
+            dst[(y + d.pad) * pw + d.pad..][..d.w].copy_from_slice(row);
         }
     }
+    let plane = d.oh * d.ow;
+    let kk = d.c * d.kh * d.kw;
+    filled(kk * g * plane, g * plane, kk * g * plane, |q, row| {
+        let (c, ky, kx) = (q / (d.kh * d.kw), (q / d.kw) % d.kh, q % d.kw);
+        for (i, r) in row.chunks_mut(plane).enumerate() {
+            let src = &padded[(i * d.c + c) * pp..][..pp];
+            for (oy, out) in r.chunks_mut(d.ow).enumerate() {
+                let from = &src[(oy * d.stride + ky) * pw + kx..];
+                for (ox, o) in out.iter_mut().enumerate() {
+                    o.write(from[ox * d.stride]);
+                }
+            }
+        }
+    })
 }
 
 /// One im2col row of one image when the stride is 1 and rows keep their width (OW = W): the
