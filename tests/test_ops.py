@@ -387,6 +387,34 @@ def test_minimum_and_maximum_of_zeros_follow_ieee_2019(dtype):
     assert not np.signbit(ops.maximum(T(-np.zeros(3, dtype)), T(np.array(0.0, dtype))).numpy()).any()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_reduction_and_max_pool_follow_ieee_2019_on_zeros(dtype, device_kind):
+    # max is a left fold of IEEE 754-2019 maximum (+0 beats -0 in either order, NaN
+    # propagates), and the gradient goes to the first element holding the result.
+    dk = device_kind
+    a = np.array([[-0.0, 0.0, -0.0], [0.0, -0.0, 0.0], [-0.0, -0.0, -0.0], [-0.0, np.nan, 0.0]], dtype)
+    with dk.run():
+        x = dk.tensor(a, requires_grad=True)
+        y = ops.max(x, 1, False)
+        got = y.numpy()
+        assert list(np.signbit(got[:3])) == [False, False, True] and np.isnan(got[3])
+        (g,) = tlrs.grad(ops.sum(y), [x])
+        assert g.numpy().tolist() == [[0, 1, 0], [1, 0, 0], [1, 0, 0], [0, 1, 0]]
+        # Over all elements (the rows without NaN): the first +0, at (0, 1).
+        whole = dk.tensor(a[:3], requires_grad=True)
+        m = ops.max(whole, None, False)
+        assert m.numpy() == 0 and not np.signbit(m.numpy())
+        (gw,) = tlrs.grad(m, [whole])
+        assert np.argwhere(gw.numpy()).tolist() == [[0, 1]]
+        # Max pooling, 2x2 windows: [[-0, +0], [+0, -0]] and [[-0, -0], [-0, +0]].
+        p = np.array([[[[-0.0, 0.0, -0.0, -0.0], [0.0, -0.0, -0.0, 0.0]]]], dtype)
+        xp = dk.tensor(p, requires_grad=True)
+        yp = ops.max_pool2d(xp, 2, 2, 0)
+        assert not np.signbit(yp.numpy()).any()
+        (gp,) = tlrs.grad(ops.sum(yp), [xp])
+        assert gp.numpy()[0, 0].tolist() == [[0, 1, 0, 0], [0, 0, 0, 1]]
+
+
 def test_softmax_large_logits_stable():
     x = T([[1000.0, 1000.0, 999.0]])
     e = math.exp(-1.0)

@@ -47,7 +47,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
 
 
 def max_pool2d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor:
-    """Max over square windows (stride defaults to kernel_size); padding cells never win."""
+    """Max over square windows (stride defaults to kernel_size), as `ops.max` folds (IEEE 754-2019
+    maximum: NaN propagates, +0 beats -0; the gradient goes to the first cell holding the
+    result); padding cells never win."""
     s = None if stride is None else _pair_free(stride, "max_pool2d")
     return _core.max_pool2d(input, _pair_free(kernel_size, "max_pool2d"), s, _pair_free(padding, "max_pool2d"))
 

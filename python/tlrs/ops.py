@@ -90,7 +90,8 @@ def mean(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor
 
 
 def max(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Maximum over all elements or one axis; the gradient flows to the first maximum."""
+    """Maximum over all elements or one axis: a left fold of IEEE 754-2019 maximum (NaN
+    propagates, +0 beats -0); the gradient flows to the first element holding the result."""
     return _core.max(input, dim, keepdim)
 
 

@@ -10,10 +10,13 @@ use super::uninit::{fill_with, filled, written};
 use crate::dtype::Float;
 use crate::geometry::PoolDims;
 
-/// Whether `v` replaces `best` as a window's maximum (a NaN wins and then stays).
+/// Whether `v` replaces `best` as a window's maximum: IEEE 754-2019 `maximum` (a NaN wins and
+/// then stays; +0 beats -0), the first such cell recorded.
 #[inline(always)]
-fn beats<T: Float>(v: T, best: T) -> bool {
-    (v > best || v.is_nan()) && !best.is_nan()
+pub(super) fn beats<T: Float>(v: T, best: T) -> bool {
+    let zero_over_negative_zero =
+        v == best && v == T::ZERO && best.is_sign_negative() && !v.is_sign_negative();
+    (v > best || v.is_nan() || zero_over_negative_zero) && !best.is_nan()
 }
 
 /// `max_pool_plane` compiled for AVX-512 (a closure passed to `simd::widest` stayed at the

@@ -34,7 +34,8 @@ pub fn sum_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> Ve
     out
 }
 
-/// Max over the middle axis of [outer, len, inner] with the index of the first maximum.
+/// Max over the middle axis of [outer, len, inner] with the index of the first maximum, as a
+/// left fold of IEEE 754-2019 `maximum` (NaN propagates, +0 beats -0; `pool::beats`).
 /// A NaN wins over any number, so NaN propagates.
 pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (Vec<T>, Vec<usize>) {
     let mut vals = vec![T::NEG_INFINITY; outer * inner];
@@ -45,7 +46,7 @@ pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (V
             let (mut best, mut bi) = (x[base], 0);
             for l in 1..len {
                 let v = x[base + l * inner];
-                if (v > best || v.is_nan()) && !best.is_nan() {
+                if super::pool::beats(v, best) {
                     best = v;
                     bi = l;
                 }

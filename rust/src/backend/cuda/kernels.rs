@@ -37,6 +37,12 @@ __device__ __forceinline__ u64 gather_offset(const Gather& g, u64 i) {
 #define GRID_LOOP(i, n) \
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (u64)(n); \
          i += (u64)gridDim.x * blockDim.x)
+// Whether v replaces best as a running maximum: IEEE 754-2019 maximum (a NaN wins and then
+// stays; +0 beats -0), the CPU's rule (backend/cpu/pool.rs `beats`).
+__device__ __forceinline__ bool max_beats($T v, $T best) {
+    bool zero_over_negative_zero = v == best && v == ($T)0 && signbit(best) && !signbit(v);
+    return (v > best || isnan(v) || zero_over_negative_zero) && !isnan(best);
+}
 "#;
 
 // The unary templates take the op's scalar parameters after `n` ($PARAMS: ", $T name" each).

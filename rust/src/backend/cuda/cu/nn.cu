@@ -225,7 +225,7 @@ extern "C" __global__ void max_pool_$S(const $T* __restrict__ x, $T* __restrict_
         for (u64 r = r0; r < r1; ++r) {
             for (u64 c = c0; c < c1; ++c) {
                 $T v = xp[r * w + c];
-                if (bi == ~0ULL || ((v > best || isnan(v)) && !isnan(best))) {
+                if (bi == ~0ULL || max_beats(v, best)) {
                     best = v;
                     bi = r * w + c;
                 }

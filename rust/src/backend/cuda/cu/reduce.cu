@@ -52,7 +52,7 @@ extern "C" __global__ void max_axis_$S(const $T* __restrict__ x, $T* __restrict_
         u64 bi = 0;
         for (u64 l = 1; l < len; ++l) {
             $T v = p[l * inner];
-            if ((v > best || isnan(v)) && !isnan(best)) {
+            if (max_beats(v, best)) {
                 best = v;
                 bi = l;
             }
