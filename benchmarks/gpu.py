@@ -321,7 +321,8 @@ def torch_model(torch: Any, arch: tuple, defn: tlrs.ModuleDef) -> Any:
         raise ValueError("torch parameter shapes differ from tlrs's")
     with torch.no_grad():
         for p, a in zip(params, init):
-            p.copy_(torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)))
+            # A writable copy: tlrs hands out read-only arrays, which torch.from_numpy warns about.
+            p.copy_(torch.from_numpy(np.array(a, dtype=np.float32)))
     return model.cuda()
 
 
