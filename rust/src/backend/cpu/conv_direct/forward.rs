@@ -13,6 +13,7 @@
 //! Alone, on one core of the development host: 8×64×16×16 → 64 fast forward 66% of the FMA peak
 //! with the weights streamed from L2 per run and scalar transposed stores, 76% chunked.
 
+use super::pack::{pack_flipped, pack_weights};
 use super::{cpu_has_them, even_runs, mac, pad_border, transpose, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
@@ -152,37 +153,6 @@ fn images_per_item(d: &ConvDims) -> usize {
 
 fn padded_plane(d: &ConvDims) -> usize {
     (d.h + 2 * d.pad) * (d.w + 2 * d.pad)
-}
-
-/// W [OC, C·KH·KW] as [OC / 32, C·KH·KW, 32]: each fold step's 32 weights side by side.
-fn pack_weights(wt: &[f32], d: &ConvDims) -> Vec<f32> {
-    let k = d.c * d.kh * d.kw;
-    written(d.oc * k, |out| {
-        for_chunks(out, BLOCK * k, d.oc * k, |b, dst| {
-            // A block's 32 rows of k weights as k steps of 32 (rows to position-major).
-            // SAFETY: `forward_applies` checked AVX-512 on this CPU.
-            unsafe { transpose::block_in(&wt[b * BLOCK * k..][..BLOCK * k], dst) }
-        })
-    })
-}
-
-/// W' [OC, C·KH·KW] packed as `pack_weights` packs it, where W'[o, c, ky, kx] =
-/// wt[c, o, KH-1-ky, KW-1-kx] is read from wt [C, OC, KH, KW] in place (no flipped copy first).
-fn pack_flipped(wt: &[f32], d: &ConvDims) -> Vec<f32> {
-    let kk = d.kh * d.kw;
-    let k = d.c * kk;
-    assert!(wt.len() == d.oc * k);
-    written(d.oc * k, |out| {
-        for_chunks(out, BLOCK * kk, d.oc * k, |i, dst| {
-            // Chunk i is block b's fold steps of channel c: [kk, 32].
-            let (b, c) = (i / d.c, i % d.c);
-            for (t, step) in dst.chunks_exact_mut(BLOCK).enumerate() {
-                for (j, v) in step.iter_mut().enumerate() {
-                    v.write(wt[(c * d.oc + b * BLOCK + j) * kk + kk - 1 - t]);
-                }
-            }
-        })
-    })
 }
 
 /// One item's operands: its image (padded), its block's packed weights and biases.

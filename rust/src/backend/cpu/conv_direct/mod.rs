@@ -11,6 +11,7 @@
 mod forward;
 mod input_cols;
 mod input_grad;
+mod pack;
 mod small_maps;
 mod thin_rows;
 mod transpose;
