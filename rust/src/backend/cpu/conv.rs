@@ -79,7 +79,7 @@ pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
 pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
     let (plane, img) = (d.oh * d.ow, d.c * d.h * d.w);
     let kk = d.c * d.kh * d.kw;
-    if plane <= TINY_PLANE {
+    if plane <= TINY_PLANE && d.h * d.w <= 4 * TINY_PLANE {
         return im2col_tiny(x, d, n0, g);
     }
     filled(kk * g * plane, g * plane, kk * g * plane, |q, row| {
@@ -146,8 +146,9 @@ fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
     o.iter_mut().for_each(|v| _ = v.write(T::ZERO));
 }
 
-/// Output positions per map up to which `im2col` reads a padded copy cell by cell: on 2×2 maps
-/// the stretch copies and zero fills of the general form cost more in calls than in cells.
+/// Output positions per map up to which `im2col` reads a padded copy cell by cell (from inputs
+/// of at most 4× as many cells, so the copy stays small): on 2×2 maps the stretch copies and
+/// zero fills of the general form cost more in calls than in cells.
 const TINY_PLANE: usize = 4;
 
 /// `im2col` on tiny maps: the images' planes are padded once (zeros around), then every cell is
@@ -333,6 +334,16 @@ pub(super) fn product_auto<T: GemmElem>(
 
 /// Forward: W [OC, CKK] @ cols [CKK, G·P] + bias. Small feature maps put a group of images side
 /// by side in one wide product (the weights are read once per group, not once per image) and
+/// Whether `conv2d` gives a fast forward on small maps with many weights to `fast_thin_rows`
+/// (before the direct forward): every weight meets only the few columns of one group of images,
+/// so packing W would cost more than the arithmetic.
+pub(super) fn thin_forward<T: GemmElem>(d: &ConvDims, fast: bool) -> bool {
+    let plane = d.oh * d.ow;
+    fast && plane < BATCH_BELOW
+        && d.oc * d.c * d.kh * d.kw >= THIN_WEIGHTS
+        && T::fast_thin_rows_applies(group_size(d).min(d.n) * plane)
+}
+
 /// move each (image, channel) row to its place in [N, OC, P]; larger ones run one product per
 /// image, images across threads (one image alone threads inside its product).
 pub fn conv2d<T: GemmElem>(
@@ -360,10 +371,7 @@ pub fn conv2d<T: GemmElem>(
             return y;
         }
     }
-    let thin = fast
-        && plane < BATCH_BELOW
-        && d.oc * kk >= THIN_WEIGHTS
-        && T::fast_thin_rows_applies(group_size(&d).min(d.n) * plane);
+    let thin = thin_forward::<T>(&d, fast);
     if !thin {
         if let Some(y) = T::direct_forward(x, wt, bias, &d, fast, false) {
             return y;

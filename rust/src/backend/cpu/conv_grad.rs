@@ -8,7 +8,8 @@
 //! computes only what they left.
 
 use super::conv::{
-    clear_wrapped, col2im, conv2d, group_size, im2col, product_auto, BATCH_BELOW, PAR_MIN_FLOPS,
+    clear_wrapped, col2im, conv2d, group_size, im2col, product_auto, thin_forward, BATCH_BELOW,
+    PAR_MIN_FLOPS,
 };
 use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, for_chunks2, for_each_chunk, worth_threads};
@@ -56,8 +57,11 @@ pub fn conv2d_grads<T: GemmElem>(
                 d.c >= 32 && (per_image || narrow)
             })
             .map(|dt| {
-                // The direct kernel packs W flipped straight from its own layout.
-                T::direct_forward(g, wt, None, &dt, true, true)
+                // Where conv2d would take the direct forward, it runs here with W packed flipped
+                // straight from its own layout; otherwise conv2d chooses, on a flipped copy.
+                (!thin_forward::<T>(&dt, true))
+                    .then(|| T::direct_forward(g, wt, None, &dt, true, true))
+                    .flatten()
                     .unwrap_or_else(|| conv2d(g, &flipped(wt, &d), None, dt, true))
             })
     } else {

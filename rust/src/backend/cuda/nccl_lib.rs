@@ -72,7 +72,8 @@ pub struct NcclLib {
         *mut c_void,
     ) -> Status,
     get_error_string: unsafe extern "C" fn(Status) -> *const c_char,
-    get_last_error: unsafe extern "C" fn(RawComm) -> *const c_char,
+    /// NCCL 2.13 and later.
+    get_last_error: Option<unsafe extern "C" fn(RawComm) -> *const c_char>,
     // Kept open for the life of the process (the function pointers point into it).
     _lib: Library,
 }
@@ -107,9 +108,10 @@ fn bind(lib: Library, path: &str) -> Result<NcclLib, String> {
             .map(|s| *s)
             .map_err(|e| format!("libnccl lacks {name}: {e}"))
     }
+    let get_version: unsafe extern "C" fn(*mut c_int) -> Status = sym(&lib, "ncclGetVersion")?;
     Ok(NcclLib {
-        path: super::probe::loaded_path("nccl").unwrap_or_else(|| path.to_string()),
-        get_version: sym(&lib, "ncclGetVersion")?,
+        path: file_of(get_version as *const c_void).unwrap_or_else(|| path.to_string()),
+        get_version,
         get_unique_id: sym(&lib, "ncclGetUniqueId")?,
         comm_init_rank: sym(&lib, "ncclCommInitRank")?,
         comm_destroy: sym(&lib, "ncclCommDestroy")?,
@@ -117,9 +119,32 @@ fn bind(lib: Library, path: &str) -> Result<NcclLib, String> {
         broadcast: sym(&lib, "ncclBroadcast")?,
         all_reduce: sym(&lib, "ncclAllReduce")?,
         get_error_string: sym(&lib, "ncclGetErrorString")?,
-        get_last_error: sym(&lib, "ncclGetLastError")?,
+        get_last_error: sym(&lib, "ncclGetLastError").ok(),
         _lib: lib,
     })
+}
+
+/// The file that holds `addr` (the copy whose symbols were bound, even if two are mapped).
+fn file_of(addr: *const c_void) -> Option<String> {
+    #[repr(C)]
+    struct DlInfo {
+        fname: *const c_char,
+        fbase: *mut c_void,
+        sname: *const c_char,
+        saddr: *mut c_void,
+    }
+    extern "C" {
+        fn dladdr(addr: *const c_void, info: *mut DlInfo) -> c_int;
+    }
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: std::ptr::null_mut(),
+        sname: std::ptr::null(),
+        saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
+    let found = unsafe { dladdr(addr, &mut info) } != 0;
+    (found && !info.fname.is_null()).then(|| text(info.fname))
 }
 
 /// The library, loaded on first use; Err says what was tried.
@@ -163,7 +188,8 @@ impl NcclLib {
         let (name, last) = unsafe {
             (
                 text((self.get_error_string)(code)),
-                text((self.get_last_error)(comm)),
+                self.get_last_error
+                    .map_or_else(String::new, |f| text(f(comm))),
             )
         };
         let mut msg = format!("NCCL {what} failed: {}", code_name(code));
@@ -185,6 +211,14 @@ mod tests {
     fn codes_have_names() {
         assert_eq!(code_name(4), "ncclInvalidArgument");
         assert_eq!(code_name(42), "NCCL result 42");
+    }
+
+    #[test]
+    fn file_of_names_the_object_that_holds_a_function() {
+        // A function of this test binary lies in the binary itself; a null address in none.
+        let here = file_of(codes_have_names as *const c_void).expect("dladdr found no object");
+        assert!(std::path::Path::new(&here).exists(), "{here}");
+        assert_eq!(file_of(std::ptr::null()), None);
     }
 
     #[test]

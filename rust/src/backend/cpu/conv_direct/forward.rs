@@ -2,8 +2,9 @@
 //! W[o, c, ky, kx] · x[n, c, oy·s + ky - p, ox·s + kx - p]) + bias[o].
 //!
 //! An item is one image (on rows narrower than 8, a few images) and one block of 32 output
-//! channels, and writes that block's rows of y. It walks each output row in runs of at most 12
-//! positions (rows narrower than 8 go whole, several rows a run); a run keeps 2 × 12 sums in
+//! channels, and writes that block's rows of y. It walks the output positions in row order in
+//! runs of at most 12, a run that reaches a row's end going on at the next row's start (rows
+//! narrower than 8 go whole, several rows a run); a run keeps 2 × 12 sums in
 //! registers (32 channels × 12 positions) while the fold runs over (c, ky, kx): per step, two
 //! weight loads (the block's weights are packed [C·KH·KW, 32]) and one broadcast per
 //! position, against 24 multiply-adds. The fold is cut into chunks of input channels whose
@@ -225,7 +226,9 @@ unsafe fn item_rows<const FMA: bool>(items: &[Item], out: &mut [MaybeUninit<f32>
                     } else if first + second == RUN {
                         split_run::<FMA>(item, first, oy, ox, &part(at(oy, ox)));
                     } else {
-                        // A short run at the group's end: one run per row.
+                        // Not reached with rows of 8+ (a run that reaches a row's end with rows
+                        // after it fills up: RUN - first <= ow for every start a row of 8+
+                        // gives); kept so any other case still computes each row's positions.
                         row_runs::<FMA>(item, 1, first, oy, ox, &part(at(oy, ox)));
                         row_runs::<FMA>(item, 1, second, oy + 1, 0, &part(at(oy + 1, 0)));
                     }

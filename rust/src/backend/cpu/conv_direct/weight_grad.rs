@@ -129,9 +129,10 @@ struct Item {
 /// The input channels one unit takes: the largest divisor of `c` up to 16 that still leaves a
 /// unit per thread across the `blocks` output-channel blocks (1 where none does; the 2-thread
 /// stem, 3 channels, ran 7% slower with 6 one-channel units than with 2). At 16 channels of a
-/// 3×3 kernel a unit's tile of gW is 144 floats wide, whole cache lines, so two threads never
-/// write one line; at 8 (4.5 lines) they did, and the tiles' reuse was shorter (2 threads,
-/// 8 images: 128 channels at 8×8 0.50 -> 0.43 ms, 64 at 16×16 0.43 -> 0.42).
+/// 3×3 kernel a unit's tile of gW is 144 floats of each row (8 at most: 72), so half as many
+/// tile edges, where two threads can write one cache line, and each unit reuses an image's gY
+/// block over twice the items (2 threads, 8 images: 128 channels at 8×8 0.50 -> 0.43 ms, 64 at
+/// 16×16 0.43 -> 0.42).
 /// Only who computes an item depends on it, never how, so neither do the bits.
 fn channel_span(c: usize, blocks: usize) -> usize {
     let threads = crate::backend::cpu::parallel::num_threads();
