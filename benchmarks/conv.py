@@ -184,6 +184,7 @@ def main() -> None:
         print(f"{t} thread(s): measured f32 FMA peak {fmt(peaks[t])} GFLOP/s; multiply-then-add "
               f"(the reference fold's arithmetic) {fmt(mul_add)} GFLOP/s = {pct(mul_add, peaks[t]).strip()}% of it")
         best: dict[tuple[str, str], float] = {}
+        worst: dict[tuple[str, str], float] = {}
         for _ in range(args.repeat):
             for kind in kinds:
                 for key, v in run_worker(kind, t, dtypes, names, args.min_time).items():
@@ -191,6 +192,14 @@ def main() -> None:
                         print(f"{t} {kind} {key}: error: {v}")
                     else:
                         best[kind, key] = min(best.get((kind, key), float("inf")), v)
+                        worst[kind, key] = max(worst.get((kind, key), 0.0), v)
+        after = max((tlrs._core.fma_peak_gflops(20_000_000) or 0.0) for _ in range(3)) or None
+        # How much the machine moved while measuring: the FMA peak after the rounds, and each
+        # kind's slowest round against its fastest (f+b), so a reader can tell noise from change.
+        spread = {kind: max((worst[k] / best[k] - 1 for k in best if k[0] == kind and k[1].endswith("|1")),
+                            default=0.0) for kind in kinds}
+        print(f"{t} thread(s): FMA peak after the rounds {fmt(after)} GFLOP/s; largest spread of a "
+              f"shape's f+b time over the rounds: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in spread.items()))
         for dtype in dtypes:
             for name in names:
                 n, c, oc, hw, k, s, p = SHAPES[name]
