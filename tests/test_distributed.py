@@ -155,7 +155,8 @@ def test_killed_rank_fails_the_others_with_a_message():
                  launcher_flags=("-disable-auto-cleanup",))
         elapsed = time.monotonic() - start
         assert r.returncode != 0
-        assert "timed out after 5 s waiting for the other ranks" in r.stderr, r.stderr
+        assert "timed out after 5 s waiting for the other ranks" in r.stderr, \
+            f"exit {r.returncode} after {elapsed:.1f} s\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
         # Which survivor reaches the abort first (and whether its line is flushed before MPI
         # tears the job down) depends on scheduling; the timeout message above is the contract.
         assert "unreachable" not in r.stdout

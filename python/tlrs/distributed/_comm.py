@@ -30,6 +30,7 @@ DEFAULT_TIMEOUT = 60.0
 TIMEOUT_ENV = "TLRS_DIST_TIMEOUT"
 _MAX_DIMS = 16
 _SPIN = 0.05  # seconds a wait polls without sleeping
+_ABORT_GRACE = 0.3  # seconds between a rank's last output and its MPI_Abort (see _abort)
 _PREFIX = "tlrs.distributed"
 # dtype codes in the metadata exchange; 0 means "not a tensor tlrs can send".
 _DTYPE_CODES = {"float32": 1, "float64": 2, "int64": 3, "uint8": 4}
@@ -257,8 +258,12 @@ def _abort_if_broken() -> None:
 
 def _abort(w: _World) -> None:
     """MPI_Abort, and leave even where the launcher lets it return (no MPI_Finalize, which
-    would wait for the missing ranks)."""
+    would wait for the missing ranks). A short pause first: the launcher forwards each rank's
+    output through pipes, and an abort that follows the last line at once can tear the job down
+    before that line is forwarded (seen: a killed-rank run under MPICH ended with no output)."""
+    sys.stdout.flush()
     sys.stderr.flush()
+    time.sleep(_ABORT_GRACE)
     try:
         w.MPI.COMM_WORLD.Abort(1)
     finally:
