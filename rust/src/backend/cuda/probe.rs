@@ -256,26 +256,47 @@ pub fn device_count() -> usize {
     probe().map(|i| i.device_count).unwrap_or(0)
 }
 
-/// Where library `lib` is mapped into this process (Linux), e.g. a pip wheel's copy.
+/// Where library `lib` is mapped into this process (Linux), e.g. a pip wheel's copy: the first
+/// of `loaded_paths`.
 pub fn loaded_path(lib: &str) -> Option<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    loaded_paths(lib).into_iter().next()
+}
+
+/// Every file named lib`lib`.so* mapped into this process, each once, in map order. More than
+/// one means two copies of the library in one process (a system one beside pip's), which for
+/// NCCL broke every communicator.
+pub fn loaded_paths(lib: &str) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|maps| mapped_paths(&maps, lib))
+        .unwrap_or_default()
+}
+
+/// `loaded_paths` over the text of a /proc/<pid>/maps file.
+fn mapped_paths(maps: &str, lib: &str) -> Vec<String> {
     let prefix = format!("lib{lib}.so");
-    maps.lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|path| {
-            std::path::Path::new(path)
-                .file_name()
-                .and_then(|f| f.to_str())
-                .is_some_and(|f| f.starts_with(&prefix))
-        })
-        .map(str::to_string)
+    let mut paths: Vec<String> = Vec::new();
+    for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+        let named = std::path::Path::new(path)
+            .file_name()
+            .and_then(|f| f.to_str())
+            .is_some_and(|f| f.starts_with(&prefix));
+        if named && !paths.iter().any(|p| p == path) {
+            paths.push(path.to_string());
+        }
+    }
+    paths
 }
 
 fn found(lib: &str) -> String {
     if library_present(lib) {
-        match loaded_path(lib) {
-            Some(path) => format!("found: {path}"),
-            None => "found by the system loader".to_string(),
+        match loaded_paths(lib).as_slice() {
+            [] => "found by the system loader".to_string(),
+            [one] => format!("found: {one}"),
+            [first, rest @ ..] => format!(
+                "found: {first} (also mapped: {}; two copies of one library in a process can \
+                 mix their versions)",
+                rest.join(", ")
+            ),
         }
     } else {
         format!("not found (searched {})", candidates(lib).join(", "))
@@ -351,6 +372,27 @@ mod tests {
         // cuda-13000 bakes major version 13 into the soname list.
         assert!(cudarc::get_lib_name_candidates("cublas").contains(&"libcublas.so.13".to_string()));
         assert!(cudarc::get_lib_name_candidates("cuda").contains(&"libcuda.so.1".to_string()));
+    }
+
+    #[test]
+    fn mapped_paths_lists_each_copy_once_in_order() {
+        let maps = "7f00-7f01 r--p 00000000 08:01 1 /usr/lib/libcublas.so.13.1.0.3\n\
+                    7f01-7f02 r-xp 00001000 08:01 1 /usr/lib/libcublas.so.13.1.0.3\n\
+                    7f02-7f03 r--p 00000000 08:01 2 /site/nvidia/cu13/lib/libcublas.so.13\n\
+                    7f03-7f04 r--p 00000000 08:01 3 /site/nvidia/cu13/lib/libcublasLt.so.13\n\
+                    7f04-7f05 rw-p 00000000 00:00 0\n";
+        assert_eq!(
+            mapped_paths(maps, "cublas"),
+            [
+                "/usr/lib/libcublas.so.13.1.0.3",
+                "/site/nvidia/cu13/lib/libcublas.so.13"
+            ]
+        );
+        assert_eq!(
+            mapped_paths(maps, "cublasLt"),
+            ["/site/nvidia/cu13/lib/libcublasLt.so.13"]
+        );
+        assert!(mapped_paths(maps, "nccl").is_empty());
     }
 
     #[test]
