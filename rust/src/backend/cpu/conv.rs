@@ -334,21 +334,65 @@ pub(super) fn product_auto<T: GemmElem>(
 
 /// Forward: W [OC, CKK] @ cols [CKK, G·P] + bias. Small feature maps put a group of images side
 /// by side in one wide product (the weights are read once per group, not once per image) and
-/// Whether `conv2d` gives a fast forward on small maps with many weights to `fast_thin_rows`
-/// (before the direct forward): every weight meets only the few columns of one group of images,
-/// so packing W would cost more than the arithmetic.
-pub(super) fn thin_forward<T: GemmElem>(d: &ConvDims, fast: bool) -> bool {
-    let plane = d.oh * d.ow;
-    fast && plane < BATCH_BELOW
-        && d.oc * d.c * d.kh * d.kw >= THIN_WEIGHTS
-        && T::fast_thin_rows_applies(group_size(d).min(d.n) * plane)
-}
-
 /// move each (image, channel) row to its place in [N, OC, P]; larger ones run one product per
 /// image, images across threads (one image alone threads inside its product).
 pub fn conv2d<T: GemmElem>(
     x: &[T],
     wt: &[T],
+    bias: Option<&[T]>,
+    d: ConvDims,
+    fast: bool,
+) -> Vec<T> {
+    conv2d_with(x, Weights::Plain(wt), bias, d, fast)
+}
+
+/// The weights a convolution reads: W [OC, C, KH, KW] itself, or, for an input gradient taken
+/// as a convolution, the forward's W [C, OC, KH, KW] read transposed and flipped
+/// (W'[o, c, ky, kx] = W[c, o, KH-1-ky, KW-1-kx]; `forward` holds the forward's sizes).
+#[derive(Clone, Copy)]
+pub(super) enum Weights<'a, T> {
+    Plain(&'a [T]),
+    Flipped { wt: &'a [T], forward: &'a ConvDims },
+}
+
+impl<T: GemmElem> Weights<'_, T> {
+    /// The stored weights and whether they are read flipped (the kernels that can).
+    fn raw(&self) -> (&[T], bool) {
+        match *self {
+            Weights::Plain(wt) => (wt, false),
+            Weights::Flipped { wt, .. } => (wt, true),
+        }
+    }
+
+    /// The weights as W [OC, C, KH, KW] (a flipped copy where they are read flipped), for the
+    /// paths that read them in that layout.
+    fn plain(&self) -> std::borrow::Cow<'_, [T]> {
+        match *self {
+            Weights::Plain(wt) => std::borrow::Cow::Borrowed(wt),
+            Weights::Flipped { wt, forward } => std::borrow::Cow::Owned(flipped(wt, forward)),
+        }
+    }
+}
+
+/// W [OC, C, KH, KW] (sizes `d`) as W' [C, OC, KH, KW] with both kernel axes reversed.
+fn flipped<T: GemmElem>(wt: &[T], d: &ConvDims) -> Vec<T> {
+    let kk = d.kh * d.kw;
+    filled(wt.len(), (d.oc * kk).max(1), wt.len(), |c, row| {
+        for (o, dst) in row.chunks_mut(kk).enumerate() {
+            let src = &wt[(o * d.c + c) * kk..][..kk];
+            dst.iter_mut()
+                .zip(src.iter().rev())
+                .for_each(|(v, &s)| _ = v.write(s));
+        }
+    })
+}
+
+/// `conv2d` with its weights plain or flipped: the kernels that read W in place (small maps,
+/// direct forward) take the flipped reading as it is; the thin product and the lowering read a
+/// flipped copy.
+pub(super) fn conv2d_with<T: GemmElem>(
+    x: &[T],
+    weights: Weights<'_, T>,
     bias: Option<&[T]>,
     d: ConvDims,
     fast: bool,
@@ -366,17 +410,22 @@ pub fn conv2d<T: GemmElem>(
     // 3×3 on maps of a few vectors of columns (2×2 and 4×4 at 8 images): the small-map kernel
     // skips border rows and reads W in place (8 images, 512 channels at 2×2: 0.67 -> 0.44 ms
     // on 2 threads; 256 at 4×4: 0.52 -> 0.44).
+    let (raw, flip) = weights.raw();
     if fast {
-        if let Some(y) = T::fast_small_maps(x, wt, bias, &d, false) {
+        if let Some(y) = T::fast_small_maps(x, raw, bias, &d, flip) {
             return y;
         }
     }
-    let thin = thin_forward::<T>(&d, fast);
+    let thin = fast
+        && plane < BATCH_BELOW
+        && d.oc * kk >= THIN_WEIGHTS
+        && T::fast_thin_rows_applies(group_size(&d).min(d.n) * plane);
     if !thin {
-        if let Some(y) = T::direct_forward(x, wt, bias, &d, fast, false) {
+        if let Some(y) = T::direct_forward(x, raw, bias, &d, fast, flip) {
             return y;
         }
     }
+    let wt = &*weights.plain();
     if plane >= BATCH_BELOW {
         let one = |n: usize, out: &mut [MaybeUninit<T>], par: bool| {
             let cols = im2col(x, d, n, 1);

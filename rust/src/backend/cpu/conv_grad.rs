@@ -8,7 +8,7 @@
 //! computes only what they left.
 
 use super::conv::{
-    clear_wrapped, col2im, conv2d, group_size, im2col, product_auto, thin_forward, BATCH_BELOW,
+    clear_wrapped, col2im, conv2d_with, group_size, im2col, product_auto, Weights, BATCH_BELOW,
     PAR_MIN_FLOPS,
 };
 use super::matmul::{product_into, GemmElem};
@@ -56,14 +56,7 @@ pub fn conv2d_grads<T: GemmElem>(
                 let narrow = dt.c * dt.kh * dt.kw <= 576 && T::direct_forward_applies(dt);
                 d.c >= 32 && (per_image || narrow)
             })
-            .map(|dt| {
-                // Where conv2d would take the direct forward, it runs here with W packed flipped
-                // straight from its own layout; otherwise conv2d chooses, on a flipped copy.
-                (!thin_forward::<T>(&dt, true))
-                    .then(|| T::direct_forward(g, wt, None, &dt, true, true))
-                    .flatten()
-                    .unwrap_or_else(|| conv2d(g, &flipped(wt, &d), None, dt, true))
-            })
+            .map(|dt| conv2d_with(g, Weights::Flipped { wt, forward: &d }, None, dt, true))
     } else {
         T::direct_input_grad(g, wt, &d)
     };
@@ -111,19 +104,6 @@ fn transposed_dims(d: &ConvDims) -> Option<ConvDims> {
         pad,
         oh: d.h,
         ow: d.w,
-    })
-}
-
-/// W [OC, C, KH, KW] as W' [C, OC, KH, KW] with both kernel axes reversed.
-fn flipped<T: GemmElem>(wt: &[T], d: &ConvDims) -> Vec<T> {
-    let kk = d.kh * d.kw;
-    filled(wt.len(), (d.oc * kk).max(1), wt.len(), |c, row| {
-        for (o, dst) in row.chunks_mut(kk).enumerate() {
-            let src = &wt[(o * d.c + c) * kk..][..kk];
-            dst.iter_mut()
-                .zip(src.iter().rev())
-                .for_each(|(v, &s)| _ = v.write(s));
-        }
     })
 }
 

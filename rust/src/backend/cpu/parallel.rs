@@ -282,25 +282,23 @@ mod tests {
     fn for_tiles_hands_each_element_to_the_tile_that_holds_it() {
         // 7 rows of 10 in 3 × 4 tiles: 3 × 3 tiles, the last row and column of tiles smaller
         // (on the default threads; `work` large enough to use them).
-        {
-            let (rows, row_len, tr, tc) = (7, 10, 3, 4);
-            let mut out = vec![usize::MAX; rows * row_len];
-            for_tiles(&mut out, row_len, (tr, tc), usize::MAX, |i, mut tile| {
-                for r in 0..tile.rows() {
-                    for v in tile.row(r).iter_mut() {
-                        assert_eq!(*v, usize::MAX, "written twice");
-                        *v = i;
-                    }
+        let (rows, row_len, tr, tc) = (7, 10, 3, 4);
+        let mut out = vec![usize::MAX; rows * row_len];
+        for_tiles(&mut out, row_len, (tr, tc), usize::MAX, |i, mut tile| {
+            for r in 0..tile.rows() {
+                for v in tile.row(r).iter_mut() {
+                    assert_eq!(*v, usize::MAX, "written twice");
+                    *v = i;
                 }
-            });
-            for (at, &v) in out.iter().enumerate() {
-                let (r, c) = (at / row_len, at % row_len);
-                assert_eq!(
-                    v,
-                    r / tr * row_len.div_ceil(tc) + c / tc,
-                    "element ({r}, {c})"
-                );
             }
+        });
+        for (at, &v) in out.iter().enumerate() {
+            let (r, c) = (at / row_len, at % row_len);
+            assert_eq!(
+                v,
+                r / tr * row_len.div_ceil(tc) + c / tc,
+                "element ({r}, {c})"
+            );
         }
     }
 }

@@ -19,8 +19,8 @@ fn unavailable(msg: impl Into<String>) -> Error {
     Error::CudaUnavailable(format!("NCCL is not available: {}", msg.into()))
 }
 
-/// The loaded library, once NCCL is known to be usable with cuda:0.
-fn usable() -> Result<&'static NcclLib> {
+/// The loaded library, once cuda:0 is usable and libnccl loads.
+fn loaded() -> Result<&'static NcclLib> {
     if emulated() {
         return Err(unavailable(
             "the CUDA emulator (TLRS_CUDA_EMULATOR=1) has no NCCL; NCCL needs a real GPU",
@@ -33,13 +33,18 @@ fn usable() -> Result<&'static NcclLib> {
 /// NCCL's version (e.g. 22803 for 2.28.3) when NCCL can be used with cuda:0, else why not: the
 /// emulator has no NCCL, CUDA itself may be unusable, or libnccl.so.2 may be missing.
 pub fn probe() -> Result<i32> {
-    let lib = usable()?;
+    usable().map(|(_, version)| version)
+}
+
+/// The library and its version, once NCCL is known to be usable with cuda:0 (`probe`).
+fn usable() -> Result<(&'static NcclLib, i32)> {
+    let lib = loaded()?;
     let mut v = 0;
     // SAFETY: ncclGetVersion writes one int.
     let code = unsafe { (lib.get_version)(&mut v) };
     lib.check("ncclGetVersion", code, std::ptr::null_mut())
         .map_err(Error::Cuda)?;
-    Ok(v)
+    Ok((lib, v))
 }
 
 /// Where the libnccl in use was loaded from (after a successful `probe`).
@@ -49,8 +54,7 @@ pub fn library_path() -> Option<String> {
 
 /// A new unique id (rank 0 calls this and sends the bytes to the other ranks).
 pub fn unique_id() -> Result<Vec<u8>> {
-    probe()?;
-    let lib = usable()?;
+    let (lib, _) = usable()?;
     let mut id = UniqueId {
         internal: [0; UNIQUE_ID_BYTES],
     };
@@ -86,8 +90,7 @@ impl Comm {
     /// Joins the communicator of `size` ranks with this `id` as `rank`, on device `ordinal`.
     /// Blocks until every rank has joined (NCCL's own behaviour).
     pub fn init(ordinal: usize, size: usize, rank: usize, id: &[u8]) -> Result<Comm> {
-        probe()?;
-        let lib = usable()?;
+        let (lib, _) = usable()?;
         if id.len() != UNIQUE_ID_BYTES {
             return Err(Error::arg(
                 "nccl",

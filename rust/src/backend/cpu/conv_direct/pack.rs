@@ -3,7 +3,7 @@
 //! for an input gradient taken as a convolution, from the forward's W read transposed and
 //! flipped.
 
-use super::{cpu_has_them, transpose, BLOCK, LANES};
+use super::{cpu_has_them, lane_mask, transpose, BLOCK, LANES};
 use crate::backend::cpu::parallel::for_chunks;
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -57,7 +57,7 @@ unsafe fn flip_block(rows: &[f32], kk: usize, dst: &mut [MaybeUninit<f32>]) {
     };
     for t0 in (0..kk).step_by(LANES) {
         let n = LANES.min(kk - t0);
-        let (mask, rev) = (((1u32 << n) - 1) as u16, reverse(n));
+        let (mask, rev) = (lane_mask(0, n), reverse(n));
         for h in 0..2 {
             // Row j's taps kk-1-t0 down to kk-t0-n, i.e. its cells kk-t0-n .. kk-t0, reversed.
             let r: [__m512; LANES] = std::array::from_fn(|j| {

@@ -13,7 +13,7 @@
 //! lanes. Fast mode runs one fused chain over all images; reference mode keeps the lowering's
 //! per-image chains (over positions in order) and their image-order sum.
 
-use super::{cpu_has_them, mac, pad_border, BLOCK, LANES};
+use super::{cpu_has_them, lane_mask, mac, pad_border, BLOCK, LANES};
 use crate::backend::cpu::parallel::{for_chunks, for_tiles, Tile};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -163,7 +163,7 @@ impl Sums {
     unsafe fn write_out(&self, taps: usize, col: usize, tile: &mut Tile<'_, MaybeUninit<f32>>) {
         use std::arch::x86_64::*;
         assert!(tile.rows() == BLOCK && taps <= 9);
-        let mask = ((1u32 << taps) - 1) as u16;
+        let mask = lane_mask(0, taps);
         for h in 0..2 {
             let mut r = [_mm512_setzero_ps(); LANES];
             r[..taps].copy_from_slice(&self.0[h * 9..h * 9 + taps]);
