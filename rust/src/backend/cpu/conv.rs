@@ -151,8 +151,10 @@ fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
 /// zero fills of the general form cost more in calls than in cells.
 const TINY_PLANE: usize = 4;
 
-/// `im2col` on tiny maps: the images' planes are padded once (zeros around), then every cell is
-/// one read of its padded plane at row oy·s + ky, column ox·s + kx, with no branch per cell.
+/// `im2col` on tiny maps: the images' planes are padded once (zeros around), then row
+/// (c, ky, kx) is a gather from its padded planes through one table of offsets, the same for
+/// every row: column (i, oy, ox) reads image i's plane at row oy·s + ky, column ox·s + kx. Rows
+/// of a few cells per image make a loop per image and map row too short to pay its setup.
 fn im2col_tiny<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
     let (hw, pw) = (d.h * d.w, d.w + 2 * d.pad);
     let pp = (d.h + 2 * d.pad) * pw;
@@ -164,18 +166,19 @@ fn im2col_tiny<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
             dst[(y + d.pad) * pw + d.pad..][..d.w].copy_from_slice(row);
         }
     }
-    let plane = d.oh * d.ow;
+    let offsets: Vec<usize> = (0..g)
+        .flat_map(|i| (0..d.oh).map(move |oy| (i, oy)))
+        .flat_map(|(i, oy)| {
+            (0..d.ow).map(move |ox| i * d.c * pp + oy * d.stride * pw + ox * d.stride)
+        })
+        .collect();
     let kk = d.c * d.kh * d.kw;
-    filled(kk * g * plane, g * plane, kk * g * plane, |q, row| {
+    let cols = offsets.len();
+    filled(kk * cols, cols, kk * cols, |q, row| {
         let (c, ky, kx) = (q / (d.kh * d.kw), (q / d.kw) % d.kh, q % d.kw);
-        for (i, r) in row.chunks_mut(plane).enumerate() {
-            let src = &padded[(i * d.c + c) * pp..][..pp];
-            for (oy, out) in r.chunks_mut(d.ow).enumerate() {
-                let from = &src[(oy * d.stride + ky) * pw + kx..];
-                for (ox, o) in out.iter_mut().enumerate() {
-                    o.write(from[ox * d.stride]);
-                }
-            }
+        let src = &padded[c * pp + ky * pw + kx..];
+        for (o, &at) in row.iter_mut().zip(&offsets) {
+            o.write(src[at]);
         }
     })
 }
