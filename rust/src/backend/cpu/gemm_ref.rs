@@ -67,12 +67,13 @@ fn isa_available(isa: Isa) -> bool {
     }
 }
 
-/// Microkernel contract: `f(kc, a, b, c, ldc, accumulate)` computes one `mr x nr` tile of C over
-/// a depth block of `kc`. The packed A panel holds A(i, p) at `a[p*mr + i]` (column-packed
-/// kernel) or `a[i*kc + p]` (row-packed kernel); the packed B panel holds B(p, j) at
+/// Microkernel contract: `f(kc, a, lda, b, c, ldc, accumulate)` computes one `mr x nr` tile of C
+/// over a depth block of `kc`. The A panel holds A(i, p) at `a[p*lda + i]` (column kernel) or
+/// `a[i*lda + p]` (row kernel): a packed panel (`lda` = `mr` or `kc`), or A itself read in place
+/// with its column or row stride; the packed B panel holds B(p, j) at
 /// `b[p*nr + j]`; the tile is at `c` with row stride `ldc`. Accumulators start at +0, or at the
 /// tile's current values when `accumulate` (continuing the fold from the previous depth block).
-type KernelFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
+type KernelFn<T> = unsafe fn(usize, *const T, usize, *const T, *mut T, usize, bool);
 
 /// A microkernel pair with its register tile (`mr x nr`) and cache-block sizes.
 #[doc(hidden)]
@@ -89,9 +90,9 @@ pub struct Kernel<T> {
     nc: usize,
     /// Relative time per computed column (padding included), to pick among an ISA's kernels.
     col_cost: usize,
-    /// Reads an A panel packed column by column.
+    /// Reads an A panel column by column (packed, or A in place).
     a_cols: KernelFn<T>,
-    /// Reads an A panel packed row by row.
+    /// Reads an A panel row by row (packed, or A in place).
     a_rows: KernelFn<T>,
 }
 
@@ -388,13 +389,24 @@ fn run_rect<T: RefGemmElem>(
     let mc_max = kern.mc.max(mr).next_multiple_of(mr);
     let nc_max = kern.nc.max(nr).next_multiple_of(nr);
     // Row-major A packs by contiguous row copies for the kernel that reads panels by rows;
-    // other layouts pack column by column (p-major). A is never read in place: a power-of-two
-    // row stride would map the rows of the A block onto a few cache sets.
+    // other layouts pack column by column (p-major). A with unit stride along the kernel's
+    // reading direction is read in place only where few B panels meet each A panel (see
+    // `IN_PLACE_PANELS`): elsewhere a power-of-two stride would map the A block's rows onto a
+    // few cache sets for many passes.
     let by_rows = a.cs <= a.rs;
     let func = if by_rows { kern.a_rows } else { kern.a_cols };
+    // In place: panel ip starts `step` elements after panel ip - 1, its rows (or columns) `lda`
+    // apart; packed panels have lda = kc (rows) or mr (columns).
+    let (unit, step, lda) = if by_rows {
+        (a.cs == 1, mr * a.rs, a.rs)
+    } else {
+        (a.rs == 1, mr, a.cs)
+    };
+    let packed_lda = |kc: usize| if by_rows { kc } else { mr };
     for jc in (r.c0..r.c1).step_by(nc_max) {
         let nc = nc_max.min(r.c1 - jc);
         let npanels = nc.div_ceil(nr);
+        let in_place = unit && npanels <= IN_PLACE_PANELS;
         for pc in (0..k).step_by(kc_max) {
             let kc = kc_max.min(k - pc);
             bpack.resize(npanels * kc * nr, T::REF_ZERO);
@@ -403,12 +415,23 @@ fn run_rect<T: RefGemmElem>(
             }
             for ic in (r.r0..r.r1).step_by(mc_max) {
                 let mc = mc_max.min(r.r1 - ic);
-                let a_panels = mc.div_ceil(mr);
+                // In place, only a last panel shorter than mr is packed (the kernel reads mr rows).
+                let (full, packed_from) = if in_place { (mc / mr, mc / mr) } else { (0, 0) };
+                let a_panels = mc.div_ceil(mr) - packed_from;
                 apack.resize(a_panels * mr * kc, T::REF_ZERO);
                 for (ip, dst) in apack.chunks_exact_mut(mr * kc).enumerate() {
-                    let i0 = ic + ip * mr;
+                    let i0 = ic + (packed_from + ip) * mr;
                     pack_a(dst, a, by_rows, i0, mr.min(ic + mc - i0), pc, kc, mr);
                 }
+                let panels = APanels {
+                    packed: apack,
+                    packed_lda: packed_lda(kc),
+                    packed_from,
+                    // Rows ic..ic + full*mr and depth pc..pc + kc lie inside A (`check_extent`
+                    // covered m x k), so the kernel's in-place reads stay inside it.
+                    in_place: (full > 0)
+                        .then(|| (a.data[ic * a.rs + pc * a.cs..].as_ptr(), step, lda)),
+                };
                 let blk = Block {
                     i0: ic,
                     h: mc,
@@ -417,7 +440,40 @@ fn run_rect<T: RefGemmElem>(
                     kc,
                     accumulate: pc > 0,
                 };
-                compute_block(kern, func, apack, bpack, &blk, cp, n);
+                compute_block(kern, func, &panels, bpack, &blk, cp, n);
+            }
+        }
+    }
+}
+
+/// Column panels of B (of `nr`) up to which a row-major A is read in place rather than packed:
+/// with so few, each A element is read once or twice per depth block, so a packed copy would
+/// cost about as much memory traffic as the products read (512 x 4608 weights against the 32
+/// columns of 8 images' 2x2 maps: the copy was 15% of the time).
+const IN_PLACE_PANELS: usize = 1;
+
+/// The A panels of one block as the microkernel reads them: panel `ip` (rows `ip*mr..`) is
+/// read in A itself for `ip < packed_from` (block start, elements from one panel to the next,
+/// `lda`), else it is packed panel `ip - packed_from` of `packed` (each `mr x kc`).
+struct APanels<'a, T> {
+    packed: &'a [T],
+    packed_lda: usize,
+    packed_from: usize,
+    in_place: Option<(*const T, usize, usize)>,
+}
+
+impl<T> APanels<'_, T> {
+    /// Where panel `ip` starts and its `lda` (the `KernelFn` contract).
+    fn panel(&self, ip: usize, mr: usize, kc: usize) -> (*const T, usize) {
+        match self.in_place {
+            // Address arithmetic only; the bounds are `run_rect`'s.
+            Some((start, step, lda)) if ip < self.packed_from => {
+                (start.wrapping_add(ip * step), lda)
+            }
+            _ => {
+                let q = ip - self.packed_from;
+                let panel = &self.packed[q * mr * kc..(q + 1) * mr * kc];
+                (panel.as_ptr(), self.packed_lda)
             }
         }
     }
@@ -439,7 +495,7 @@ struct Block {
 fn compute_block<T: RefGemmElem>(
     kern: &Kernel<T>,
     func: KernelFn<T>,
-    apack: &[T],
+    apanels: &APanels<'_, T>,
     bpack: &[T],
     blk: &Block,
     cp: CPtr<T>,
@@ -461,15 +517,16 @@ fn compute_block<T: RefGemmElem>(
             let (nh, nw) = (mr.min(blk.i0 + blk.h - ni0), nr.min(blk.j0 + blk.w - nj0));
             prefetch_rows(cp.0 as *const T, ni0 * n + nj0, nh, nw, n);
         }
-        let ap = apack[ip * mr * kc..(ip + 1) * mr * kc].as_ptr();
+        let (ap, lda) = apanels.panel(ip, mr, kc);
         let bp = bpack[q * kc * nr..(q + 1) * kc * nr].as_ptr();
         // SAFETY: `i0 + h <= m` and `j0 + w <= n`, so the tile lies in C (m x n, row stride n),
         // inside this task's rectangle, which no other task touches (see `plan_rects`).
         let ctile = unsafe { cp.0.add(i0 * n + j0) };
         if h == mr && w == nr {
-            // SAFETY: the A and B panels hold mr*kc and kc*nr elements in the layouts the
-            // `KernelFn` contract names; the full tile is inside C (above).
-            unsafe { func(kc, ap, bp, ctile, n, blk.accumulate) };
+            // SAFETY: the A panel holds mr x kc elements as `lda` lays them out (packed, or in
+            // A; see `APanels`) and the B panel kc*nr elements, in the layouts the `KernelFn`
+            // contract names; the full tile is inside C (above).
+            unsafe { func(kc, ap, lda, bp, ctile, n, blk.accumulate) };
             continue;
         }
         if blk.accumulate {
@@ -480,7 +537,7 @@ fn compute_block<T: RefGemmElem>(
             }
         }
         // SAFETY: as above, with the tile in `edge` (mr x nr, row stride nr).
-        unsafe { func(kc, ap, bp, edge.as_mut_ptr(), nr, blk.accumulate) };
+        unsafe { func(kc, ap, lda, bp, edge.as_mut_ptr(), nr, blk.accumulate) };
         for r in 0..h {
             // SAFETY: as above; only the valid h x w part is written back.
             let dst = unsafe { std::slice::from_raw_parts_mut(ctile.add(r * n), w) };
@@ -526,12 +583,13 @@ use pack::{pack_a, pack_b};
 unsafe fn kernel_scalar<T: RefGemmElem, const MR: usize, const NR: usize, const A_ROWS: bool>(
     kc: usize,
     a: *const T,
+    lda: usize,
     b: *const T,
     c: *mut T,
     ldc: usize,
     accumulate: bool,
 ) {
-    let (a_row, a_step) = if A_ROWS { (kc, 1) } else { (1, MR) };
+    let (a_row, a_step) = if A_ROWS { (lda, 1) } else { (1, lda) };
     let mut acc = [[T::REF_ZERO; NR]; MR];
     if accumulate {
         for (i, row) in acc.iter_mut().enumerate() {

@@ -16,12 +16,13 @@ macro_rules! simd_kernel {
         pub(super) unsafe fn $name<const MR: usize, const NV: usize, const A_ROWS: bool>(
             kc: usize,
             a: *const $t,
+            lda: usize,
             b: *const $t,
             c: *mut $t,
             ldc: usize,
             accumulate: bool,
         ) {
-            let (a_row, a_step) = if A_ROWS { (kc, 1) } else { (1, MR) };
+            let (a_row, a_step) = if A_ROWS { (lda, 1) } else { (1, lda) };
             let mut acc = [[$zero(); NV]; MR];
             if accumulate {
                 for i in 0..MR {
