@@ -388,11 +388,11 @@ fn run_rect<T: RefGemmElem>(
     let kc_max = kern.kc.max(1);
     let mc_max = kern.mc.max(mr).next_multiple_of(mr);
     let nc_max = kern.nc.max(nr).next_multiple_of(nr);
-    // Row-major A packs by contiguous row copies for the kernel that reads panels by rows;
-    // other layouts pack column by column (p-major). A with unit stride along the kernel's
-    // reading direction is read in place only where few B panels meet each A panel (see
-    // `IN_PLACE_PANELS`): elsewhere a power-of-two stride would map the A block's rows onto a
-    // few cache sets for many passes.
+    // Row-major A is read by the kernel that reads panels by rows; other layouts by the one that
+    // reads them column by column (p-major). Where A has unit stride along that direction the
+    // kernel reads it in place; otherwise its panels are packed (copied) first. In place was
+    // never slower, on 1 and 2 threads, from thin products (512 x 32 x 4608, the copy 15% of
+    // the time) to square ones with power-of-two strides (1024^3: 26.7 -> 26.3 ms).
     let by_rows = a.cs <= a.rs;
     let func = if by_rows { kern.a_rows } else { kern.a_cols };
     // In place: panel ip starts `step` elements after panel ip - 1, its rows (or columns) `lda`
@@ -406,7 +406,6 @@ fn run_rect<T: RefGemmElem>(
     for jc in (r.c0..r.c1).step_by(nc_max) {
         let nc = nc_max.min(r.c1 - jc);
         let npanels = nc.div_ceil(nr);
-        let in_place = unit && npanels <= IN_PLACE_PANELS;
         for pc in (0..k).step_by(kc_max) {
             let kc = kc_max.min(k - pc);
             bpack.resize(npanels * kc * nr, T::REF_ZERO);
@@ -416,7 +415,7 @@ fn run_rect<T: RefGemmElem>(
             for ic in (r.r0..r.r1).step_by(mc_max) {
                 let mc = mc_max.min(r.r1 - ic);
                 // In place, only a last panel shorter than mr is packed (the kernel reads mr rows).
-                let (full, packed_from) = if in_place { (mc / mr, mc / mr) } else { (0, 0) };
+                let packed_from = if unit { mc / mr } else { 0 };
                 let a_panels = mc.div_ceil(mr) - packed_from;
                 apack.resize(a_panels * mr * kc, T::REF_ZERO);
                 for (ip, dst) in apack.chunks_exact_mut(mr * kc).enumerate() {
@@ -427,9 +426,9 @@ fn run_rect<T: RefGemmElem>(
                     packed: apack,
                     packed_lda: packed_lda(kc),
                     packed_from,
-                    // Rows ic..ic + full*mr and depth pc..pc + kc lie inside A (`check_extent`
-                    // covered m x k), so the kernel's in-place reads stay inside it.
-                    in_place: (full > 0)
+                    // Rows ic..ic + packed_from*mr and depth pc..pc + kc lie inside A
+                    // (`check_extent` covered m x k), so the in-place reads stay inside it.
+                    in_place: (packed_from > 0)
                         .then(|| (a.data[ic * a.rs + pc * a.cs..].as_ptr(), step, lda)),
                 };
                 let blk = Block {
@@ -445,12 +444,6 @@ fn run_rect<T: RefGemmElem>(
         }
     }
 }
-
-/// Column panels of B (of `nr`) up to which a row-major A is read in place rather than packed:
-/// with so few, each A element is read once or twice per depth block, so a packed copy would
-/// cost about as much memory traffic as the products read (512 x 4608 weights against the 32
-/// columns of 8 images' 2x2 maps: the copy was 15% of the time).
-const IN_PLACE_PANELS: usize = 1;
 
 /// The A panels of one block as the microkernel reads them: panel `ip` (rows `ip*mr..`) is
 /// read in A itself for `ip < packed_from` (block start, elements from one panel to the next,
