@@ -127,6 +127,12 @@ GEOMETRIES = [
     ((8, 16, 5, 3), (64, 16, 3, 3), 1, 1),
     # 40 output channels: the bias gradient's two groups of 16 side by side, then 8 alone.
     ((2, 8, 9, 9), (40, 8, 3, 3), 1, 1),
+    # Maps of at most 4 positions from inputs of at most 16 cells (im2col gathers them through
+    # one table of offsets): 2x2 and 1x1 maps, and 4x4 inputs at stride 2.
+    ((4, 16, 2, 2), (16, 16, 3, 3), 1, 1),
+    ((3, 8, 4, 4), (16, 8, 3, 3), 2, 1),
+    ((2, 8, 1, 1), (8, 8, 3, 3), 1, 1),
+    ((2, 8, 2, 1), (8, 8, 3, 3), 1, 1),
 ]
 
 
