@@ -146,9 +146,9 @@ fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
     o.iter_mut().for_each(|v| _ = v.write(T::ZERO));
 }
 
-/// Output positions per map up to which `im2col` reads a padded copy cell by cell (from inputs
-/// of at most 4× as many cells, so the copy stays small): on 2×2 maps the stretch copies and
-/// zero fills of the general form cost more in calls than in cells.
+/// Output positions per map up to which `im2col` gathers from a padded copy (from inputs of at
+/// most 4× as many cells, so the copy stays small): on 2×2 maps the stretch copies and zero
+/// fills of the general form cost more in calls than in cells.
 const TINY_PLANE: usize = 4;
 
 /// `im2col` on tiny maps: the images' planes are padded once (zeros around), then row
