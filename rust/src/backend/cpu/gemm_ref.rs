@@ -5,8 +5,6 @@
 
 use std::mem::MaybeUninit;
 use std::ops::{Add, Mul};
-#[cfg(target_arch = "x86_64")]
-use x86::{f32_avx, f32_avx512, f64_avx, f64_avx512};
 
 /// Element types the reference GEMM supports (`f32`, `f64`). Sealed: the hidden items pick the
 /// SIMD microkernels, so outside implementations could break the fold-order guarantee.
@@ -88,90 +86,14 @@ pub struct Kernel<T> {
     mc: usize,
     /// Columns of B packed per pass: the `kc x nc` packed B block should stay in L3.
     nc: usize,
-    /// Relative time per computed column (padding included), to pick among an ISA's kernels.
-    col_cost: usize,
+    /// Relative time per computed column (padding included), to pick among an ISA's kernels:
+    /// where 512-bit vector operations run at full width, and where they run as two 256-bit
+    /// halves (`avx512_in_halves`); None where the kernel is not to be chosen.
+    col_cost: [Option<usize>; 2],
     /// Reads an A panel column by column (packed, or A in place).
     a_cols: KernelFn<T>,
     /// Reads an A panel row by row (packed, or A in place).
     a_rows: KernelFn<T>,
-}
-
-/// Builds a `Kernel` from a microkernel whose last generic parameter says whether the A panel is
-/// packed by rows.
-macro_rules! kernel {
-    ($f:ident::<$($g:tt),*>, $mr:literal x $nr:literal, kc $kc:literal, mc $mc:literal,
-     nc $nc:literal, cost $cost:literal) => {
-        Kernel {
-            mr: $mr,
-            nr: $nr,
-            kc: $kc,
-            mc: $mc,
-            nc: $nc,
-            col_cost: $cost,
-            a_cols: $f::<$($g,)* false>,
-            a_rows: $f::<$($g,)* true>,
-        }
-    };
-}
-
-// Block sizes were tuned on Zen 5 (48 KiB L1d, 1 MiB L2 per core). 8 x 3 vectors beat 12 x 2,
-// 6 x 4 and 8 x 2 there (fewer broadcasts per multiply); 8 x 2 remains for widths that 3-vector
-// panels would pad heavily (n = 64 or 256 for f32).
-impl RefGemmElem for f32 {
-    const REF_ZERO: f32 = 0.0;
-    #[cfg(target_arch = "x86_64")]
-    fn pack_columns_fast(
-        dst: &mut [f32],
-        nr: usize,
-        src: &[f32],
-        start: usize,
-        cs: usize,
-        kc: usize,
-        w: usize,
-    ) -> bool {
-        if !super::simd::has_avx512() {
-            return false;
-        }
-        // SAFETY: AVX-512F was detected just above.
-        unsafe { super::tile16::columns_to_rows(dst, nr, src, start, cs, kc, w) };
-        true
-    }
-    fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<f32>] {
-        match isa {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => &[
-                kernel!(f32_avx512::<8, 3>, 8 x 48, kc 384, mc 192, nc 4096, cost 100),
-                kernel!(f32_avx512::<8, 2>, 8 x 32, kc 384, mc 192, nc 4096, cost 108),
-            ],
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx => &[kernel!(f32_avx::<6, 2>, 6 x 16, kc 256, mc 240, nc 4096, cost 100)],
-            Isa::Scalar => {
-                &[kernel!(kernel_scalar::<f32, 4, 8>, 4 x 8, kc 256, mc 128, nc 2048, cost 100)]
-            }
-            #[allow(unreachable_patterns)]
-            _ => &[],
-        }
-    }
-}
-
-impl RefGemmElem for f64 {
-    const REF_ZERO: f64 = 0.0;
-    fn ref_gemm_kernels(isa: Isa) -> &'static [Kernel<f64>] {
-        match isa {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => &[
-                kernel!(f64_avx512::<8, 3>, 8 x 24, kc 256, mc 120, nc 2048, cost 100),
-                kernel!(f64_avx512::<8, 2>, 8 x 16, kc 256, mc 120, nc 2048, cost 108),
-            ],
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx => &[kernel!(f64_avx::<6, 2>, 6 x 8, kc 256, mc 120, nc 2048, cost 100)],
-            Isa::Scalar => {
-                &[kernel!(kernel_scalar::<f64, 4, 4>, 4 x 4, kc 256, mc 128, nc 2048, cost 100)]
-            }
-            #[allow(unreachable_patterns)]
-            _ => &[],
-        }
-    }
 }
 
 /// The best ISA's kernel with the least estimated time for `n` columns (padding included) on
@@ -183,12 +105,17 @@ fn pick_kernel<T: RefGemmElem>(n: usize, threads: usize) -> Kernel<T> {
         .into_iter()
         .find(|&isa| isa_available(isa))
         .unwrap_or(Isa::Scalar);
-    let kernels = T::ref_gemm_kernels(isa);
-    let cost = |k: &Kernel<T>| n.div_ceil(k.nr).div_ceil(threads.max(1)) * k.nr * k.col_cost;
-    *kernels
+    let width = usize::from(isa == Isa::Avx512 && kernels::avx512_in_halves());
+    let cost = |k: &Kernel<T>| {
+        let per_col = k.col_cost[width]?;
+        Some(n.div_ceil(k.nr).div_ceil(threads.max(1)) * k.nr * per_col)
+    };
+    *T::ref_gemm_kernels(isa)
         .iter()
-        .min_by_key(|k| cost(k))
+        .filter_map(|k| Some((cost(k)?, k)))
+        .min_by_key(|&(c, _)| c)
         .expect("every ISA in use has a kernel")
+        .1
 }
 
 /// Below this many multiply-adds a parallel split costs more than it saves.
@@ -568,44 +495,10 @@ const MAX_TILE: usize = 512;
 mod pack;
 use pack::{pack_a, pack_b};
 
-/// Portable microkernel (any target): the same fold in plain scalar arithmetic, which Rust never
-/// contracts into FMA.
-///
-/// # Safety
-/// The `KernelFn` contract.
-unsafe fn kernel_scalar<T: RefGemmElem, const MR: usize, const NR: usize, const A_ROWS: bool>(
-    kc: usize,
-    a: *const T,
-    lda: usize,
-    b: *const T,
-    c: *mut T,
-    ldc: usize,
-    accumulate: bool,
-) {
-    let (a_row, a_step) = if A_ROWS { (lda, 1) } else { (1, lda) };
-    let mut acc = [[T::REF_ZERO; NR]; MR];
-    if accumulate {
-        for (i, row) in acc.iter_mut().enumerate() {
-            // SAFETY: row i of the tile (NR elements) is inside the caller's C.
-            *row = unsafe { std::ptr::read_unaligned(c.add(i * ldc) as *const [T; NR]) };
-        }
-    }
-    for p in 0..kc {
-        // SAFETY: row p of the packed B panel (NR elements).
-        let bp = unsafe { std::ptr::read_unaligned(b.add(p * NR) as *const [T; NR]) };
-        for (i, row) in acc.iter_mut().enumerate() {
-            // SAFETY: A(i, p) of the panel, per the contract.
-            let av = unsafe { *a.add(i * a_row + p * a_step) };
-            for (x, &bv) in row.iter_mut().zip(&bp) {
-                *x = *x + av * bv;
-            }
-        }
-    }
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: as for the loads above.
-        unsafe { std::ptr::write_unaligned(c.add(i * ldc) as *mut [T; NR], *row) };
-    }
-}
+// The kernel tables (which microkernels, tile and block sizes, per type and CPU) and the
+// portable scalar microkernel.
+#[path = "gemm_ref_kernels.rs"]
+mod kernels;
 
 // The x86 SIMD microkernels (AVX and AVX-512), one file of their own.
 #[cfg(target_arch = "x86_64")]
