@@ -82,7 +82,7 @@ pub struct Kernel<T> {
     /// Depth of one k block. Larger means fewer passes over C; the `kc x nr` B panel streams
     /// from L2 fast enough on current cores that it need not fit L1.
     kc: usize,
-    /// Rows of A per block: the `mc x kc` packed A block should stay in L2.
+    /// Rows of A per block: the `mc x kc` A block (packed, or read in place) should stay in L2.
     mc: usize,
     /// Columns of B packed per pass: the `kc x nc` packed B block should stay in L3.
     nc: usize,
@@ -297,8 +297,9 @@ fn blocked<T: RefGemmElem>(
 }
 
 /// The blocked algorithm on one rectangle of C: for each column block and, in increasing order,
-/// each depth block, pack that B block, then for each row block pack A and run the microkernel
-/// over every tile. Depth blocks after the first continue each output's fold from the value
+/// each depth block, pack that B block, then for each row block pack the A panels it cannot
+/// read in place (all of them where A's stride along the kernel's reading is not 1, else only a
+/// last panel shorter than mr) and run the microkernel over every tile. Depth blocks after the first continue each output's fold from the value
 /// stored in C, which keeps the order p = 0..k intact.
 #[allow(clippy::too_many_arguments)]
 fn run_rect<T: RefGemmElem>(
@@ -487,7 +488,7 @@ fn prefetch_rows<T>(base: *const T, off: usize, rows: usize, w: usize, ld: usize
     let _ = (base, off, rows, w, ld);
 }
 
-/// Largest `mr * nr` of any kernel (the edge-tile buffer size).
+/// At least the largest `mr * nr` of any kernel (the edge-tile buffer size).
 const MAX_TILE: usize = 512;
 
 // Packing the operands into the microkernels' panel layouts.

@@ -157,6 +157,7 @@ pub(super) fn avx512_in_halves() -> bool {
 
 /// The CPU family from CPUID leaf 1's EAX: the base family, plus the extended family where the
 /// base is 0xF.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn cpu_family(eax: u32) -> u32 {
     let base = (eax >> 8) & 0xF;
     base + if base == 0xF { (eax >> 20) & 0xFF } else { 0 }

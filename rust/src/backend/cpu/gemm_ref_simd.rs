@@ -47,11 +47,11 @@ macro_rules! simd_kernel {
                         acc[i][v] = $add(acc[i][v], $mul(ai, bv[v]));
                     }
                 }
-                // SAFETY: stays within (or one past) the panels.
-                unsafe {
-                    ap = ap.add(a_step);
-                    bp = bp.add(NV * $lanes);
-                }
+                // Read in place, A's next column can lie past its end after the last step, so
+                // the A pointer moves by address arithmetic alone (it is read only for p < kc).
+                ap = ap.wrapping_add(a_step);
+                // SAFETY: stays within (or one past) the packed B panel.
+                bp = unsafe { bp.add(NV * $lanes) };
             }
             for i in 0..MR {
                 for v in 0..NV {
