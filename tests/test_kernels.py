@@ -271,3 +271,45 @@ def test_fma_peak_is_measured_where_the_cpu_has_vector_fma_and_is_plausible():
             # Below a scalar core's rate or beyond any CPU's would mean the loop was folded
             # away by the compiler or mistimed.
             assert 1.0 < peak < 2_000.0 * tlrs.get_num_threads()
+
+
+def fast_sum_order(x):
+    """The fast kernels' sum order as docs/numerics.md states it, in NumPy scalars: 64 partial
+    sums (partial j folds elements j, j + 64, ... from +0), then j + 32 added into j, j + 16, ..."""
+    cast = x.dtype.type
+    acc = [cast(0.0)] * 64
+    for i, v in enumerate(x):
+        acc[i % 64] = cast(acc[i % 64] + v)
+    width = 64
+    while width > 1:
+        width //= 2
+        for j in range(width):
+            acc[j] = cast(acc[j] + acc[j + width])
+    return acc[0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 4099])
+def test_fast_sum_follows_its_documented_order_on_any_thread_count(dtype, n, restore):
+    x = arr((n,), dtype, 8, lo=-1e3, hi=1e3)
+    want = fast_sum_order(x)
+    tlrs.set_fast_kernels(True)
+    for threads in [1, 2, 3]:
+        tlrs.set_num_threads(threads)
+        got = ops.sum(tlrs.tensor(x)).numpy()
+        assert got.dtype == np.dtype(dtype) and bits(np.array(got)) == bits(np.array(want)), threads
+    # Within rounding of the exact sum (each of the n additions errs by at most half an ulp of
+    # a partial, which the sum of magnitudes bounds).
+    exact = float(np.sum(x.astype(np.float64)))
+    assert abs(float(got) - exact) <= n * np.finfo(dtype).eps * float(np.sum(np.abs(x), dtype=np.float64))
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_full_sum_gradient_spreads_one_over_the_input(fast, restore):
+    # The sum's gradient is one scalar broadcast over the input's shape and made dense by the
+    # product's backward: every element of d/dx sum(x * c) is c's.
+    tlrs.set_fast_kernels(fast)
+    x = tlrs.tensor(arr((4, 8, 5, 3), "float32", 9), requires_grad=True)
+    c = arr((4, 8, 5, 3), "float32", 10)
+    (g,) = tlrs.grad(ops.sum(ops.mul(x, tlrs.tensor(c))), [x])
+    assert_bits_equal(g.numpy(), c)

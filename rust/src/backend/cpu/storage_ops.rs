@@ -143,7 +143,9 @@ impl BackendStorage for CpuStorage {
     }
 
     fn sum(&self, shape: &Shape, axis: Option<usize>) -> Result<Self> {
+        let fast = super::parallel::fast_kernels();
         Ok(match axis {
+            None if fast => map_cpu!(self, |v| vec![rk::sum_fast(v)]),
             None => map_cpu!(self, |v| vec![rk::sum_all(v)]),
             Some(a) => {
                 let (o, l, i) = shape.split_at_axis(a);
