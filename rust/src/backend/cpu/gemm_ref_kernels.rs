@@ -33,8 +33,8 @@ macro_rules! kernel {
 // 6 x 4 and 8 x 2 there (fewer broadcasts per multiply); 8 x 2 remains for widths that 3-vector
 // panels would pad heavily (n = 64 or 256 for f32). Where 512-bit operations run as two halves
 // (Zen 4), tiles with fewer broadcasts per multiply measured faster per computed column (f32, 2
-// threads, shapes every tile divides: 4 x 6 vectors 96, 6 x 4 98, 8 x 3 100, 8 x 2 111), so
-// both are chosen there too.
+// threads, shapes every tile divides: 4 x 6 vectors 96, 6 x 4 98, 8 x 3 100, 8 x 2 111; f64
+// alike: 96, 97-100, 100, 110), so both are chosen there too.
 impl RefGemmElem for f32 {
     const REF_ZERO: f32 = 0.0;
     #[cfg(target_arch = "x86_64")]
@@ -81,7 +81,9 @@ impl RefGemmElem for f64 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => &[
                 kernel!(f64_avx512::<8, 3>, 8 x 24, kc 256, mc 120, nc 2048, cost 100),
-                kernel!(f64_avx512::<8, 2>, 8 x 16, kc 256, mc 120, nc 2048, cost 108),
+                kernel!(f64_avx512::<8, 2>, 8 x 16, kc 256, mc 120, nc 2048, cost [Some(108), Some(110)]),
+                kernel!(f64_avx512::<6, 4>, 6 x 32, kc 256, mc 120, nc 2048, cost [None, Some(98)]),
+                kernel!(f64_avx512::<4, 6>, 4 x 48, kc 256, mc 120, nc 2048, cost [None, Some(96)]),
             ],
             #[cfg(target_arch = "x86_64")]
             Isa::Avx => &[kernel!(f64_avx::<6, 2>, 6 x 8, kc 256, mc 120, nc 2048, cost 100)],
