@@ -299,8 +299,9 @@ fn blocked<T: RefGemmElem>(
 /// The blocked algorithm on one rectangle of C: for each column block and, in increasing order,
 /// each depth block, pack that B block, then for each row block pack the A panels it cannot
 /// read in place (all of them where A's stride along the kernel's reading is not 1, else only a
-/// last panel shorter than mr) and run the microkernel over every tile. Depth blocks after the first continue each output's fold from the value
-/// stored in C, which keeps the order p = 0..k intact.
+/// last panel shorter than mr) and run the microkernel over every tile. Depth blocks after the
+/// first continue each output's fold from the value stored in C, which keeps the order p = 0..k
+/// intact.
 #[allow(clippy::too_many_arguments)]
 fn run_rect<T: RefGemmElem>(
     kern: &Kernel<T>,
@@ -330,7 +331,6 @@ fn run_rect<T: RefGemmElem>(
     } else {
         (a.rs == 1, mr, a.cs)
     };
-    let packed_lda = |kc: usize| if by_rows { kc } else { mr };
     for jc in (r.c0..r.c1).step_by(nc_max) {
         let nc = nc_max.min(r.c1 - jc);
         let npanels = nc.div_ceil(nr);
@@ -352,7 +352,7 @@ fn run_rect<T: RefGemmElem>(
                 }
                 let panels = APanels {
                     packed: apack,
-                    packed_lda: packed_lda(kc),
+                    packed_lda: if by_rows { kc } else { mr },
                     packed_from,
                     // Rows ic..ic + packed_from*mr and depth pc..pc + kc lie inside A
                     // (`check_extent` covered m x k), so the in-place reads stay inside it.

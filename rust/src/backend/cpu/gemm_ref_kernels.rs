@@ -59,7 +59,8 @@ impl RefGemmElem for f32 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => &[
                 kernel!(f32_avx512::<8, 3>, 8 x 48, kc 384, mc 192, nc 4096, cost 100),
-                kernel!(f32_avx512::<8, 2>, 8 x 32, kc 384, mc 192, nc 4096, cost [Some(108), Some(111)]),
+                kernel!(f32_avx512::<8, 2>, 8 x 32, kc 384, mc 192, nc 4096,
+                        cost [Some(108), Some(111)]),
                 kernel!(f32_avx512::<6, 4>, 6 x 64, kc 384, mc 192, nc 4096, cost [None, Some(98)]),
                 kernel!(f32_avx512::<4, 6>, 4 x 96, kc 384, mc 192, nc 4096, cost [None, Some(96)]),
             ],
@@ -81,7 +82,8 @@ impl RefGemmElem for f64 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => &[
                 kernel!(f64_avx512::<8, 3>, 8 x 24, kc 256, mc 120, nc 2048, cost 100),
-                kernel!(f64_avx512::<8, 2>, 8 x 16, kc 256, mc 120, nc 2048, cost [Some(108), Some(110)]),
+                kernel!(f64_avx512::<8, 2>, 8 x 16, kc 256, mc 120, nc 2048,
+                        cost [Some(108), Some(110)]),
                 kernel!(f64_avx512::<6, 4>, 6 x 32, kc 256, mc 120, nc 2048, cost [None, Some(98)]),
                 kernel!(f64_avx512::<4, 6>, 4 x 48, kc 256, mc 120, nc 2048, cost [None, Some(96)]),
             ],
