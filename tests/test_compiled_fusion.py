@@ -27,19 +27,21 @@ def bits(a: np.ndarray) -> np.ndarray:
 
 
 def check(loss: Callable[[Sequence[tlrs.Tensor], Sequence[tlrs.Tensor]], tlrs.Tensor],
-          params: list[np.ndarray], inputs: list[np.ndarray], fused_away: int) -> str:
-    """Compiled loss and gradients equal eager's bit for bit; the plan runs `fused_away` ops
-    fewer than the trace. Returns the plan's listing."""
+          params: list[np.ndarray], inputs: list[np.ndarray], fused_away: int, fast: bool = False) -> str:
+    """Compiled loss and gradients equal eager's bit for bit, both on the reference kernels or
+    both on the fast ones; the plan runs `fused_away` ops fewer than the trace. Returns the
+    plan's listing."""
     dtype = str(params[0].dtype)
     compiled = CompiledLoss(loss, [p.shape for p in params], [x.shape for x in inputs], dtype)
     graph = compiled.graph_for([x.shape for x in inputs])
     assert graph.op_count - graph.plan_op_count == fused_away, graph.describe()
     ps = [tlrs.tensor(p, requires_grad=True) for p in params]
     xs = [tlrs.tensor(x) for x in inputs]
-    eager_loss = loss(ps, xs)
-    eager_grads = tlrs.autograd.grad(eager_loss, ps)
+    with tlrs.fast_kernels(fast):
+        eager_loss = loss(ps, xs)
+        eager_grads = tlrs.autograd.grad(eager_loss, ps)
     for g in (graph, graph.without_fusion()):
-        value, grads = g.loss_and_grads([tlrs.tensor(p) for p in params], [True] * len(params), xs)
+        value, grads = g.loss_and_grads([tlrs.tensor(p) for p in params], [True] * len(params), xs, fast=fast)
         assert np.array_equal(bits(value.numpy()), bits(eager_loss.numpy()))
         for got, want in zip(grads, eager_grads):
             assert np.array_equal(bits(got.numpy()), bits(want.numpy()))
@@ -177,3 +179,38 @@ def test_training_with_fused_chains_matches_eager_bit_for_bit():
             assert m._compiled is not None
             assert "fused_chain[add(_, #1) silu mul(_, #2)]" in m._compiled.describe()
     assert all(np.array_equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_relu_read_only_by_its_convolution_runs_inside_it(dtype, fast):
+    """conv -> relu -> pool -> conv -> relu -> conv (no bias) -> relu: each ReLU becomes its
+    convolution's epilogue (`conv2d_relu`), on shapes that take the direct kernel (32 output
+    channels), the lowering per image (9x9 maps) and per group of images, with reference and
+    fast kernels; the loss and every gradient keep the eager ops' bits (NaN and -0.0 are
+    checked on the kernels, rust/src/backend/cpu/conv_act_tests.rs)."""
+    def loss(p, x):
+        w1, b1, w2, b2, w3 = p
+        h = ops.relu(ops.conv2d(x[0], w1, b1, 1, 1))
+        h = ops.max_pool2d(h, 2)
+        h = ops.relu(ops.conv2d(h, w2, b2, 1, 1))
+        h = ops.relu(ops.conv2d(h, w3, None, 1, 0))
+        return ops.sum(h * 0.5)
+
+    params = rng_arrays(dtype, (5, 3, 3, 3), (5,), (32, 5, 3, 3), (32,), (6, 32, 3, 3), seed=14)
+    (x,) = rng_arrays(dtype, (4, 3, 18, 18), seed=15)
+    listing = check(loss, params, [x], fused_away=3, fast=fast)
+    assert listing.count("conv2d_relu(") == 3 and "= relu(" not in listing, listing
+
+
+def test_a_convolution_read_twice_keeps_its_relu_apart():
+    """The pre-activation is read by the ReLU and the loss: it must exist, so nothing fuses."""
+    def loss(p, x):
+        (w,) = p
+        y = ops.conv2d(x[0], w, None, 1, 1)
+        return ops.sum(ops.relu(y) * y)
+
+    params = rng_arrays("float32", (4, 2, 3, 3), seed=16)
+    (x,) = rng_arrays("float32", (2, 2, 6, 6), seed=17)
+    listing = check(loss, params, [x], fused_away=0)
+    assert "conv2d(" in listing and "conv2d_relu" not in listing, listing

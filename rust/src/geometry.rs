@@ -38,6 +38,28 @@ impl ConvDims {
     }
 }
 
+/// What a convolution applies to each output after its bias: nothing, or ReLU. The compiled
+/// backend's fusion pass (graph/fuse_conv.rs) moves a ReLU that is a convolution's only reader
+/// into it, so the value is clamped while the kernel still holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    None,
+    Relu,
+}
+
+impl Activation {
+    /// The activation of one output: the `relu` op's formula (op_table/unary.rs), NaN kept and
+    /// -0.0 made +0.0, so a fused ReLU has the bits of the op run alone.
+    #[inline(always)]
+    pub fn apply<T: crate::dtype::Float>(self, v: T) -> T {
+        match self {
+            Activation::None => v,
+            Activation::Relu if v > T::ZERO || v.is_nan() => v,
+            Activation::Relu => T::ZERO,
+        }
+    }
+}
+
 /// Sizes of one pooling op over [N*C, H, W] planes.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolDims {

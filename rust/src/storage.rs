@@ -4,7 +4,7 @@
 
 use crate::backend::cuda::DeviceBuffer;
 use crate::backend::BackendStorage;
-use crate::geometry::{ConvDims, PlaneDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, PlaneDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{DType, Device, Error, Result, Shape};
 use std::borrow::Cow;
@@ -333,18 +333,24 @@ impl Storage {
         on_one_device!("cross_entropy", (self), |g| g
             .nll_grad(rows, classes, target))
     }
-    /// conv2d of `self` with `w` and the optional bias `b`, all on one device.
-    pub fn conv2d(&self, w: &Storage, b: Option<&Storage>, d: ConvDims) -> Result<Storage> {
+    /// conv2d of `self` with `w` and the optional bias `b`, all on one device, then `act`.
+    pub fn conv2d(
+        &self,
+        w: &Storage,
+        b: Option<&Storage>,
+        d: ConvDims,
+        act: Activation,
+    ) -> Result<Storage> {
         if let Some(b) = b.filter(|b| b.device() != self.device()) {
             return Err(device_mismatch("conv2d", self, b));
         }
         match (self, w) {
             // The bias was checked to be on this device, so the conversions below drop nothing.
             (Storage::Cpu(x), Storage::Cpu(w)) => x
-                .conv2d(w, b.and_then(Storage::as_cpu), d)
+                .conv2d(w, b.and_then(Storage::as_cpu), d, act)
                 .map(Storage::Cpu),
             (Storage::Cuda(x), Storage::Cuda(wc)) if x.ordinal() == wc.ordinal() => x
-                .conv2d(wc, b.and_then(Storage::as_cuda), d)
+                .conv2d(wc, b.and_then(Storage::as_cuda), d, act)
                 .map(Storage::Cuda),
             _ => Err(device_mismatch("conv2d", self, w)),
         }

@@ -13,7 +13,7 @@ use tlrs::backend::cuda::blas::GpuMatmulPrecision;
 use tlrs::backend::cuda::ops::{matmul as dmat, nn};
 use tlrs::backend::cuda::{DeviceBuffer, Gpu};
 use tlrs::dtype::Float;
-use tlrs::geometry::{ConvDims, PoolDims};
+use tlrs::geometry::{Activation, ConvDims, PoolDims};
 use tlrs::{DType, Tensor};
 
 fn dev() -> Arc<Gpu> {
@@ -308,13 +308,13 @@ fn conv_all<T: GemmElem + Default>() {
         let g = rand::<T>(400 + i as u64, d.n * d.oc * d.oh * d.ow, -1.0, 1.0);
         let (xd, wd, bd, gd) = (up(&gpu, &x), up(&gpu, &w), up(&gpu, &b), up(&gpu, &g));
 
-        let want = cconv::conv2d(&x, &w, Some(&b), d, false);
+        let want = cconv::conv2d(&x, &w, Some(&b), d, Activation::None, false);
         assert_close(
             &format!("{what} y"),
             &down::<T>(&nn::conv2d(&xd, &wd, Some(&bd), d).unwrap()),
             &want,
         );
-        let want = cconv::conv2d(&x, &w, None, d, false);
+        let want = cconv::conv2d(&x, &w, None, d, Activation::None, false);
         assert_close(
             &format!("{what} y (no bias)"),
             &down::<T>(&nn::conv2d(&xd, &wd, None, d).unwrap()),

@@ -1,6 +1,6 @@
 //! The record an op result keeps: which op, its inputs, and what its gradient rule needs.
 
-use crate::geometry::{ConvDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, PoolDims};
 use crate::op_table::ChainStep;
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::Tensor;
@@ -75,6 +75,8 @@ pub enum Op {
         w: Tensor,
         b: Option<Tensor>,
         d: ConvDims,
+        /// Applied to each output after the bias (a fused ReLU; `None` in every trace).
+        act: Activation,
     },
     MaxPool2d {
         x: Tensor,
@@ -186,6 +188,10 @@ impl Op {
             Op::Softmax { .. } => "softmax",
             Op::LogSoftmax { .. } => "log_softmax",
             Op::NllLoss { .. } => "cross_entropy",
+            Op::Conv2d {
+                act: Activation::Relu,
+                ..
+            } => "conv2d_relu",
             Op::Conv2d { .. } => "conv2d",
             Op::MaxPool2d { .. } => "max_pool2d",
             Op::AvgPool2d { .. } => "avg_pool2d",

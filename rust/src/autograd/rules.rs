@@ -2,6 +2,7 @@
 //! can later be traced into the compiled graph.
 
 use super::Op;
+use crate::geometry::Activation;
 use crate::op_table::binary_ops;
 use crate::ops::conv::{avg_pool2d_grad, conv2d_grads, max_pool2d_grad};
 use crate::ops::elementwise::{clamp_grad, pow_grad, select_weight, unary_grad};
@@ -12,7 +13,7 @@ use crate::ops::norm::batch_norm_per_image_grads;
 use crate::ops::reduce::{max_grad, reduced_shape};
 use crate::ops::softmax::softmax_grad;
 use crate::ops::{
-    binary, broadcast_to, div, log, matmul_t, mul, neg, slice, sub, sum_to_shape, BinaryOp,
+    binary, broadcast_to, div, log, matmul_t, mul, neg, slice, sub, sum_to_shape, BinaryOp, UnaryOp,
 };
 use crate::{Result, Tensor};
 
@@ -146,7 +147,17 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
         Op::Softmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, false)?)],
         Op::LogSoftmax { axis, .. } => vec![Some(softmax_grad(out, g, *axis, true)?)],
         Op::NllLoss { logp, target } => vec![Some(nll_grad(logp, target, g)?)],
-        Op::Conv2d { x, w, b, d } => {
+        Op::Conv2d { x, w, b, d, act } => {
+            // A fused ReLU's gradient from its output: y > 0 exactly where the pre-activation
+            // was > 0 (a NaN stays NaN, not > 0), so this masks as the `relu` op's rule does.
+            let masked;
+            let g = match act {
+                Activation::None => g,
+                Activation::Relu => {
+                    masked = unary_grad(UnaryOp::Relu, out, out, g)?;
+                    &masked
+                }
+            };
             let need_b = b.as_ref().is_some_and(need);
             let [gx, gw, gb] = conv2d_grads(x, w, g, *d, [need(x), need(w), need_b])?;
             let mut v = vec![gx, gw];

@@ -5,7 +5,7 @@
 //!
 //! Operands arrive checked: one device, one dtype, shapes that broadcast to `out`.
 
-use crate::geometry::{ConvDims, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -103,7 +103,8 @@ pub trait BackendStorage: Sized {
     fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
 
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
-    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self>;
+    /// conv2d, then `act` on each output.
+    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims, act: Activation) -> Result<Self>;
     /// The conv2d gradients (gX, gW, gB) from the upstream gradient `g`; `need` = [input,
     /// weight, bias]: a backend may leave an unneeded one empty (or compute it anyway).
     fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, need: [bool; 3]) -> Result<[Self; 3]>;

@@ -182,7 +182,11 @@ fn walk(
 }
 
 /// `g` without the absorbed nodes, each run's tail replaced by its fused op (indices renumbered).
-fn rebuild(g: &Graph, mut replaced: Vec<Option<(Op, Vec<usize>)>>, absorbed: &[bool]) -> Graph {
+pub(super) fn rebuild(
+    g: &Graph,
+    mut replaced: Vec<Option<(Op, Vec<usize>)>>,
+    absorbed: &[bool],
+) -> Graph {
     let mut new_index = vec![usize::MAX; g.nodes.len()];
     let mut nodes = Vec::with_capacity(g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {

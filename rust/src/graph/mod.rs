@@ -5,6 +5,7 @@
 pub mod attrs;
 pub mod exec;
 pub mod fuse;
+pub mod fuse_conv;
 pub mod ir;
 pub mod replay;
 

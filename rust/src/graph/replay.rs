@@ -45,9 +45,9 @@ pub fn replay(op: &Op, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
         Op::Softmax { axis, .. } => ops::softmax(x()?, *axis as isize)?,
         Op::LogSoftmax { axis, .. } => ops::log_softmax(x()?, *axis as isize)?,
         Op::NllLoss { target, .. } => ops::loss::nll_loss_indices(x()?, target.clone())?,
-        Op::Conv2d { b, d, .. } => {
+        Op::Conv2d { b, d, act, .. } => {
             let bias = if b.is_some() { xs.get(2) } else { None };
-            conv::conv2d(&xs[0], &xs[1], bias, d.stride, d.pad)?
+            conv::conv2d_act(&xs[0], &xs[1], bias, d.stride, d.pad, *act)?
         }
         Op::MaxPool2d { d, .. } => conv::max_pool2d(x()?, d.kh, Some(d.stride), d.pad)?,
         Op::AvgPool2d { d, .. } => conv::avg_pool2d(x()?, d.kh, Some(d.stride), d.pad)?,

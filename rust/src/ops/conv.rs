@@ -1,7 +1,7 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
 use crate::autograd::{Argmax, Op};
-use crate::geometry::{ConvDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, PoolDims};
 use crate::ops::elementwise::{check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
 use crate::ops::reduce::mean;
@@ -60,6 +60,19 @@ pub fn conv2d(
     stride: usize,
     padding: usize,
 ) -> Result<Tensor> {
+    conv2d_act(input, weight, bias, stride, padding, Activation::None)
+}
+
+/// `conv2d` followed by `act`, applied to each output as the kernel writes it: the same values
+/// and gradients as the two ops one after the other, with one pass over the output fewer.
+pub fn conv2d_act(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: usize,
+    padding: usize,
+    act: Activation,
+) -> Result<Tensor> {
     let (x, squeeze) = as_batch("conv2d", input)?;
     let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
     if weight.rank() != 4 || weight.dims()[1] != c {
@@ -105,12 +118,13 @@ pub fn conv2d(
     }
     let s = x
         .storage()
-        .conv2d(weight.storage(), bias.map(|b| b.storage()), d)?;
+        .conv2d(weight.storage(), bias.map(|b| b.storage()), d, act)?;
     let op = Op::Conv2d {
         x,
         w: weight.clone(),
         b: bias.cloned(),
         d,
+        act,
     };
     let y = Tensor::from_op(s, Shape(vec![n, oc, d.oh, d.ow]), op);
     Ok(unbatch(y, squeeze))

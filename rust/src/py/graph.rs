@@ -6,6 +6,7 @@ use super::tensor::PyTensor;
 use crate::backend::cpu::parallel::with_fast_kernels;
 use crate::graph::attrs::{attributes, Attr};
 use crate::graph::fuse::fuse_chains;
+use crate::graph::fuse_conv::fuse_conv_relu;
 use crate::graph::ir::{NodeKind, Source};
 use crate::graph::{exec, Graph};
 use crate::optim::OptimKind;
@@ -36,7 +37,7 @@ fn wrap(ts: Vec<Tensor>) -> Vec<PyTensor> {
 }
 
 /// A traced graph (what `nodes` and exporters read, and traces are compared on) and the plan
-/// that runs: the same graph after the fusion pass (`graph/fuse.rs`), or the traced graph itself
+/// that runs: the same graph after the fusion passes (`graph/fuse_conv.rs`, `graph/fuse.rs`), or the traced graph itself
 /// when made `without_fusion`.
 #[pyclass(name = "Graph", module = "tlrs._core", frozen)]
 pub struct PyGraph {
@@ -46,7 +47,8 @@ pub struct PyGraph {
 
 impl PyGraph {
     fn new(traced: Graph) -> PyGraph {
-        let plan = fuse_chains(&traced);
+        // Convolution epilogues first: a ReLU taken into its convolution is no chain step.
+        let plan = fuse_chains(&fuse_conv_relu(&traced));
         PyGraph { traced, plan }
     }
 }

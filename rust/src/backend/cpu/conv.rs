@@ -11,7 +11,7 @@ use super::parallel::{for_chunks, worth_threads};
 use super::simd;
 use super::uninit::{assume_init, filled, written};
 use crate::dtype::Float;
-use crate::geometry::ConvDims;
+use crate::geometry::{Activation, ConvDims};
 use std::mem::MaybeUninit;
 
 /// Products below this many multiply-adds run on the calling thread.
@@ -335,7 +335,8 @@ pub(super) fn product_auto<T: GemmElem>(
     product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par)
 }
 
-/// Forward: W [OC, CKK] @ cols [CKK, G·P] + bias. Small feature maps put a group of images side
+/// Forward: `act`(W [OC, CKK] @ cols [CKK, G·P] + bias), the activation applied to each
+/// output as it is written (while it is still in cache). Small feature maps put a group of images side
 /// by side in one wide product (the weights are read once per group, not once per image) and
 /// move each (image, channel) row to its place in [N, OC, P]; larger ones run one product per
 /// image, images across threads (one image alone threads inside its product).
@@ -344,9 +345,10 @@ pub fn conv2d<T: GemmElem>(
     wt: &[T],
     bias: Option<&[T]>,
     d: ConvDims,
+    act: Activation,
     fast: bool,
 ) -> Vec<T> {
-    conv2d_with(x, Weights::Plain(wt), bias, d, fast)
+    conv2d_with(x, Weights::Plain(wt), bias, d, act, fast)
 }
 
 /// The weights a convolution reads: W [OC, C, KH, KW] itself, or, for an input gradient taken
@@ -398,6 +400,7 @@ pub(super) fn conv2d_with<T: GemmElem>(
     weights: Weights<'_, T>,
     bias: Option<&[T]>,
     d: ConvDims,
+    act: Activation,
     fast: bool,
 ) -> Vec<T> {
     let (plane, kk) = (d.oh * d.ow, d.c * d.kh * d.kw);
@@ -415,7 +418,7 @@ pub(super) fn conv2d_with<T: GemmElem>(
     // on 2 threads; 256 at 4×4: 0.52 -> 0.44).
     let (raw, flip) = weights.raw();
     if fast {
-        if let Some(y) = T::fast_small_maps(x, raw, bias, &d, flip) {
+        if let Some(y) = T::fast_small_maps(x, raw, bias, &d, act, flip) {
             return y;
         }
     }
@@ -424,7 +427,7 @@ pub(super) fn conv2d_with<T: GemmElem>(
         && d.oc * kk >= THIN_WEIGHTS
         && T::fast_thin_rows_applies(group_size(&d).min(d.n) * plane);
     if !thin {
-        if let Some(y) = T::direct_forward(x, raw, bias, &d, fast, flip) {
+        if let Some(y) = T::direct_forward(x, raw, bias, &d, act, fast, flip) {
             return y;
         }
     }
@@ -435,10 +438,14 @@ pub(super) fn conv2d_with<T: GemmElem>(
             product_into(fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, par);
             // SAFETY: the product wrote every element of `out` ([OC, P]).
             let out = unsafe { assume_init(out) };
-            if let Some(b) = bias {
-                for (o, row) in out.chunks_mut(plane).enumerate() {
-                    row.iter_mut().for_each(|v| *v = *v + b[o]);
+            match bias {
+                Some(b) => {
+                    for (o, row) in out.chunks_mut(plane).enumerate() {
+                        row.iter_mut().for_each(|v| *v = act.apply(*v + b[o]));
+                    }
                 }
+                None if act != Activation::None => out.iter_mut().for_each(|v| *v = act.apply(*v)),
+                None => {}
             }
         };
         let per = d.oc * plane;
@@ -454,8 +461,11 @@ pub(super) fn conv2d_with<T: GemmElem>(
         Some(b) => row
             .iter_mut()
             .zip(src)
-            .for_each(|(v, &s)| _ = v.write(s + b[o])),
-        None => row.iter_mut().zip(src).for_each(|(v, &s)| _ = v.write(s)),
+            .for_each(|(v, &s)| _ = v.write(act.apply(s + b[o]))),
+        None => row
+            .iter_mut()
+            .zip(src)
+            .for_each(|(v, &s)| _ = v.write(act.apply(s))),
     };
     let g = group_size(&d);
     written(total, |y| {

@@ -6,7 +6,7 @@ use super::gemm_ref::{gemm_ref, RefGemmElem};
 use super::parallel::{for_each_chunk, worth_threads};
 use super::uninit::{fill_with, written};
 use crate::dtype::Float;
-use crate::geometry::{ConvDims, MatOperand};
+use crate::geometry::{Activation, ConvDims, MatOperand};
 use std::mem::MaybeUninit;
 
 /// Element types both GEMMs accept.
@@ -60,6 +60,7 @@ pub trait GemmElem: Float + RefGemmElem {
         _wt: &[Self],
         _bias: Option<&[Self]>,
         _d: &ConvDims,
+        _act: Activation,
         _flipped: bool,
     ) -> Option<Vec<Self>> {
         None
@@ -77,6 +78,7 @@ pub trait GemmElem: Float + RefGemmElem {
         _wt: &[Self],
         _bias: Option<&[Self]>,
         _d: &ConvDims,
+        _act: Activation,
         _fast: bool,
         _flipped: bool,
     ) -> Option<Vec<Self>> {
@@ -98,11 +100,12 @@ impl GemmElem for f32 {
         wt: &[f32],
         bias: Option<&[f32]>,
         d: &ConvDims,
+        act: Activation,
         fast: bool,
         flipped: bool,
     ) -> Option<Vec<f32>> {
         Self::direct_forward_applies(d)
-            .then(|| super::conv_direct::forward(x, wt, bias, d, fast, flipped))
+            .then(|| super::conv_direct::forward(x, wt, bias, d, act, fast, flipped))
     }
     fn direct_forward_applies(d: &ConvDims) -> bool {
         super::conv_direct::forward_applies(d)
@@ -112,6 +115,7 @@ impl GemmElem for f32 {
         wt: &[f32],
         bias: Option<&[f32]>,
         d: &ConvDims,
+        act: Activation,
         flipped: bool,
     ) -> Option<Vec<f32>> {
         use super::conv_direct::{small_maps, small_maps_applies, Weights};
@@ -132,7 +136,7 @@ impl GemmElem for f32 {
                 flip: false,
             }
         };
-        small_maps_applies(d).then(|| small_maps(x, w, bias, d))
+        small_maps_applies(d).then(|| small_maps(x, w, bias, d, act))
     }
     fn fast_input_cols(
         wt: &[f32],

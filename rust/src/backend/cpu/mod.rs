@@ -1,6 +1,8 @@
 //! CPU kernels: reference kernels (bit-reproducible fold orders) and fast kernels.
 
 pub mod conv;
+#[cfg(test)]
+mod conv_act_tests;
 #[cfg(target_arch = "x86_64")]
 mod conv_direct;
 pub mod conv_grad;

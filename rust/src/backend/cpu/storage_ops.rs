@@ -10,7 +10,7 @@ use super::storage::{CpuElem, CpuStorage};
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
 use crate::dtype::lit;
-use crate::geometry::{ConvDims, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
 use crate::{map_cpu, map_cpu2, DType, Result, Shape};
@@ -299,12 +299,13 @@ impl BackendStorage for CpuStorage {
         )))
     }
 
-    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self> {
+    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims, act: Activation) -> Result<Self> {
         fn go<T: CpuElem + GemmElem>(
             x: &CpuStorage,
             w: &CpuStorage,
             b: Option<&CpuStorage>,
             d: ConvDims,
+            act: Activation,
         ) -> Result<CpuStorage> {
             let (xv, wv) = (x.typed::<T>("conv2d")?, w.typed::<T>("conv2d")?);
             let bv = b.map(|b| b.typed::<T>("conv2d")).transpose()?;
@@ -313,12 +314,13 @@ impl BackendStorage for CpuStorage {
                 wv,
                 bv,
                 d,
+                act,
                 super::parallel::fast_kernels(),
             )))
         }
         match self.dtype() {
-            DType::F32 => go::<f32>(self, w, b, d),
-            DType::F64 => go::<f64>(self, w, b, d),
+            DType::F32 => go::<f32>(self, w, b, d, act),
+            DType::F64 => go::<f64>(self, w, b, d, act),
         }
     }
 

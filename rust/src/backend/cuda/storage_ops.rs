@@ -6,7 +6,7 @@ use super::ops as cu;
 use super::storage::CudaStorage;
 use super::IndexBuffer;
 use crate::backend::storage_ops::BackendStorage;
-use crate::geometry::{ConvDims, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -156,8 +156,13 @@ impl BackendStorage for CudaStorage {
         cu::nll_grad(rows, classes, target, &self.0).map(CudaStorage::new)
     }
 
-    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims) -> Result<Self> {
-        cu::conv2d(&self.0, &w.0, b.map(|b| &*b.0), d).map(CudaStorage::new)
+    fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims, act: Activation) -> Result<Self> {
+        let y = cu::conv2d(&self.0, &w.0, b.map(|b| &*b.0), d).map(CudaStorage::new)?;
+        // The activation runs as its own kernel here: the `relu` op's, so the bits are the same.
+        match act {
+            Activation::None => Ok(y),
+            Activation::Relu => y.unary(UnaryOp::Relu),
+        }
     }
 
     fn conv2d_grads(&self, w: &Self, g: &Self, d: ConvDims, _need: [bool; 3]) -> Result<[Self; 3]> {

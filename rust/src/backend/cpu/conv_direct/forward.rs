@@ -18,7 +18,7 @@ use super::pack::{pack_flipped, pack_weights};
 use super::{cpu_has_them, even_runs, mac, pad_border, transpose, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
-use crate::geometry::ConvDims;
+use crate::geometry::{Activation, ConvDims};
 use std::mem::MaybeUninit;
 
 /// Positions one run keeps in registers (2 × 12 sums + 2 weights + 1 tap = 27 of 32).
@@ -53,7 +53,8 @@ pub fn forward_applies(d: &ConvDims) -> bool {
         && cpu_has_them()
 }
 
-/// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`); with `flipped`, `wt` is
+/// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`), `act` applied to each output
+/// as its block is written; with `flipped`, `wt` is
 /// [C, OC, KH, KW] and the weights are W'[o, c, ky, kx] = wt[c, o, KH-1-ky, KW-1-kx] (an input
 /// gradient as a convolution).
 pub fn forward(
@@ -61,6 +62,7 @@ pub fn forward(
     wt: &[f32],
     bias: Option<&[f32]>,
     d: &ConvDims,
+    act: Activation,
     fma: bool,
     flipped: bool,
 ) -> Vec<f32> {
@@ -78,6 +80,7 @@ pub fn forward(
         x: &padded[n * d.c * pp..][..d.c * pp],
         w: &packed[b * BLOCK * d.c * d.kh * d.kw..][..BLOCK * d.c * d.kh * d.kw],
         bias: bias.map(|bias| &bias[b * BLOCK..][..BLOCK]),
+        act,
         d,
     };
     let run = |items: &[Item], out: &mut [MaybeUninit<f32>]| {
@@ -156,11 +159,13 @@ fn padded_plane(d: &ConvDims) -> usize {
     (d.h + 2 * d.pad) * (d.w + 2 * d.pad)
 }
 
-/// One item's operands: its image (padded), its block's packed weights and biases.
+/// One item's operands: its image (padded), its block's packed weights and biases, and the
+/// activation its outputs get.
 struct Item<'a> {
     x: &'a [f32],
     w: &'a [f32],
     bias: Option<&'a [f32]>,
+    act: Activation,
     d: &'a ConvDims,
 }
 
@@ -243,7 +248,7 @@ unsafe fn item_rows<const FMA: bool>(items: &[Item], out: &mut [MaybeUninit<f32>
                 2 * done * LANES,
             );
             let out_k = &mut out[k * BLOCK * plane_out..][..BLOCK * plane_out];
-            transpose::block_out(flat, item.bias, out_k, oy0 * d.ow);
+            transpose::block_out(flat, item.bias, item.act, out_k, oy0 * d.ow);
         }
     }
 }

@@ -13,7 +13,7 @@
 use super::{cpu_has_them, even_runs, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
-use crate::geometry::ConvDims;
+use crate::geometry::{Activation, ConvDims};
 use std::mem::MaybeUninit;
 
 /// Cells one run keeps (2 × 12 tap sums + 2 weights + 1 value = 27 of 32 registers).
@@ -138,7 +138,7 @@ unsafe fn item_rows(item: &Item, out: &mut [MaybeUninit<f32>]) {
         }
         let done = (iy1 - iy0) * d.w;
         let flat = std::slice::from_raw_parts(totals.as_ptr() as *const f32, 2 * done * LANES);
-        super::transpose::block_out(flat, None, out, iy0 * d.w);
+        super::transpose::block_out(flat, None, Activation::None, out, iy0 * d.w);
     }
 }
 

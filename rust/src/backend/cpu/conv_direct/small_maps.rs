@@ -16,7 +16,7 @@
 use super::super::parallel::for_chunks;
 use super::super::uninit::written;
 use super::{cpu_has_them, LANES};
-use crate::geometry::ConvDims;
+use crate::geometry::{Activation, ConvDims};
 use std::mem::MaybeUninit;
 
 /// (vectors of columns, vectors per output row) the kernel is built for: all the columns
@@ -59,8 +59,14 @@ pub struct Weights<'a> {
 }
 
 /// The convolution `d` (which `small_maps_applies`) of x [N, C, H, W] with the weights `w`,
-/// plus `bias` [OC]: y [N, OC, OH, OW].
-pub fn small_maps(x: &[f32], w: Weights<'_>, bias: Option<&[f32]>, d: &ConvDims) -> Vec<f32> {
+/// plus `bias` [OC], then `act`: y [N, OC, OH, OW].
+pub fn small_maps(
+    x: &[f32],
+    w: Weights<'_>,
+    bias: Option<&[f32]>,
+    d: &ConvDims,
+    act: Activation,
+) -> Vec<f32> {
     assert!(small_maps_applies(d) && x.len() >= d.n * d.c * d.h * d.w);
     let (oc, c) = (d.oc, d.c);
     let last = (oc - 1) * w.row + (c - 1) * w.red + 8;
@@ -100,7 +106,7 @@ pub fn small_maps(x: &[f32], w: Weights<'_>, bias: Option<&[f32]>, d: &ConvDims)
             let b = bias.map_or(0.0, |b| b[o]);
             let src = &out[o * columns..][..columns];
             for (p, v) in row.iter_mut().enumerate() {
-                v.write(src[p * geo.n + n] + b);
+                v.write(act.apply(src[p * geo.n + n] + b));
             }
         })
     })
@@ -343,7 +349,7 @@ mod tests {
                         flip: true,
                     },
                 ] {
-                    let got = small_maps(&x, w, Some(&bias), &d);
+                    let got = small_maps(&x, w, Some(&bias), &d, Activation::None);
                     let want = reference(&x, w, &bias, &d);
                     for (i, (&g, &e)) in got.iter().zip(&want).enumerate() {
                         assert!(

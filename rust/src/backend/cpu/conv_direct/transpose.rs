@@ -4,17 +4,31 @@
 
 use super::LANES;
 use crate::backend::cpu::tile16::tile;
+use crate::geometry::Activation;
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-/// y[j, at + p] = sums[p][j] (+ bias[j]) for the 32 channels j of a block and the P positions
-/// p that `sums` holds (P × 32 values, position-major); `y` is [32, plane] with
+/// `Activation::Relu` on 16 lanes: v where v > 0 or NaN (the unordered "not <=" compare),
+/// else +0.0, so -0.0 becomes +0.0 as the `relu` op makes it.
+#[target_feature(enable = "avx512f")]
+unsafe fn relu(v: __m512) -> __m512 {
+    _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps()), v)
+}
+
+/// y[j, at + p] = act(sums[p][j] (+ bias[j])) for the 32 channels j of a block and the P
+/// positions p that `sums` holds (P × 32 values, position-major); `y` is [32, plane] with
 /// at + P <= plane.
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit<f32>], at: usize) {
+pub unsafe fn block_out(
+    sums: &[f32],
+    bias: Option<&[f32]>,
+    act: Activation,
+    y: &mut [MaybeUninit<f32>],
+    at: usize,
+) {
     let plane = y.len() / (2 * LANES);
     let p = sums.len() / (2 * LANES);
     assert!(sums.len() == p * 2 * LANES && y.len() == plane * 2 * LANES && at + p <= plane);
@@ -32,10 +46,14 @@ pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit
                 let v = _mm512_loadu_ps(sums.as_ptr().add((p0 + i) * 2 * LANES + half * LANES));
                 // Adding 0.0 to a sum leaves it as it is except -0.0, which the lowering's
                 // bias-free output also keeps; so only a real bias is added.
-                *r = if bias.is_some() {
+                let v = if bias.is_some() {
                     _mm512_add_ps(v, b)
                 } else {
                     v
+                };
+                *r = match act {
+                    Activation::None => v,
+                    Activation::Relu => relu(v),
                 };
             }
             let c = tile(r);
@@ -47,10 +65,10 @@ pub unsafe fn block_out(sums: &[f32], bias: Option<&[f32]>, y: &mut [MaybeUninit
             for j in 0..LANES {
                 let ch = half * LANES + j;
                 let v = sums[q * 2 * LANES + ch];
-                *dst.add(ch * plane + q) = match bias {
+                *dst.add(ch * plane + q) = act.apply(match bias {
                     Some(b) => v + b[ch],
                     None => v,
-                };
+                });
             }
         }
     }
@@ -89,6 +107,60 @@ pub unsafe fn block_in(rows: &[f32], dst: &mut [MaybeUninit<f32>]) {
 mod tests {
     use super::*;
 
+    /// The ReLU epilogue, in the vector tiles and the scalar tail, has the `relu` op's bits on
+    /// -0.0 (made +0.0), NaN (kept), infinities, subnormals and ordinary values.
+    #[test]
+    fn block_out_relu_has_the_relu_ops_bits() {
+        if !super::super::cpu_has_them() {
+            return;
+        }
+        let special = [
+            -0.0,
+            0.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        let tiny = [
+            1e-40,
+            -1e-40,
+            2.5,
+            -2.5,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+        ];
+        let (p, plane, at) = (19usize, 23usize, 2usize);
+        let sums: Vec<f32> = (0..p * 32)
+            .map(|i| [special, tiny][i % 2][(i / 2 + i / 32) % 6])
+            .collect();
+        for bias in [None, Some(vec![-0.0f32; 32])] {
+            let mut y = vec![MaybeUninit::new(7.0f32); plane * 32];
+            // SAFETY: AVX-512F checked above; the slices have the sizes asserted inside.
+            unsafe { block_out(&sums, bias.as_deref(), Activation::Relu, &mut y, at) };
+            for j in 0..32 {
+                let pre: Vec<f32> = (0..p)
+                    .map(|q| match &bias {
+                        Some(b) => sums[q * 32 + j] + b[j],
+                        None => sums[q * 32 + j],
+                    })
+                    .collect();
+                let want =
+                    crate::backend::cpu::table_kernels::unary(crate::op_table::UnaryOp::Relu, &pre);
+                for q in 0..p {
+                    // SAFETY: written by `block_out`.
+                    let got = unsafe { y[j * plane + at + q].assume_init() };
+                    assert_eq!(
+                        got.to_bits(),
+                        want[q].to_bits(),
+                        "j {j} q {q} pre {}",
+                        pre[q]
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn block_out_transposes_every_tile_and_tail_position() {
         if !super::super::cpu_has_them() {
@@ -108,7 +180,7 @@ mod tests {
                 let mut y = vec![MaybeUninit::new(f32::NAN); plane * 32];
                 let b = with_bias.then_some(&bias[..]);
                 // SAFETY: AVX-512F checked above; the slices have the sizes asserted inside.
-                unsafe { block_out(&sums, b, &mut y, at) };
+                unsafe { block_out(&sums, b, Activation::None, &mut y, at) };
                 for j in 0..32 {
                     for q in 0..plane {
                         // SAFETY: initialised (NaN, or written by `block_out`).

@@ -1,0 +1,59 @@
+//! The compiled graph's convolution epilogue pass: a ReLU whose input is a convolution read by
+//! nothing else becomes that convolution's activation (`Op::Conv2d { act: Relu }`), applied by
+//! the conv kernels to each output as they write it, so the separate pass over the output and
+//! its buffer go away.
+//!
+//! Bits stay those of the two ops: the kernels apply the `relu` op's formula to the value the
+//! convolution alone would have stored, and the gradient masks by the output (y > 0 exactly
+//! where the pre-activation was > 0). The fused node takes the ReLU's place and the
+//! convolution's inputs in their order, so the backward's depth-first walk meets every other
+//! node in the same order as before and gradient sums keep their order.
+
+use super::fuse::rebuild;
+use super::ir::{Graph, NodeKind};
+use crate::autograd::Op;
+use crate::geometry::Activation;
+use crate::ops::UnaryOp;
+
+/// `g` with every ReLU that is its convolution's only reader folded into that convolution.
+pub fn fuse_conv_relu(g: &Graph) -> Graph {
+    let mut uses = vec![0usize; g.nodes.len()];
+    for n in &g.nodes {
+        if let NodeKind::Op { inputs, .. } = &n.kind {
+            inputs.iter().for_each(|&j| uses[j] += 1);
+        }
+    }
+    uses[g.output] += 1;
+    let mut replaced = vec![None; g.nodes.len()];
+    let mut absorbed = vec![false; g.nodes.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        let NodeKind::Op {
+            op: Op::Unary(UnaryOp::Relu, _),
+            inputs,
+        } = &n.kind
+        else {
+            continue;
+        };
+        let j = inputs[0];
+        if uses[j] != 1 {
+            continue;
+        }
+        if let NodeKind::Op {
+            op:
+                conv @ Op::Conv2d {
+                    act: Activation::None,
+                    ..
+                },
+            inputs: conv_inputs,
+        } = &g.nodes[j].kind
+        {
+            let mut fused = conv.clone();
+            if let Op::Conv2d { act, .. } = &mut fused {
+                *act = Activation::Relu;
+            }
+            replaced[i] = Some((fused, conv_inputs.clone()));
+            absorbed[j] = true;
+        }
+    }
+    rebuild(g, replaced, &absorbed)
+}
