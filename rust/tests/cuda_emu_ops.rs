@@ -392,6 +392,15 @@ fn convolution_pooling_and_attention_match_the_cpu() {
         &[x.clone(), input(111, &[4, 3, 3, 2]), input(112, &[4])],
         |t| ops::conv2d(&t[0], &t[1], Some(&t[2]), 2, 1),
     );
+    // The compiled backend's fused ReLU: the device runs the relu kernel after the conv.
+    check(
+        "conv2d_relu",
+        &[x.clone(), input(111, &[4, 3, 3, 2]), input(112, &[4])],
+        |t| {
+            let act = tlrs::geometry::Activation::Relu;
+            ops::conv::conv2d_act(&t[0], &t[1], Some(&t[2]), 2, 1, act)
+        },
+    );
     check("max_pool2d", &[x.clone()], |t| {
         ops::max_pool2d(&t[0], 2, None, 0)
     });
