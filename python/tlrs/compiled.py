@@ -91,7 +91,7 @@ class CompiledLoss:
         parts = []
         for shapes, g in self._graphs.items():
             parts.append(f"inputs {[list(s) for s in shapes]}: {g.node_count} traced nodes, {g.op_count} ops "
-                         f"({g.plan_op_count} after fusing elementwise chains), "
+                         f"({g.plan_op_count} after fusion), "
                          f"{g.activation_bytes} bytes of activations\n{g.describe()}")
         return "\n\n".join(parts)
 
