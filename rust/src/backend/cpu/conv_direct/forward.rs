@@ -15,7 +15,7 @@
 //! with the weights streamed from L2 per run and scalar transposed stores, 76% chunked.
 
 use super::pack::{pack_flipped, pack_weights};
-use super::{cpu_has_them, even_runs, mac, pad_border, transpose, BLOCK, LANES, MIN_ITEMS};
+use super::{cpu_has_them, even_runs, mac_pair, pad_border, transpose, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::{Activation, ConvDims};
@@ -363,9 +363,7 @@ unsafe fn run<const FMA: bool, const S: usize, const R: usize, const NP: usize>(
                 w = w.add(BLOCK);
                 for r in 0..R {
                     for i in 0..NP {
-                        let t = _mm512_set1_ps(*xr[r].add(i * S + kx));
-                        lo[r][i] = mac!(FMA, lo[r][i], w0, t);
-                        hi[r][i] = mac!(FMA, hi[r][i], w1, t);
+                        mac_pair!(FMA, lo[r][i], hi[r][i], w0, w1, xr[r].add(i * S + kx));
                     }
                 }
             }
@@ -423,14 +421,10 @@ unsafe fn run_split<const FMA: bool, const S: usize, const NA: usize, const NB: 
                 let w1 = _mm512_loadu_ps(w.add(LANES));
                 w = w.add(BLOCK);
                 for i in 0..NA {
-                    let t = _mm512_set1_ps(*xa.add(i * S + kx));
-                    lo_a[i] = mac!(FMA, lo_a[i], w0, t);
-                    hi_a[i] = mac!(FMA, hi_a[i], w1, t);
+                    mac_pair!(FMA, lo_a[i], hi_a[i], w0, w1, xa.add(i * S + kx));
                 }
                 for i in 0..NB {
-                    let t = _mm512_set1_ps(*xb.add(i * S + kx));
-                    lo_b[i] = mac!(FMA, lo_b[i], w0, t);
-                    hi_b[i] = mac!(FMA, hi_b[i], w1, t);
+                    mac_pair!(FMA, lo_b[i], hi_b[i], w0, w1, xb.add(i * S + kx));
                 }
             }
         }

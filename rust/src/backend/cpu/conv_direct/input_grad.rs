@@ -10,7 +10,7 @@
 //! reaches the cell. A tap that does not is never added (its sum, over the border, is
 //! discarded), as col2im never adds it.
 
-use super::{cpu_has_them, even_runs, mac, pad_border, BLOCK, LANES, MIN_ITEMS};
+use super::{cpu_has_them, even_runs, mac_pair, pad_border, BLOCK, LANES, MIN_ITEMS};
 use crate::backend::cpu::parallel::{for_chunks, for_each_chunk};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::{Activation, ConvDims};
@@ -189,9 +189,7 @@ unsafe fn run<const NP: usize>(
         w = w.add(BLOCK);
         let src = src0.add(o * gh * gw);
         for i in 0..NP {
-            let t = _mm512_set1_ps(*src.add(i));
-            lo[i] = mac!(false, lo[i], w0, t);
-            hi[i] = mac!(false, hi[i], w1, t);
+            mac_pair!(false, lo[i], hi[i], w0, w1, src.add(i));
         }
     }
     for i in 0..NP {

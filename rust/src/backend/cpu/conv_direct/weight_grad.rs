@@ -13,7 +13,7 @@
 //! lanes. Fast mode runs one fused chain over all images; reference mode keeps the lowering's
 //! per-image chains (over positions in order) and their image-order sum.
 
-use super::{cpu_has_them, lane_mask, mac, pad_border, BLOCK, LANES};
+use super::{cpu_has_them, lane_mask, mac_pair, pad_border, BLOCK, LANES};
 use crate::backend::cpu::parallel::{for_chunks, for_tiles, Tile};
 use crate::backend::cpu::uninit::written;
 use crate::geometry::ConvDims;
@@ -245,9 +245,7 @@ unsafe fn image<const FMA: bool, const KW: usize, const R: usize>(
             let at = xs.add(y * s * geo.row + x * s);
             for r in 0..R {
                 for kx in 0..KW {
-                    let t = _mm512_set1_ps(*at.add(r * geo.row + kx));
-                    lo[r][kx] = mac!(FMA, lo[r][kx], g0, t);
-                    hi[r][kx] = mac!(FMA, hi[r][kx], g1, t);
+                    mac_pair!(FMA, lo[r][kx], hi[r][kx], g0, g1, at.add(r * geo.row + kx));
                 }
             }
         }
