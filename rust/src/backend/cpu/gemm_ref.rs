@@ -86,10 +86,8 @@ pub struct Kernel<T> {
     mc: usize,
     /// Columns of B packed per pass: the `kc x nc` packed B block should stay in L3.
     nc: usize,
-    /// Relative time per computed column (padding included), to pick among an ISA's kernels:
-    /// where 512-bit vector operations run at full width, and where they run as two 256-bit
-    /// halves (`avx512_in_halves`); None where the kernel is not to be chosen.
-    col_cost: [Option<usize>; 2],
+    /// Relative time per computed column (padding included), to pick among an ISA's kernels.
+    col_cost: usize,
     /// Reads an A panel column by column (packed, or A in place).
     a_cols: KernelFn<T>,
     /// Reads an A panel row by row (packed, or A in place).
@@ -105,17 +103,11 @@ fn pick_kernel<T: RefGemmElem>(n: usize, threads: usize) -> Kernel<T> {
         .into_iter()
         .find(|&isa| isa_available(isa))
         .unwrap_or(Isa::Scalar);
-    let width = usize::from(isa == Isa::Avx512 && kernels::avx512_in_halves());
-    let cost = |k: &Kernel<T>| {
-        let per_col = k.col_cost[width]?;
-        Some(n.div_ceil(k.nr).div_ceil(threads.max(1)) * k.nr * per_col)
-    };
+    let cost = |k: &Kernel<T>| n.div_ceil(k.nr).div_ceil(threads.max(1)) * k.nr * k.col_cost;
     *T::ref_gemm_kernels(isa)
         .iter()
-        .filter_map(|k| Some((cost(k)?, k)))
-        .min_by_key(|&(c, _)| c)
+        .min_by_key(|k| cost(k))
         .expect("every ISA in use has a kernel")
-        .1
 }
 
 /// Below this many multiply-adds a parallel split costs more than it saves.

@@ -471,24 +471,3 @@ fn short_output_panics() {
         false,
     );
 }
-
-#[test]
-fn every_table_has_a_kernel_for_either_vector_width() {
-    // `pick_kernel` chooses among the kernels with a cost for this CPU's vector width; a table
-    // without one would panic only on CPUs of that width.
-    fn check<T: RefGemmElem>() {
-        for isa in ISAS {
-            let table = T::ref_gemm_kernels(isa);
-            // Empty only for instruction sets this target does not compile.
-            if table.is_empty() {
-                continue;
-            }
-            for width in 0..2 {
-                let any = table.iter().any(|k| k.col_cost[width].is_some());
-                assert!(any, "{isa:?}, width {width}: no kernel to choose");
-            }
-        }
-    }
-    check::<f32>();
-    check::<f64>();
-}
