@@ -335,8 +335,8 @@ pub(super) fn product_auto<T: GemmElem>(
     product_into(fast, m, n, k, a.0, a.1, a.2, b.0, b.1, b.2, c, par)
 }
 
-/// Forward: `act`(W [OC, CKK] @ cols [CKK, G·P] + bias), the activation applied to each
-/// output as it is written (while it is still in cache). Small feature maps put a group of images side
+/// Forward: `act`(W [OC, CKK] @ cols [CKK, G·P] + bias), the activation applied to each output
+/// as it is written (while it is still in cache). Small feature maps put a group of images side
 /// by side in one wide product (the weights are read once per group, not once per image) and
 /// move each (image, channel) row to its place in [N, OC, P]; larger ones run one product per
 /// image, images across threads (one image alone threads inside its product).

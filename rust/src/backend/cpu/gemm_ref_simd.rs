@@ -8,6 +8,10 @@ use std::arch::{asm, x86_64::*};
 /// where the reference's separate adds run too: with one per row of the tile the 8 x 3 kernel
 /// stayed near 75% of the FMA peak. Products are exact-then-rounded either way round, so
 /// `b · a` has the bits of `a · b`.
+///
+/// # Safety
+/// The CPU has AVX-512F and `a` points to a readable f32 (as for each function below, with its
+/// own instruction set and type).
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn mul_bcast_f32(b: __m512, a: *const f32) -> __m512 {

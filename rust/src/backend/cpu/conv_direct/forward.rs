@@ -54,9 +54,8 @@ pub fn forward_applies(d: &ConvDims) -> bool {
 }
 
 /// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`), `act` applied to each output
-/// as its block is written; with `flipped`, `wt` is
-/// [C, OC, KH, KW] and the weights are W'[o, c, ky, kx] = wt[c, o, KH-1-ky, KW-1-kx] (an input
-/// gradient as a convolution).
+/// as its block is written; with `flipped`, `wt` is [C, OC, KH, KW] and the weights are
+/// W'[o, c, ky, kx] = wt[c, o, KH-1-ky, KW-1-kx] (an input gradient as a convolution).
 pub fn forward(
     x: &[f32],
     wt: &[f32],
