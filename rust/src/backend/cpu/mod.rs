@@ -17,6 +17,8 @@ pub mod norm;
 pub mod parallel;
 pub mod peak;
 pub mod pool;
+#[cfg(target_arch = "x86_64")]
+mod pool_2x2;
 pub mod reduce;
 pub mod simd;
 pub mod softmax;

@@ -83,7 +83,7 @@ fn interior(out: usize, n: usize, k: usize, d: &PoolDims) -> (usize, usize) {
 
 /// One window, cells in row-major order: the first valid cell, then each later one that beats
 /// the best so far (a window wholly in the padding gives -inf with no winner).
-fn max_window<T: Float>(xp: &[T], d: &PoolDims, oy: usize, ox: usize) -> (T, usize) {
+pub(super) fn max_window<T: Float>(xp: &[T], d: &PoolDims, oy: usize, ox: usize) -> (T, usize) {
     let (rows, cols) = d.window(oy, ox);
     let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
     for r in rows {
@@ -173,6 +173,20 @@ fn max_block<T: Float>(
     }
 }
 
+/// `v` as f32 values, where T is f32.
+fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32, so the slice is one of f32 values.
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
+}
+
+/// `as_f32` for a mutable slice.
+fn as_f32_mut<T: Float>(v: &mut [T]) -> Option<&mut [f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: as in `as_f32`.
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
+}
+
 /// Max over each window; also returns the flat input index that won (within its plane).
 pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
     let per = d.oh * d.ow;
@@ -185,6 +199,13 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
             for_chunks2(y, per, arg, per, x.len(), |p, yp, ap| {
                 let (yp, ap) = (fill_with(yp, T::ZERO), fill_with(ap, 0usize));
                 let xp = &x[p * hw..][..hw];
+                #[cfg(target_arch = "x86_64")]
+                if super::pool_2x2::applies(&d) {
+                    if let (Some(xp), Some(yp)) = (as_f32(xp), as_f32_mut(yp)) {
+                        // SAFETY: `applies` detected AVX-512 on this CPU.
+                        return unsafe { super::pool_2x2::plane(xp, &d, yp, ap) };
+                    }
+                }
                 #[cfg(target_arch = "x86_64")]
                 if super::simd::has_avx512() {
                     // SAFETY: the features it is compiled for were just detected on this CPU.
