@@ -9,6 +9,7 @@ use super::parallel::{for_chunks, for_chunks2};
 use super::uninit::{fill_with, filled, written};
 use crate::dtype::Float;
 use crate::geometry::PoolDims;
+use std::mem::MaybeUninit;
 
 /// Whether `v` replaces `best` as a window's maximum: IEEE 754-2019 `maximum` (a NaN wins and
 /// then stays; +0 beats -0), the first such cell recorded.
@@ -180,11 +181,11 @@ fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
         .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
 }
 
-/// `as_f32` for a mutable slice.
-fn as_f32_mut<T: Float>(v: &mut [T]) -> Option<&mut [f32]> {
+/// `as_f32` for an output slice.
+fn as_f32_mut<T: Float>(v: &mut [MaybeUninit<T>]) -> Option<&mut [MaybeUninit<f32>]> {
     (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
         // SAFETY: as in `as_f32`.
-        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut _, v.len()) })
 }
 
 /// Max over each window; also returns the flat input index that won (within its plane).
@@ -197,7 +198,6 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
     let y = written(d.planes * per, |y| {
         arg = written(d.planes * per, |arg| {
             for_chunks2(y, per, arg, per, x.len(), |p, yp, ap| {
-                let (yp, ap) = (fill_with(yp, T::ZERO), fill_with(ap, 0usize));
                 let xp = &x[p * hw..][..hw];
                 #[cfg(target_arch = "x86_64")]
                 if super::pool_2x2::applies(&d) {
@@ -206,6 +206,7 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
                         return unsafe { super::pool_2x2::plane(xp, &d, yp, ap) };
                     }
                 }
+                let (yp, ap) = (fill_with(yp, T::ZERO), fill_with(ap, 0usize));
                 #[cfg(target_arch = "x86_64")]
                 if super::simd::has_avx512() {
                     // SAFETY: the features it is compiled for were just detected on this CPU.

@@ -10,6 +10,7 @@
 
 use crate::geometry::PoolDims;
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 /// Whether this kernel covers `d` (window, stride and padding; any plane size).
 pub fn applies(d: &PoolDims) -> bool {
@@ -33,12 +34,18 @@ unsafe fn beats(v: __m512, best: __m512) -> __mmask16 {
     (greater | v_nan | plus_over_minus) & _mm512_cmp_ps_mask::<_CMP_ORD_Q>(best, best)
 }
 
-/// One plane `xp` [h, w] into `y` [oh, ow] and the winners' flat indices `arg` (`applies(d)`).
+/// One plane `xp` [h, w] into `y` [oh, ow] and the winners' flat indices `arg` (`applies(d)`),
+/// writing every element of both.
 ///
 /// # Safety
 /// The CPU has AVX-512F and AVX-512DQ.
 #[target_feature(enable = "avx512f,avx512dq")]
-pub unsafe fn plane(xp: &[f32], d: &PoolDims, y: &mut [f32], arg: &mut [usize]) {
+pub unsafe fn plane(
+    xp: &[f32],
+    d: &PoolDims,
+    y: &mut [MaybeUninit<f32>],
+    arg: &mut [MaybeUninit<usize>],
+) {
     let (w, ow, oh) = (d.w, d.ow, d.oh);
     assert!(xp.len() >= d.h * w && 2 * ow <= w && 2 * oh <= d.h);
     assert!(y.len() >= oh * ow && arg.len() >= oh * ow);
@@ -83,7 +90,8 @@ pub unsafe fn plane(xp: &[f32], d: &PoolDims, y: &mut [f32], arg: &mut [usize]) 
             let best = _mm512_mask_blend_ps(f, top, bottom);
             let off = _mm512_mask_blend_epi32(f, top_off, bottom_off);
             let out = (1u32 << n) - 1;
-            _mm512_mask_storeu_ps(y.as_mut_ptr().add(oy * ow + o0), out as __mmask16, best);
+            let yo = y.as_mut_ptr().add(oy * ow + o0) as *mut f32;
+            _mm512_mask_storeu_ps(yo, out as __mmask16, best);
             // Winner index = r0 + 2·(o0 + lane) + offset, widened to 64 bits, 8 lanes a store.
             let rel = _mm512_add_epi32(_mm512_slli_epi32::<1>(lane), off);
             let base = _mm512_set1_epi64((r0 + 2 * o0) as i64);
@@ -125,7 +133,16 @@ mod tests {
             0.25,
         ];
         let mut s = 12345u64;
-        for (h, w) in [(2, 2), (3, 5), (4, 31), (5, 32), (6, 33), (9, 47), (2, 64), (7, 66)] {
+        for (h, w) in [
+            (2, 2),
+            (3, 5),
+            (4, 31),
+            (5, 32),
+            (6, 33),
+            (9, 47),
+            (2, 64),
+            (7, 66),
+        ] {
             let (oh, ow) = (h / 2, w / 2);
             let d = PoolDims {
                 planes: 1,
@@ -141,13 +158,23 @@ mod tests {
             assert!(applies(&d));
             let x: Vec<f32> = (0..h * w)
                 .map(|_| {
-                    s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     values[(s >> 33) as usize % values.len()]
                 })
                 .collect();
-            let (mut y, mut arg) = (vec![7.0f32; oh * ow], vec![usize::MAX; oh * ow]);
+            let mut y = vec![MaybeUninit::new(7.0f32); oh * ow];
+            let mut arg = vec![MaybeUninit::new(usize::MAX); oh * ow];
             // SAFETY: AVX-512 checked above.
             unsafe { plane(&x, &d, &mut y, &mut arg) };
+            // SAFETY: initialised above (and rewritten by `plane`).
+            let (y, arg): (Vec<f32>, Vec<usize>) = unsafe {
+                (
+                    y.iter().map(|v| v.assume_init()).collect(),
+                    arg.iter().map(|v| v.assume_init()).collect(),
+                )
+            };
             for oy in 0..oh {
                 for ox in 0..ow {
                     let (want, want_arg) = max_window(&x, &d, oy, ox);
