@@ -84,7 +84,7 @@ fn interior(out: usize, n: usize, k: usize, d: &PoolDims) -> (usize, usize) {
 
 /// One window, cells in row-major order: the first valid cell, then each later one that beats
 /// the best so far (a window wholly in the padding gives -inf with no winner).
-pub(super) fn max_window<T: Float>(xp: &[T], d: &PoolDims, oy: usize, ox: usize) -> (T, usize) {
+fn max_window<T: Float>(xp: &[T], d: &PoolDims, oy: usize, ox: usize) -> (T, usize) {
     let (rows, cols) = d.window(oy, ox);
     let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
     for r in rows {
@@ -283,3 +283,7 @@ pub fn avg_pool_grad<T: Float>(g: &[T], d: PoolDims) -> Vec<T> {
     });
     gx
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+#[path = "pool_tests.rs"]
+mod tests;
