@@ -28,13 +28,7 @@ struct Link {
 
 /// The graph with every fusable run replaced by a `fused_chain` node.
 pub fn fuse_chains(g: &Graph) -> Graph {
-    let mut uses = vec![0usize; g.nodes.len()];
-    for n in &g.nodes {
-        if let NodeKind::Op { inputs, .. } = &n.kind {
-            inputs.iter().for_each(|&j| uses[j] += 1);
-        }
-    }
-    uses[g.output] += 1;
+    let uses = g.reader_counts();
     let mut replaced: Vec<Option<(Op, Vec<usize>)>> = vec![None; g.nodes.len()];
     let mut absorbed = vec![false; g.nodes.len()];
     for tail in (0..g.nodes.len()).rev() {

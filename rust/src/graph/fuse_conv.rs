@@ -17,13 +17,7 @@ use crate::ops::UnaryOp;
 
 /// `g` with every ReLU that is its convolution's only reader folded into that convolution.
 pub fn fuse_conv_relu(g: &Graph) -> Graph {
-    let mut uses = vec![0usize; g.nodes.len()];
-    for n in &g.nodes {
-        if let NodeKind::Op { inputs, .. } = &n.kind {
-            inputs.iter().for_each(|&j| uses[j] += 1);
-        }
-    }
-    uses[g.output] += 1;
+    let uses = g.reader_counts();
     let mut replaced = vec![None; g.nodes.len()];
     let mut absorbed = vec![false; g.nodes.len()];
     for (i, n) in g.nodes.iter().enumerate() {

@@ -133,6 +133,19 @@ impl Graph {
         })
     }
 
+    /// How many times each node is read: by each op input naming it, and once more for the
+    /// graph's output (what the fusion passes check before removing a value).
+    pub fn reader_counts(&self) -> Vec<usize> {
+        let mut uses = vec![0usize; self.nodes.len()];
+        for n in &self.nodes {
+            if let NodeKind::Op { inputs, .. } = &n.kind {
+                inputs.iter().for_each(|&j| uses[j] += 1);
+            }
+        }
+        uses[self.output] += 1;
+        uses
+    }
+
     pub fn op_count(&self) -> usize {
         self.nodes
             .iter()
