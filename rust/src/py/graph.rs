@@ -37,8 +37,8 @@ fn wrap(ts: Vec<Tensor>) -> Vec<PyTensor> {
 }
 
 /// A traced graph (what `nodes` and exporters read, and traces are compared on) and the plan
-/// that runs: the same graph after the fusion passes (`graph/fuse_conv.rs`, `graph/fuse.rs`), or the traced graph itself
-/// when made `without_fusion`.
+/// that runs: the same graph after the fusion passes (`graph/fuse_conv.rs`, `graph/fuse.rs`),
+/// or the traced graph itself when made `without_fusion`.
 #[pyclass(name = "Graph", module = "tlrs._core", frozen)]
 pub struct PyGraph {
     traced: Graph,

@@ -1,7 +1,8 @@
 //! A convolution's fused activation (`Activation::Relu`) against the convolution alone followed
 //! by the `relu` op's own kernel: equal bits on every forward path (small maps, direct, thin
 //! rows, the lowering per image and per group), reference and fast, f32 and f64, on values
-//! that include NaN and negative zero.
+//! that include NaN (-0.0 is checked on the AVX-512 epilogue in transpose.rs: these folds start
+//! from +0.0 and never make one).
 
 use super::conv::conv2d;
 use super::matmul::GemmElem;

@@ -6,8 +6,9 @@ use std::arch::{asm, x86_64::*};
 /// `b · a[0]` on every lane, the scalar read by the multiply itself (AVX-512's embedded
 /// broadcast). A broadcast in its own instruction takes a slot of the adder pipes on Zen 4,
 /// where the reference's separate adds run too: with one per row of the tile the 8 x 3 kernel
-/// stayed near 75% of the FMA peak. Products are exact-then-rounded either way round, so
-/// `b · a` has the bits of `a · b`.
+/// stayed near 75% of the FMA peak. A product is the exact product rounded either way round, so
+/// `b · a` has the bits of `a · b` for every pair but two NaNs (whose payload x86 takes from the
+/// first operand; NaN payloads are not part of the reference contract).
 ///
 /// # Safety
 /// The CPU has AVX-512F and `a` points to a readable f32 (as for each function below, with its
@@ -17,7 +18,7 @@ use std::arch::{asm, x86_64::*};
 unsafe fn mul_bcast_f32(b: __m512, a: *const f32) -> __m512 {
     let p: __m512;
     asm!("vmulps {p}, {b}, dword ptr [{a}]{{1to16}}", p = lateout(zmm_reg) p, b = in(zmm_reg) b,
-         a = in(reg) a, options(pure, readonly, nostack, preserves_flags));
+         a = in(reg) a, options(pure, readonly, nostack));
     p
 }
 
@@ -27,7 +28,7 @@ unsafe fn mul_bcast_f32(b: __m512, a: *const f32) -> __m512 {
 unsafe fn mul_bcast_f64(b: __m512d, a: *const f64) -> __m512d {
     let p: __m512d;
     asm!("vmulpd {p}, {b}, qword ptr [{a}]{{1to8}}", p = lateout(zmm_reg) p, b = in(zmm_reg) b,
-         a = in(reg) a, options(pure, readonly, nostack, preserves_flags));
+         a = in(reg) a, options(pure, readonly, nostack));
     p
 }
 

@@ -14,7 +14,7 @@ use std::mem::MaybeUninit;
 
 /// Whether this kernel covers `d` (window, stride and padding; any plane size).
 pub fn applies(d: &PoolDims) -> bool {
-    // Offsets within a row's outputs (at most 3·w + 1) are computed in 32-bit lanes.
+    // A window's offset from its row's first output (at most w + 31) is computed in 32-bit lanes.
     (d.kh, d.kw, d.stride, d.pad) == (2, 2, 2, 0)
         && d.w <= i32::MAX as usize / 4
         && super::simd::has_avx512()

@@ -86,7 +86,7 @@ macro_rules! mac_pair {
                 w0 = in(zmm_reg) $w0,
                 w1 = in(zmm_reg) $w1,
                 x = in(reg) $x,
-                options(pure, readonly, nostack, preserves_flags),
+                options(pure, readonly, nostack),
             );
             $lo = _mm512_add_ps($lo, p0);
             $hi = _mm512_add_ps($hi, p1);
