@@ -183,7 +183,22 @@ CASES: dict[str, Case] = {
     "resnet18-b8": Case("ResNet-18 3x64x64, batch 8",
                         lambda: models.resnet18_model(3, 64, 64, 10, dtype="float32")[0], 8, "ce",
                         torch_resnet18),
+    # Beyond the table (`--cases more`): other batch sizes and image sizes of the same models.
+    "more-resnet18-b32": Case("ResNet-18 3x32x32, batch 32",
+                              lambda: models.resnet18_model(3, 32, 32, 10, dtype="float32")[0], 32, "ce",
+                              torch_resnet18),
+    "more-resnet18-b1": Case("ResNet-18 3x64x64, batch 1",
+                             lambda: models.resnet18_model(3, 64, 64, 10, dtype="float32")[0], 1, "ce",
+                             torch_resnet18),
+    "more-cnn-b128": Case("two-conv CNN 1x28x28, batch 128",
+                          lambda: models.two_conv_cnn(1, 8, 16, 10, 28, 28, 3, 3, padding1=1, padding2=1,
+                                                      dtype="float32")[0], 128, "ce", torch_cnn),
+    "more-mlp-b1024": Case("MLP 784-128-10, batch 1024", *_mlp_def(1024), "ce", _mlp([784, 128, 10])),
 }
+
+# The table's seven rows (the default), and the further cases `--cases more` runs.
+TABLE = [k for k in CASES if not k.startswith("more-")]
+MORE = [k for k in CASES if k.startswith("more-")]
 
 
 def find_case(name: str) -> str:

@@ -1,7 +1,7 @@
 """tlrs against PyTorch: training-step time (forward + backward + SGD update), float32, on a fixed
 number of CPU threads, for seven models, with each framework and configuration in its own process.
 
-    python benchmarks/vs_torch.py [--repeats 3] [--budget 1.0] [--threads 2] [--cases mlp-b1,cnn]
+    python benchmarks/vs_torch.py [--repeats 3] [--budget 1.0] [--threads 2] [--cases mlp-b1,cnn|more]
     python benchmarks/vs_torch.py --profile cnn [--kernels ref|fast]
 
 Table mode: one process per (framework, configuration) per round, run one after another (two
@@ -44,6 +44,8 @@ import numpy as np
 from _vs_torch_models import (
     CASES,
     LR,
+    MORE,
+    TABLE,
     Recorder,
     build_args,
     describe_arg,
@@ -299,7 +301,12 @@ def print_checks(keys: list[str], results: dict, warmup: int) -> None:
 
 
 def table_main(args: argparse.Namespace) -> None:
-    keys = [find_case(k) for k in args.cases.split(",")] if args.cases not in ("", "all") else list(CASES)
+    if args.cases in ("", "all"):
+        keys = TABLE
+    elif args.cases == "more":
+        keys = MORE
+    else:
+        keys = [find_case(k) for k in args.cases.split(",")]
     have_torch = importlib.util.find_spec("torch") is not None
     runs = RUNS if have_torch else RUNS[:-1]
     print(f"tlrs {tlrs.__version__} vs PyTorch: training step (forward + backward + SGD update), float32, "
@@ -497,7 +504,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--min-steps", type=int, default=3, help="at least this many timed steps per case (default 3)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps before timing (default 2)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads for both frameworks (default 2)")
-    p.add_argument("--cases", "--case", default="", help="comma-separated cases (default: all seven)")
+    p.add_argument("--cases", "--case", default="",
+                   help="comma-separated cases, or 'more' for the four beyond the table (default: the table's seven)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds before a worker process is stopped")
     p.add_argument("--profile", metavar="MODEL", help="profile one tlrs eager step of MODEL instead of the table")
     p.add_argument("--kernels", choices=("ref", "fast"), default="ref", help="kernels for --profile (default ref)")
