@@ -48,6 +48,16 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// One output from its fold's `sum`: plus the bias where there is one (none is not +0.0,
+    /// which would turn a -0.0 sum into +0.0), then the activation.
+    #[inline(always)]
+    pub fn finish<T: crate::dtype::Float>(self, sum: T, bias: Option<T>) -> T {
+        self.apply(match bias {
+            Some(b) => sum + b,
+            None => sum,
+        })
+    }
+
     /// The activation of one output: the `relu` op's formula (op_table/unary.rs), NaN kept and
     /// -0.0 made +0.0, so a fused ReLU has the bits of the op run alone.
     #[inline(always)]

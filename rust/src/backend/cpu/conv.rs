@@ -438,14 +438,11 @@ pub(super) fn conv2d_with<T: GemmElem>(
             product_into(fast, d.oc, plane, kk, wt, kk, 1, &cols, plane, 1, out, par);
             // SAFETY: the product wrote every element of `out` ([OC, P]).
             let out = unsafe { assume_init(out) };
-            match bias {
-                Some(b) => {
-                    for (o, row) in out.chunks_mut(plane).enumerate() {
-                        row.iter_mut().for_each(|v| *v = act.apply(*v + b[o]));
-                    }
+            if bias.is_some() || act != Activation::None {
+                for (o, row) in out.chunks_mut(plane).enumerate() {
+                    let b = bias.map(|b| b[o]);
+                    row.iter_mut().for_each(|v| *v = act.finish(*v, b));
                 }
-                None if act != Activation::None => out.iter_mut().for_each(|v| *v = act.apply(*v)),
-                None => {}
             }
         };
         let per = d.oc * plane;
@@ -457,15 +454,11 @@ pub(super) fn conv2d_with<T: GemmElem>(
             }
         });
     }
-    let add_bias = |row: &mut [MaybeUninit<T>], src: &[T], o: usize| match bias {
-        Some(b) => row
-            .iter_mut()
+    let finish_row = |row: &mut [MaybeUninit<T>], src: &[T], o: usize| {
+        let b = bias.map(|b| b[o]);
+        row.iter_mut()
             .zip(src)
-            .for_each(|(v, &s)| _ = v.write(act.apply(s + b[o]))),
-        None => row
-            .iter_mut()
-            .zip(src)
-            .for_each(|(v, &s)| _ = v.write(act.apply(s))),
+            .for_each(|(v, &s)| _ = v.write(act.finish(s, b)));
     };
     let g = group_size(&d);
     written(total, |y| {
@@ -485,7 +478,7 @@ pub(super) fn conv2d_with<T: GemmElem>(
             let dst = &mut y[n0 * d.oc * plane..][..gn * d.oc * plane];
             for_chunks(dst, plane, dst.len(), |r, row| {
                 let (i, o) = (r / d.oc, r % d.oc);
-                add_bias(row, &out[o * np + i * plane..][..plane], o);
+                finish_row(row, &out[o * np + i * plane..][..plane], o);
             });
         }
     })

@@ -348,8 +348,7 @@ fn run_rect<T: RefGemmElem>(
                     packed_from,
                     // Rows ic..ic + packed_from*mr and depth pc..pc + kc lie inside A
                     // (`check_extent` covered m x k), so the in-place reads stay inside it.
-                    in_place: (packed_from > 0)
-                        .then(|| (a.data[ic * a.rs + pc * a.cs..].as_ptr(), step, lda)),
+                    in_place: (a.data[ic * a.rs + pc * a.cs..].as_ptr(), step, lda),
                 };
                 let blk = Block {
                     i0: ic,
@@ -372,22 +371,20 @@ struct APanels<'a, T> {
     packed: &'a [T],
     packed_lda: usize,
     packed_from: usize,
-    in_place: Option<(*const T, usize, usize)>,
+    in_place: (*const T, usize, usize),
 }
 
 impl<T> APanels<'_, T> {
     /// Where panel `ip` starts and its `lda` (the `KernelFn` contract).
     fn panel(&self, ip: usize, mr: usize, kc: usize) -> (*const T, usize) {
-        match self.in_place {
+        if ip < self.packed_from {
             // Address arithmetic only; the bounds are `run_rect`'s.
-            Some((start, step, lda)) if ip < self.packed_from => {
-                (start.wrapping_add(ip * step), lda)
-            }
-            _ => {
-                let q = ip - self.packed_from;
-                let panel = &self.packed[q * mr * kc..(q + 1) * mr * kc];
-                (panel.as_ptr(), self.packed_lda)
-            }
+            let (start, step, lda) = self.in_place;
+            (start.wrapping_add(ip * step), lda)
+        } else {
+            let q = ip - self.packed_from;
+            let panel = &self.packed[q * mr * kc..(q + 1) * mr * kc];
+            (panel.as_ptr(), self.packed_lda)
         }
     }
 }

@@ -193,6 +193,8 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
     let per = d.oh * d.ow;
     let hw = d.h * d.w;
     let mut arg = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    let two_by_two = super::pool_2x2::applies(&d);
     // Each plane's outputs are zeroed by the thread that computes them, just before (in L1),
     // rather than the whole of y and the winners up front on one thread.
     let y = written(d.planes * per, |y| {
@@ -200,9 +202,9 @@ pub fn max_pool<T: Float>(x: &[T], d: PoolDims) -> (Vec<T>, Vec<usize>) {
             for_chunks2(y, per, arg, per, x.len(), |p, yp, ap| {
                 let xp = &x[p * hw..][..hw];
                 #[cfg(target_arch = "x86_64")]
-                if super::pool_2x2::applies(&d) {
+                if two_by_two {
                     if let (Some(xp), Some(yp)) = (as_f32(xp), as_f32_mut(yp)) {
-                        // SAFETY: `applies` detected AVX-512 on this CPU.
+                        // SAFETY: `pool_2x2::applies` detected AVX-512 on this CPU.
                         return unsafe { super::pool_2x2::plane(xp, &d, yp, ap) };
                     }
                 }

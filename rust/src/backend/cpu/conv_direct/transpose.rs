@@ -65,10 +65,7 @@ pub unsafe fn block_out(
             for j in 0..LANES {
                 let ch = half * LANES + j;
                 let v = sums[q * 2 * LANES + ch];
-                *dst.add(ch * plane + q) = act.apply(match bias {
-                    Some(b) => v + b[ch],
-                    None => v,
-                });
+                *dst.add(ch * plane + q) = act.finish(v, bias.map(|b| b[ch]));
             }
         }
     }
