@@ -87,3 +87,25 @@ def test_flag_errors(tmp_path):
                "--batch 16 must be divisible by --grad-shards 3")
     _one_error(_tlrs(2, *BASE, "--grad-shards", "3", "--batch", "15", cwd=tmp_path),
                "--grad-shards 3 must be a multiple of the world size 2")
+
+
+@pytest.mark.parametrize("first, then", [(2, 4), (4, None)])
+def test_a_run_resumed_at_another_world_size_has_the_uninterrupted_bits(tmp_path, first, then):
+    from tlrs import _core
+
+    run = [*BASE[:-4], "--optim", "adam", "--batch", "16", "--grad-shards", "4"]
+    _ok(_tlrs(None, *run, "--steps", "9", "--save", "whole.st", "--log", "whole.json",
+              cwd=tmp_path))
+    _ok(_tlrs(first, *run, "--steps", "4", "--save", "part.st", "--save-every", "2",
+              cwd=tmp_path))
+    _ok(_tlrs(then, *run, "--steps", "9", "--resume", "part.st", "--save", "resumed.st",
+              "--log", "resumed.json", cwd=tmp_path))
+    a = _core.load_safetensors(str(tmp_path / "whole.st"))
+    b = _core.load_safetensors(str(tmp_path / "resumed.st"))
+    assert a[2] == b[2]  # metadata: step count, loader cursor, seed stream, flags
+    ta, tb = dict(zip(a[0], a[1])), dict(zip(b[0], b[1]))
+    assert sorted(ta) == sorted(tb)
+    for k in ta:
+        assert ta[k].numpy().tobytes() == tb[k].numpy().tobytes(), k
+    assert (json.loads((tmp_path / "whole.json").read_text())
+            == json.loads((tmp_path / "resumed.json").read_text()))

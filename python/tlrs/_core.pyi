@@ -442,6 +442,8 @@ def shuffle_permutation(seed: int, n: int) -> tuple[list[int], int]:
     """The dataset-shuffle LCG: the permutation of `n` items for `seed`, and the next seed."""
 def seed_stream_state() -> tuple[int, int]:
     """The global seed stream's (seed, counter), for `with_model` and tests."""
+def set_seed_stream_state(seed: int, counter: int) -> None:
+    """Puts the global seed stream at (seed, counter), as `seed_stream_state` read it."""
 def layer_init(
     scheme: str,
     shape: Sequence[int],
@@ -596,8 +598,9 @@ class Graph:
         slots: Sequence[Sequence[Tensor]],
         step: int,
         fast: bool = False,
-    ) -> tuple[list[float], list[Tensor], list[list[Tensor]], int]:
-        """Runs `steps` updates natively; returns (pre-update losses, params, slots, step count)."""
+    ) -> tuple[list[float], list[Tensor], list[list[Tensor]], int, BaseException | None]:
+        """Runs `steps` updates natively; returns (pre-update losses, params, slots, step count,
+        the exception of an interrupt that ended the loop early, or None)."""
 
 # ---- CUDA (cuda.rs) ----
 

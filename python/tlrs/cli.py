@@ -26,7 +26,7 @@ try:  # typer >= 0.22 carries its own copy of click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import ClickException, UsageError  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-from . import _core
+from . import _core, interrupts
 from .cli_args import (
     drop_dash_dash,
     format_bytes,
@@ -38,6 +38,7 @@ from .cli_args import (
 from .compiled import TraceError
 from .entry import RunAction, RunOptions, run, runtime_flags_help
 from .errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
+from .interrupts import Interrupted
 
 if TYPE_CHECKING:
     from .module import ModuleDef
@@ -185,8 +186,23 @@ class _PassThroughCommand(TyperCommand):
         return list(args)
 
 
+class _Stopped(Exception):
+    """A KeyboardInterrupt (or `Interrupted`) carried past typer, which would turn it into a
+    silent exit 130, to `guarded`, which says where the run stopped."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__(str(interrupt))
+        self.interrupt = interrupt
+
+
 class _Group(TyperGroup):
     """The top-level group: handles every error as one `tlrs: error:` line, exit code 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as err:
+            raise _Stopped(err) from None
 
     def main(  # type: ignore[override]
         self,
@@ -266,10 +282,21 @@ def guarded(call: Callable[[], Any], empty: bool = False) -> int:
     Args: empty: the argument list was empty (reported as a missing command).
     Returns 0 or the command's code; a user's error prints one `tlrs: error:` line and gives 2,
     any other exception one `tlrs: internal error:` line (and, with TLRS_DEBUG=1, the traceback)
-    and gives 1; Ctrl-C gives 130.
+    and gives 1; SIGINT (Ctrl-C) gives 130 and SIGTERM 143, with one line saying where the
+    run stopped.
     """
     try:
-        rv = call()
+        try:
+            with interrupts.handled(sigterm=True):  # SIGTERM too raises Interrupted, not a kill
+                rv = call()
+        except _Stopped as stopped:
+            raise stopped.interrupt from None
+    except Interrupted as err:  # where the run stopped (and its checkpoint), one line
+        sys.stdout.flush()
+        text = str(err)
+        print(text if text.startswith(f"{PROG} ") else f"{PROG}: {text}", file=sys.stderr)
+        sys.stderr.flush()
+        return err.exit_code
     except ClickException as err:
         if empty and isinstance(err, UsageError):
             return _report(

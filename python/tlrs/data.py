@@ -487,6 +487,7 @@ class BatchLoader:
         self.seed = seed % 2**64
         self.order = np.arange(n, dtype=np.int64)
         self.epochs_started = 0
+        self.index = 0  # batches taken from the current epoch
 
     @property
     def batches_per_epoch(self) -> int:
@@ -507,14 +508,43 @@ class BatchLoader:
             perm, self.seed = shuffle_permutation(self.seed, self.n)
             self.order = self.order[np.asarray(perm, dtype=np.int64)]
         self.epochs_started += 1
+        self.index = 0
         return self._chunks(self.order)
 
     def batches(self, steps: int) -> Iterator[np.ndarray]:
-        """`steps` index batches, epoch after epoch."""
-        done = 0
-        while done < steps:
-            for idx in self.next_epoch():
-                if done == steps:
-                    return
-                yield idx
-                done += 1
+        """The next `steps` index batches, epoch after epoch, from where the loader stands
+        (`state()`: a resumed loader continues the sequence)."""
+        b = self.batch
+        for _ in range(steps):
+            if self.epochs_started == 0 or self.index == self.batches_per_epoch:
+                self.next_epoch()
+            idx = self.order[self.index * b:(self.index + 1) * b]
+            self.index += 1
+            yield idx
+
+    def state(self) -> dict[str, Any]:
+        """Where the loader stands: `epoch` (epochs started), `index` (batches taken from it),
+        `seed` (the shuffle LCG's next seed), `order` (the current epoch's order), and the
+        sizes it was made with; `restore` takes it back."""
+        return {"n": self.n, "batch": self.batch, "shuffle": self.shuffle,
+                "epoch": self.epochs_started, "index": self.index, "seed": self.seed,
+                "order": self.order.copy()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from `state()`.
+
+        Raises: ValueError: a state of a loader over another sample count, batch size or
+        shuffle setting, or one that is not self-consistent.
+        """
+        mine = (self.n, self.batch, self.shuffle)
+        theirs = (state["n"], state["batch"], state["shuffle"])
+        if mine != theirs:
+            raise ValueError(f"the loader state is for (samples, batch, shuffle) = {theirs}, "
+                             f"this loader has {mine}")
+        order = np.asarray(state["order"], dtype=np.int64)
+        epoch, index = int(state["epoch"]), int(state["index"])
+        if (order.shape != (self.n,) or not 0 <= index <= self.batches_per_epoch or epoch < 0
+                or not np.array_equal(np.sort(order), np.arange(self.n))):
+            raise ValueError("the loader state is not a valid position (order, epoch, index)")
+        self.order, self.epochs_started, self.index = order, epoch, index
+        self.seed = int(state["seed"]) % 2**64

@@ -1,5 +1,7 @@
 """The exceptions tlrs raises, all under the standard Python hierarchy."""
 
+from collections.abc import Sequence
+
 from ._core import (
     AutogradError,
     CheckpointError,
@@ -15,8 +17,27 @@ class ArgError(ValueError):
     """A command-line or configuration argument could not be parsed; the text is the reference message."""
 
 
+class NonFiniteLossError(ValueError):
+    """A training loop met a NaN or infinite loss (loops called with `check_finite=True`).
+
+    Attributes: step: the step (counted from the loop's start) whose loss it was; loss: that
+    loss; last_finite: the last finite loss before it and its step, or None.
+    """
+
+    def __init__(self, step: int, loss: float, earlier: Sequence[float], what: str = "training"
+                 ) -> None:
+        self.step, self.loss = int(step), float(loss)
+        found = next(((i, v) for i, v in reversed(list(enumerate(earlier)))
+                      if v == v and abs(v) != float("inf")), None)
+        self.last_finite = found
+        last = ("no finite loss before it" if found is None
+                else f"last finite loss {found[1]!r} at step {found[0]}")
+        super().__init__(f"{what}: the loss at step {self.step} is {self.loss!r} ({last})")
+
+
 __all__ = [
     "ArgError",
+    "NonFiniteLossError",
     "AutogradError",
     "CheckpointError",
     "CudaUnavailableError",

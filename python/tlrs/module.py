@@ -4,34 +4,31 @@ forward/backward/steps, training loops with the reference's printed lines, and c
 from __future__ import annotations
 
 import dataclasses
-import enum
-import hashlib
-import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _core, optim
+from . import _core, interrupts, optim
 from ._core import Plan, Tensor
 from .autograd import grad, no_grad
 from .cast import cast_params
 from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
-from .errors import CheckpointError, DTypeError, ShapeError
+from .errors import DTypeError, NonFiniteLossError, ShapeError
 from .kernels import kernel_settings
+from .module_checkpoint import OPTIM_PREFIX, TrainProgress, load_checkpoint, save_checkpoint
 from .tensor import tensor
 
 __all__ = [
-    "Module", "ModuleDef", "format_float", "instantiate_float_with_runtime_init_options",
+    "Module", "ModuleDef", "TrainProgress", "check_finite_losses", "format_float", "instantiate_float_with_runtime_init_options",
     "instantiate_float_with_runtime_plan_options", "instantiate_with_options",
 ]
 
 Shape = tuple[int, ...]
 Inputs = Sequence[Any]
-_OPTIM_PREFIX = "__optim__/"
-_FORMAT = "tlrs.module/1"
+Record = Callable[[optim.OptimState, list[float]], None]
 
 
 def format_float(value: float) -> str:
@@ -109,9 +106,9 @@ class ModuleDef:
         names = [f"param.{i}" for i in range(len(shapes))] if self.param_names is None else [
             str(n) for n in self.param_names]
         if len(names) != len(shapes) or len(set(names)) != len(names) or any(
-                not n or n.startswith(_OPTIM_PREFIX) for n in names):
+                not n or n.startswith(OPTIM_PREFIX) for n in names):
             raise ValueError(f"ModuleDef: expected {len(shapes)} unique, non-empty parameter names "
-                             f"not starting with {_OPTIM_PREFIX!r}, got {names!r}")
+                             f"not starting with {OPTIM_PREFIX!r}, got {names!r}")
         object.__setattr__(self, "param_names", tuple(names))
 
     def initial_params(self) -> list[Tensor]:
@@ -149,6 +146,14 @@ def _check_options(opts: Options) -> None:
                              f"with {opts.device}, or --backend compiled with --cpu")
         # Raises CudaUnavailableError (naming the missing library or device) when unusable.
         _core.full([], 0.0, "float64", device=opts.device)
+
+
+def check_finite_losses(losses: Sequence[float], name: str, start: int = 0) -> None:
+    """Raise NonFiniteLossError at the first NaN or infinite loss from index `start` on,
+    naming its step and the last finite loss before it."""
+    for i in range(start, len(losses)):
+        if not math.isfinite(losses[i]):
+            raise NonFiniteLossError(i, losses[i], losses[:i], name)
 
 
 def _check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) -> None:
@@ -356,23 +361,30 @@ class Module:
                     lambda _, grads: self._sgd_step(lr, grads), None)
 
     def train_with(self, opt: optim.Optimizer, state: optim.OptimState, steps: int,
-                   samples: Sequence[Inputs], log_every: int = 1) -> optim.OptimState:
+                   samples: Sequence[Inputs], log_every: int = 1,
+                   check_finite: bool = False) -> optim.OptimState:
         """As `train_sgd` with `opt`; returns the final optimizer state.
 
-        Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors.
+        Ctrl-C raises `tlrs.Interrupted` as in `train_steps`.
+        Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors;
+        NonFiniteLossError (with `check_finite`): a NaN or infinite loss, after its step.
         """
         if self._compiled is not None:
-            out = self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state)[0]
+            out = self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state,
+                                     check_finite)[0]
         else:
             out = self._train(samples, steps, log_every, "trainCycleOptim",
-                              lambda st, grads: self._optim_step(opt, st, grads), state)
+                              lambda st, grads: self._optim_step(opt, st, grads), state,
+                              check_finite)[0]
         assert isinstance(out, optim.OptimState)
         return out
 
     def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
-                      opt: optim.Optimizer, state: Any) -> tuple[optim.OptimState, list[float]]:
+                      opt: optim.Optimizer, state: Any, check_finite: bool = False,
+                      record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
         """The compiled backend's loop: every step (forward, backward, update) runs in Rust.
-        Returns the new state and each step's pre-update loss."""
+        Returns the new state and each step's pre-update loss. An interrupt ends the native
+        loop between two steps; the steps done are kept and the `Interrupted` carries them."""
         samples = [self._inputs(xs) for xs in samples]
         _check_loop(name, samples, steps, log_every)
         shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
@@ -384,44 +396,76 @@ class Module:
         st = opt.init(self._params) if state is None else state
         if st.kind != opt.kind:
             raise ValueError(f"{opt.kind}: expected a {opt.kind} state, got a {st.kind} state")
-        losses, params, slots, step = graph.train(
-            self._params, list(self.requires_grad), samples, steps, opt.kind, dict(opt.hyper),
-            slots_to_native(st, len(self._params), names), st.step, self.opts.fast_kernels)
-        for i, loss in enumerate(losses):
-            if log_every != 0 and i % log_every == 0:
-                print(f"step {i}: loss={format_float(loss)}")
-        self._params = list(params)
-        return optim.OptimState(opt.kind, step, slots_from_native(slots, names)), list(losses)
+        with interrupts.handled():
+            losses, params, slots, step, interrupt = graph.train(
+                self._params, list(self.requires_grad), samples, steps, opt.kind,
+                dict(opt.hyper), slots_to_native(st, len(self._params), names), st.step,
+                self.opts.fast_kernels)
+            with interrupts.deferred():
+                self._params = list(params)
+                st = optim.OptimState(opt.kind, step, slots_from_native(slots, names))
+                if record is not None:
+                    record(st, list(losses))
+            for i, loss in enumerate(losses):
+                if log_every != 0 and i % log_every == 0:
+                    print(f"step {i}: loss={format_float(loss)}")
+            if isinstance(interrupt, KeyboardInterrupt):
+                raise interrupts.Interrupted.during(interrupt, st, losses) from None
+            if interrupt is not None:
+                raise interrupt  # what a program's own signal handler raised
+        if check_finite:
+            check_finite_losses(losses, name)
+        return st, list(losses)
 
     def train_steps(self, opt: optim.Optimizer, state: optim.OptimState,
-                    batches: Sequence[Inputs]) -> tuple[optim.OptimState, list[float]]:
+                    batches: Sequence[Inputs], check_finite: bool = False,
+                    record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
         """One update by `opt` per batch, in order, printing nothing; returns the new state and
         each step's loss before its update (the loss its gradients came from: one forward per
         step). The compiled backend runs all of them in one native call.
 
-        Raises: ValueError: an empty `batches`, a state of another optimizer, or input errors.
+        Ctrl-C raises `tlrs.Interrupted` (a KeyboardInterrupt) between two whole steps: the
+        module holds the last completed step's parameters, the exception its optimizer state
+        (`.state`) and losses (`.losses`). `record(state, losses)`, when given, is called inside
+        each update's commit (each step; once per native call on the compiled backend) with
+        the new state and the new steps' losses, so a signal never separates the parameters
+        from what it saw.
+        Raises: ValueError: an empty `batches`, a state of another optimizer, or input errors;
+        NonFiniteLossError (with `check_finite`): a NaN or infinite loss, after its step.
         """
         if self._compiled is not None:
-            return self._train_native(batches, len(batches), 0, "train_steps", opt, state)
-        batches = list(batches)
-        _check_loop("train_steps", batches, len(batches), 0)
-        losses = []
-        for xs in batches:
-            loss, grads = self._value_and_grads(xs)
-            losses.append(loss.item())
-            state = self._optim_step(opt, state, grads)
-        return state, losses
+            return self._train_native(batches, len(batches), 0, "train_steps", opt, state,
+                                      check_finite, record)
+        return self._train(batches, len(batches), 0, "train_steps",
+                           lambda st, grads: self._optim_step(opt, st, grads), state,
+                           check_finite, record)
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
-               update: Callable[[Any, list[Tensor]], Any], state: Any) -> Any:
+               update: Callable[[Any, list[Tensor]], Any], state: Any,
+               check_finite: bool = False, record: Record | None = None
+               ) -> tuple[Any, list[float]]:
+        """The eager loop; returns (state, pre-update losses). A signal interrupts a step's
+        forward and backward pass at once, never its update (see `tlrs.interrupts`)."""
         samples = list(samples)
         _check_loop(name, samples, steps, log_every)
-        for step in range(steps):
-            loss, grads = self._value_and_grads(samples[step % len(samples)])
-            if log_every != 0 and step % log_every == 0:
-                print(f"step {step}: loss={format_float(loss.item())}")
-            state = update(state, grads)
-        return state
+        losses: list[float] = []
+        with interrupts.handled():
+            try:
+                for step in range(steps):
+                    loss, grads = self._value_and_grads(samples[step % len(samples)])
+                    value = loss.item()
+                    if log_every != 0 and step % log_every == 0:
+                        print(f"step {step}: loss={format_float(value)}")
+                    with interrupts.deferred():
+                        state = update(state, grads)
+                        losses.append(value)
+                        if record is not None:
+                            record(state, [value])
+                    if check_finite:
+                        check_finite_losses(losses, name, len(losses) - 1)
+            except KeyboardInterrupt as err:
+                raise interrupts.Interrupted.during(err, state, losses) from None
+        return state, losses
 
     def mean_loss(self, samples: Sequence[Inputs]) -> Tensor:
         """The mean loss over `samples` (a left fold from 0, then divided by the count), a scalar.
@@ -460,34 +504,16 @@ class Module:
 
         export_module(self, path, example_inputs, **options)
 
-    def save(self, path: str, optim_state: optim.OptimState | None = None) -> None:
+    def save(self, path: str, optim_state: optim.OptimState | None = None,
+             progress: TrainProgress | None = None) -> None:
         """Write a safetensors checkpoint atomically: parameters by name, in order, the optimizer
-        state if given, and the options, dtype, shapes, flags and a checksum as metadata.
+        state if given, the run's progress if given (what an exact resume needs: see
+        `TrainProgress`), and the options, dtype, shapes, flags and a checksum as metadata.
 
         Raises: CheckpointError: the file cannot be written (the target is left untouched);
         ValueError: optimizer state not aligned with the parameters.
         """
-        names, tensors = list(self.param_names), list(self._params)
-        meta: dict[str, Any] = {
-            "format": _FORMAT, "dtype": self.dtype, "param_names": list(self.param_names),
-            "param_shapes": [list(s) for s in self.defn.param_shapes],
-            "input_shapes": [list(s) for s in self.defn.input_shapes],
-            "requires_grad": list(self.requires_grad),
-            "options": {f.name: _plain(getattr(self.opts, f.name))
-                        for f in dataclasses.fields(Options)},
-        }
-        if optim_state is not None:
-            slots = {k: list(v) for k, v in optim_state.slots.items()}
-            if any(len(v) != len(names) for v in slots.values()):
-                raise ValueError(f"save: optimizer state slots must hold {len(names)} tensors each")
-            meta["optim"] = {
-                "kind": optim_state.kind, "step": optim_state.step, "slots": list(slots)}
-            for slot, ts in slots.items():
-                names += [f"{_OPTIM_PREFIX}{slot}/{i}" for i in range(len(ts))]
-                tensors += ts
-        metadata = {k: json.dumps(v) for k, v in meta.items()}
-        metadata["checksum"] = _checksum(names, tensors, metadata)
-        _core.save_safetensors(str(path), names, tensors, metadata)
+        save_checkpoint(self, path, optim_state, progress)
 
     @classmethod
     def load(cls, path: str, defn: ModuleDef, opts: Options | None = None) -> Module:
@@ -504,51 +530,21 @@ class Module:
         Raises: CheckpointError: a missing, truncated, corrupt or foreign file (nothing is
         returned partially); ValueError: shapes that differ from `defn`'s.
         """
-        names, tensors, metadata = _core.load_safetensors(str(path))
-        try:
-            by_name = dict(zip(names, tensors, strict=True))
-            expected = _checksum(list(by_name), list(by_name.values()), metadata)
-            if metadata.get("checksum") != expected:
-                raise ValueError("checksum mismatch")
-            meta = {k: json.loads(v) for k, v in metadata.items() if k != "checksum"}
-            if meta["format"] != _FORMAT:
-                raise ValueError(f"unknown format {meta['format']!r}")
-            params = [by_name[n] for n in meta["param_names"]]
-            if any(p.dtype != meta["dtype"] for p in params):
-                raise ValueError("parameter dtypes differ from the recorded dtype")
-            known = {f.name for f in dataclasses.fields(Options)}
-            saved_opts = Options(**{k: v for k, v in meta["options"].items() if k in known})
-            state = None
-            if "optim" in meta:
-                o = meta["optim"]
-                slots = {s: [by_name[f"{_OPTIM_PREFIX}{s}/{i}"] for i in range(len(params))]
-                         for s in o["slots"]}
-                state = optim.OptimState(str(o["kind"]), int(o["step"]), slots)
-            shapes = _shapes(meta["param_shapes"], "checkpoint")
-            flags, param_names = meta["requires_grad"], meta["param_names"]
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise CheckpointError(f"{path}: not a valid tlrs module checkpoint ({e})") from e
-        if shapes != tuple(defn.param_shapes):
-            raise ValueError(f"checkpoint parameter shapes {_show(shapes)} do not match the "
-                             f"definition's {_show(defn.param_shapes)}")
+        module, state, _ = cls.load_training(path, defn, opts)
+        return module, state
+
+    @classmethod
+    def load_training(cls, path: str, defn: ModuleDef, opts: Options | None = None
+                      ) -> tuple[Module, optim.OptimState | None, TrainProgress | None]:
+        """As `load_checkpoint`, with the run's progress (None when `save` got none)."""
+        got = load_checkpoint(path)
+        if got.param_shapes != tuple(defn.param_shapes):
+            raise ValueError(f"checkpoint parameter shapes {_show(got.param_shapes)} do not "
+                             f"match the definition's {_show(defn.param_shapes)}")
         defn = dataclasses.replace(defn, init_params=None, init_plan=None,
-                                   requires_grad=flags, param_names=param_names)
-        return cls(defn, params, saved_opts if opts is None else opts), state
-
-
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, enum.Enum) else value
-
-
-def _checksum(names: Sequence[str], tensors: Sequence[Tensor], metadata: dict[str, str]) -> str:
-    """SHA-256 of the metadata (less the checksum) and each tensor's name, dtype, shape, bytes."""
-    h = hashlib.sha256()
-    rest = {k: v for k, v in metadata.items() if k != "checksum"}
-    h.update(json.dumps(rest, sort_keys=True).encode())
-    for name, t in sorted(zip(names, tensors, strict=True), key=lambda nt: nt[0]):
-        h.update(json.dumps([name, t.dtype, list(t.shape)]).encode())
-        h.update(np.ascontiguousarray(t.numpy()).tobytes())
-    return h.hexdigest()
+                                   requires_grad=got.requires_grad, param_names=got.param_names)
+        module = cls(defn, got.params, got.opts if opts is None else opts)
+        return module, got.state, got.progress
 
 
 def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -> Module:

@@ -26,6 +26,15 @@ def manual_seed(seed: int) -> None:
     _core.manual_seed(natural("seed", seed, 2**64))
 
 
+def set_seed_stream_state(seed: int, counter: int) -> None:
+    """Puts the global seed stream at `(seed, counter)`, as `seed_stream_state()` read it (a
+    resumed run continues the stream where it stood).
+
+    Raises: ValueError: a seed or counter outside [0, 2**64).
+    """
+    _core.set_seed_stream_state(natural("seed", seed, 2**64), natural("counter", counter, 2**64))
+
+
 def lcg_units(seed: int, n: int) -> list[float]:
     """The layer-initialiser LCG's first `n` units in [0, 1) for `seed`.
 
@@ -50,6 +59,7 @@ __all__ = [
     "next_seed",
     "runtime_init_unit",
     "seed_stream_state",
+    "set_seed_stream_state",
     "shuffle_permutation",
     "splitmix64",
     "with_model",

@@ -59,6 +59,11 @@ pub fn stream_state() -> (u64, u64) {
     with_stream(|s| (s.seed(), s.counter()))
 }
 
+/// Puts the global stream at `(seed, counter)`, as `stream_state` read it (a resumed run).
+pub fn set_stream_state(seed: u64, counter: u64) {
+    with_stream(|s| *s = SeedStream::at(seed, counter));
+}
+
 /// Inverted dropout with the reference's counter-based sampler: element i is kept when
 /// `keep_prob > u(key, i)` and then scaled by 1 / keep_prob; `key` comes from the global stream
 /// unless given.

@@ -46,6 +46,11 @@ impl SeedStream {
         SeedStream { seed, counter: 0 }
     }
 
+    /// The state `(seed, counter)`: a stream saved with `seed()` and `counter()`, restored.
+    pub const fn at(seed: u64, counter: u64) -> Self {
+        SeedStream { seed, counter }
+    }
+
     /// Reset to `(seed, 0)` (`rand.manualSeed` / `nn.manualSeed`).
     pub fn manual_seed(&mut self, seed: u64) {
         *self = Self::from_seed(seed);

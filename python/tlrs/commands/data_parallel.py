@@ -86,7 +86,9 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     Raises: ArgError: shards that do not divide among the ranks or split the batch.
     """
     from .. import distributed as dist
+    from ..interrupts import Interrupted, deferred
     from ..module import format_float, instantiate_with_options
+    from . import resume
     from .trainer import TrainResult, make_optimizer, progress, schedule
 
     loader, steps = schedule(exe, len(train_set), flags, seed)
@@ -98,22 +100,45 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     if flags.batch % shards:
         raise ArgError(f"{exe}: --batch {flags.batch} must be divisible by --grad-shards {shards}")
     dtype = flags.dtype
-    module = instantiate_with_options(defn, dtype, opts)
-    trainer = dist.DistributedTrainer(module, make_optimizer(flags.optim, flags.lr), shards)
+    key = resume.run_key(exe, flags, seed, train_set)
     x, y = train_set.x, train_set.y
 
     def batch(idx: Any) -> list[Any]:
         return [x[idx].astype(dtype), y[idx].astype(dtype)]
 
     fixed = [batch(idx) for idx in loader.fixed_batches()]
-    before = module.mean_loss(fixed).item()
+    opt = make_optimizer(flags.optim, flags.lr)
+    if flags.run.resume is not None:
+        # The checkpoint is the same at every world size: a run resumes at any other.
+        got = resume.resume(exe, flags.run.resume, defn, opts, key, loader, steps)
+        module, state, done, before = got.module, got.state, got.losses, got.before
+    else:
+        module = instantiate_with_options(defn, dtype, opts)
+        before = module.mean_loss(fixed).item()
+        state, done = None, []
+    trainer = dist.DistributedTrainer(module, opt, shards, state)
     print(f"mean_loss(train(before)) = {format_float(before)}")
     sys.stdout.flush()
-    losses: list[float] = []
-    with progress(steps, exe) as advance:
-        for idx in loader.batches(steps):
-            losses.append(trainer.step(batch(idx)))
-            advance(losses[-1:])
+    run_ = resume.Run(exe, flags, flags.run, key, module, loader, trainer.state, before, steps,
+                      done)
+    try:
+        with progress(steps, exe) as advance:
+            if run_.losses:  # a resumed run starts part way
+                advance(run_.losses)
+            while n := run_.chunk_steps(steps):
+                run_.begin_chunk()
+                first = len(run_.losses)
+                for idx in loader.batches(n):
+                    # A signal waits for the whole step: the ranks stay in step together, and
+                    # the parameters and state move as one.
+                    with deferred():
+                        loss = trainer.step(batch(idx))
+                        run_.record(trainer.state, [loss])
+                    advance(run_.losses[-1:])
+                run_.after_chunk(first)
+    except Interrupted as err:
+        raise run_.interrupted(err) from None
     after = module.mean_loss(fixed).item()
     print(f"mean_loss(train(after)) = {format_float(after)}")
-    return TrainResult(module, trainer.state, before, after, losses, flags.batch, exe)
+    return TrainResult(module, trainer.state, before, after, run_.losses, flags.batch, exe,
+                       run_.progress())

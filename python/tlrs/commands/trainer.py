@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import itertools
 import math
 import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +33,6 @@ from ..cli_args import (
     format_nat,
     has_help,
     require_no_args,
-    shorten,
     take_flag_value_once,
     take_value_flag_once,
 )
@@ -43,11 +41,13 @@ from ..data import BatchLoader, Dataset
 from ..entry import RunAction, RunOptions, run, run_usage
 from ..errors import ArgError
 from ..init import layer_init
-from ..module import Module, ModuleDef, format_float, instantiate_with_options
+from ..interrupts import Interrupted
+from ..module import Module, ModuleDef, TrainProgress, format_float, instantiate_with_options
 from ..random import with_model
 from ..tensor import tensor
-from ..trainlog import curve_trainlog, plot_loss, require_matplotlib, temporary_name
-from . import data_parallel
+from ..trainlog import curve_trainlog, plot_loss, require_matplotlib
+from . import data_parallel, resume
+from .outputs import check_outputs, refuse, show_path
 
 __all__ = [
     "MAX_SIZE", "MAX_STEPS", "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy",
@@ -65,10 +65,12 @@ TRAIN_FLAGS_HELP = """Training flags (every command):
   --optim NAME            sgd | momentum | adagrad | rmsprop | adam | adamw | adadelta (adam)
   --log PATH              write the loss curve as TrainLog JSON (off/false/none/no: none)
   --plot PATH.png         draw the loss curve (needs tlrs[plot])
-  --save PATH             save a checkpoint (parameters and optimizer state)
+  --save PATH             save a checkpoint (parameters, optimizer state, the run's progress)
+{rs}
 {dp}
 Nothing is written unless asked. `--seed N` seeds the model's initial values and the
-minibatch shuffle.""".format(dp=data_parallel.FLAGS_HELP)
+minibatch shuffle. SIGINT or SIGTERM stops the run between two steps, writing the --save
+checkpoint (exit 130 or 143).""".format(dp=data_parallel.FLAGS_HELP, rs=resume.FLAGS_HELP)
 
 
 def command(name: str, description: str, args: list[str], body: Body) -> int:
@@ -124,12 +126,6 @@ epoch): every step's loss is kept for the log and the plot."""
 MAX_SIZE = 2**63 - 1
 """The largest value a size flag (`--hidden`, `--batch`, ...) may have at all; sizes below it are
 still refused when the model would not fit in memory (`check_model_size`)."""
-_SHOWN_PATH = 120  # longer paths are shortened in messages
-
-
-def show_path(path: str) -> str:
-    """`path` for a message: shortened in the middle when longer than a line allows."""
-    return shorten(path, _SHOWN_PATH)
 
 
 def take_nat(args: list[str], exe: str, key: str, default: int | None,
@@ -180,101 +176,6 @@ def take_path(args: list[str], exe: str, key: str) -> tuple[str | None, list[str
     return raw, rest
 
 
-def _refuse(exe: str, key: str, path: str, reason: str) -> ArgError:
-    return ArgError(f"{exe}: --{key}: cannot write {show_path(path)}: {reason}")
-
-
-def _output_identity(path: str) -> str:
-    """The file an output path will replace: its folder with symbolic links resolved, then its
-    name (the writes replace the path itself, a link included)."""
-    target = os.path.abspath(path)
-    return os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
-
-
-def check_output_path(exe: str, key: str, path: str) -> str:
-    """Fail before training when `--key PATH` cannot be written; returns the file it names
-    (`_output_identity`).
-
-    PATH must not be a folder or another non-regular file (a device, a pipe); its missing
-    parent folders must be creatable, and a file of the longest temporary name the atomic writes
-    use must be creatable in its folder (so a name too long, a read-only or unwritable place, a
-    file where a folder should be are caught now). The check creates the missing folders and the
-    probe file, then removes them again: a refused run leaves nothing behind.
-    Raises: ArgError (prefixed), naming the flag, the path and the reason.
-    """
-    try:
-        os.fsencode(path)
-    except UnicodeError:
-        raise _refuse(exe, key, path, "not a valid file name on this system") from None
-    if "\0" in path:
-        raise _refuse(exe, key, path, "a path cannot contain a NUL character")
-    target = os.path.abspath(path)
-    name = os.path.basename(target)
-    if not name or path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
-        raise _refuse(exe, key, path, "expected a file path, got a folder path")
-    try:
-        if os.path.isdir(target):
-            raise ArgError(f"{exe}: --{key}: {show_path(path)} is a folder, expected a file path")
-        if os.path.lexists(target) and not os.path.isfile(target):
-            raise _refuse(exe, key, path, "it exists and is not a regular file")
-    except OSError as err:
-        raise _refuse(exe, key, path, err.strerror or str(err)) from None
-    folder = os.path.dirname(target)
-    missing: list[str] = []
-    probe: str | None = None
-    try:
-        ancestor = folder
-        while not os.path.lexists(ancestor):
-            missing.append(ancestor)
-            ancestor = os.path.dirname(ancestor)
-        if not os.path.isdir(ancestor):
-            raise _refuse(exe, key, path, f"{show_path(ancestor)} is not a folder")
-        made: list[str] = []
-        try:
-            for d in reversed(missing):
-                os.mkdir(d)
-                made.append(d)
-            # The longest temporary name of the atomic writes (trainlog's; checkpoints use less).
-            probe = os.path.join(folder, temporary_name(name))
-            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            os.close(fd)
-        finally:
-            if probe is not None:
-                with suppress(OSError):
-                    os.unlink(probe)
-            for d in reversed(made):
-                with suppress(OSError):
-                    os.rmdir(d)
-    except OSError as err:
-        raise _refuse(exe, key, path, err.strerror or str(err)) from None
-    return _output_identity(path)
-
-
-def check_outputs(exe: str, outputs: Sequence[tuple[str, str | None]]) -> None:
-    """`check_output_path` for each `(flag, path)` given (None: not asked), then refuse two
-    outputs that collide: the same file, or one inside the other (`--log out --plot out/a.png`).
-
-    Raises: ArgError (prefixed) naming both flags.
-    """
-    checked = [(key, path, check_output_path(exe, key, path))
-               for key, path in outputs if path is not None]
-    for i, (k1, p1, r1) in enumerate(checked):
-        for k2, p2, r2 in checked[i + 1:]:
-            same = r1 == r2
-            if not same and os.path.exists(r1) and os.path.exists(r2):
-                with suppress(OSError):
-                    same = os.path.samefile(r1, r2)
-            if same:
-                raise ArgError(f"{exe}: --{k1} and --{k2} name the same file "
-                               f"({show_path(p1)}, {show_path(p2)}); give each its own path")
-            for (ka, pa, ra), (kb, pb, rb) in (((k1, p1, r1), (k2, p2, r2)),
-                                               ((k2, p2, r2), (k1, p1, r1))):
-                if rb.startswith(ra.rstrip(os.sep) + os.sep):
-                    raise ArgError(f"{exe}: --{kb} {show_path(pb)} lies inside --{ka} "
-                                   f"{show_path(pa)}, which is to be a file; give each its own "
-                                   "path")
-
-
 def mlp_shapes(in_dim: int, hidden: int, out_dim: int) -> list[tuple[int, int] | tuple[int]]:
     """The parameter shapes of a two-layer MLP `in -> hidden -> out` (weights and biases)."""
     return [(hidden, in_dim), (hidden,), (out_dim, hidden), (out_dim,)]
@@ -318,6 +219,7 @@ class TrainFlags:
     dtype: str = "float64"  # the command's `--dtype`: parameters and batches are made in it
     distributed: bool = False  # `--distributed` (commands/data_parallel.py)
     grad_shards: int | None = None
+    run: resume.RunFlags = resume.RunFlags()  # --save-every, --resume, --allow-nonfinite
 
 
 def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch: int,
@@ -326,7 +228,8 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
     """Take, in order: `--steps N` / `--epochs N` (mutually exclusive, > 0; the default is
     `steps` or `epochs`, whichever is given), `--lr F` (> 0), `--batch N` (> 0), `--optim NAME`,
     `--log PATH` (`false`, `off`, `none`, `no`, `disabled`: no log), `--plot PATH.png` (checks
-    that matplotlib is installed), `--save PATH`; output paths are checked to be writable.
+    that matplotlib is installed), `--save PATH`, `--save-every N`, `--resume PATH`,
+    `--allow-nonfinite`; output paths are checked to be writable.
 
     Raises: ArgError prefixed with `exe`: the reference's messages (`--steps and --epochs are
     mutually exclusive (pick one)`, `--lr must be > 0`, ...) or an unknown optimizer.
@@ -352,11 +255,12 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
         except ImportError as err:
             raise ArgError(f"{exe}: --plot: {err}") from None
     save, rest = take_path(rest, exe, "save")
+    run_flags, rest = resume.take_flags(rest, exe, save)
     check_outputs(exe, [("log", None if off else log), ("plot", plot), ("save", save)])
     distributed, shards, rest = data_parallel.take_flags(rest, exe)
     assert size is not None
     flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save,
-                       dtype, distributed, shards)
+                       dtype, distributed, shards, run_flags)
     return flags, rest
 
 
@@ -443,7 +347,8 @@ def chunk_size(steps: int) -> int:
 
 @dataclass
 class TrainResult:
-    """What `train` did: mean losses before/after, the pre-update loss of every step."""
+    """What `train` did: mean losses before/after, the pre-update loss of every step (a
+    resumed run's include the saved steps'), and the progress its checkpoint records."""
 
     module: Module
     state: optim.OptimState
@@ -452,6 +357,7 @@ class TrainResult:
     losses: list[float]
     batch: int
     exe: str = "tlrs run"
+    progress: TrainProgress | None = None
 
     @property
     def steps(self) -> int:
@@ -478,41 +384,57 @@ def schedule(exe: str, n: int, flags: TrainFlags, seed: int = 0) -> tuple[BatchL
 
 def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
           seed: int) -> TrainResult:
-    """Instantiate `defn` in the command's dtype (`flags.dtype`) and train it the reference way (`fitModuleLoaderSteps`).
+    """Instantiate `defn` in the command's dtype (`flags.dtype`) and train it the reference way
+    (`fitModuleLoaderSteps`), or continue the run `--resume` names (commands/resume.py).
 
     Prints `mean_loss(train(before)) = v` (mean over the loader's full batches in the original
-    order), runs the steps (`--steps`, or `--epochs` × full batches per epoch) on minibatches
-    shuffled with the dataset-shuffle LCG seeded by `seed`, recording each step's pre-update
-    loss, then prints `mean_loss(train(after)) = v`.
-    Raises: ArgError: a batch larger than the training set, or more than `MAX_STEPS` steps.
+    order; a resumed run prints the saved run's), runs the steps (`--steps`, or `--epochs` ×
+    full batches per epoch, counted from the run's start) on minibatches shuffled with the
+    dataset-shuffle LCG seeded by `seed`, recording each step's pre-update loss, then prints
+    `mean_loss(train(after)) = v`.
+    Raises: ArgError: a batch larger than the training set, more than `MAX_STEPS` steps, a
+    checkpoint of another run, or a NaN/infinite loss (without --allow-nonfinite);
+    Interrupted: SIGINT/SIGTERM, after writing the checkpoint when `--save` is given.
     """
     if flags.distributed:
         return data_parallel.train(exe, defn, opts, train_set, flags, seed)
     loader, steps = schedule(exe, len(train_set), flags, seed)
     dtype = flags.dtype
-    module = instantiate_with_options(defn, dtype, opts)
+    key = resume.run_key(exe, flags, seed, train_set)
     opt = make_optimizer(flags.optim, flags.lr)
     x, y = train_set.x, train_set.y
     fixed = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)] for idx in loader.fixed_batches()]
-    before = module.mean_loss(fixed).item()
+    if flags.run.resume is not None:
+        got = resume.resume(exe, flags.run.resume, defn, opts, key, loader, steps)
+        module, state, done, before = got.module, got.state, got.losses, got.before
+    else:
+        module = instantiate_with_options(defn, dtype, opts)
+        before = module.mean_loss(fixed).item()
+        state, done = module.init_optim(opt), []
     print(f"mean_loss(train(before)) = {format_float(before)}")
     sys.stdout.flush()
-    state = module.init_optim(opt)
-    losses: list[float] = []
-    order = loader.batches(steps)
+    run_ = resume.Run(exe, flags, flags.run, key, module, loader, state, before, steps, done)
     size = chunk_size(steps)
-    with progress(steps, exe) as advance:
-        while chunk := list(itertools.islice(order, size)):
-            batches = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
-                       for idx in chunk]
-            # One update per batch; each step's loss is the pre-update loss its gradients came
-            # from (one forward per step; one native call per chunk on the compiled backend).
-            state, chunk_losses = module.train_steps(opt, state, batches)
-            losses.extend(chunk_losses)
-            advance(chunk_losses)
+    try:
+        with progress(steps, exe) as advance:
+            if run_.losses:  # a resumed run starts part way
+                advance(run_.losses)
+            while n := run_.chunk_steps(size):
+                run_.begin_chunk()
+                batches = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
+                           for idx in loader.batches(n)]
+                first = len(run_.losses)
+                # One update per batch; each step's loss is the pre-update loss its gradients
+                # came from (one native call per chunk on the compiled backend).
+                module.train_steps(opt, run_.state, batches, record=run_.record)
+                advance(run_.losses[first:])
+                run_.after_chunk(first)
+    except Interrupted as err:
+        raise run_.interrupted(err) from None
     after = module.mean_loss(fixed).item()
     print(f"mean_loss(train(after)) = {format_float(after)}")
-    return TrainResult(module, state, before, after, losses, flags.batch, exe)
+    return TrainResult(module, run_.state, before, after, run_.losses, flags.batch, exe,
+                       run_.progress())
 
 
 def finish(result: TrainResult, flags: TrainFlags, title: str, notes: Sequence[str]) -> None:
@@ -543,7 +465,7 @@ def finish(result: TrainResult, flags: TrainFlags, title: str, notes: Sequence[s
 
         def save() -> None:
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            result.module.save(target, result.state)
+            result.module.save(target, result.state, result.progress)
 
         _write(exe, "save", flags.save, save)
         print(f"  saved checkpoint: {flags.save}")
@@ -557,7 +479,7 @@ def _write(exe: str, key: str, path: str, write: Callable[[], object]) -> None:
     try:
         write()
     except OSError as err:
-        raise _refuse(exe, key, path, err.strerror or str(err)) from None
+        raise refuse(exe, key, path, err.strerror or str(err)) from None
 
 
 def accuracy(predict: Callable[[Any, Any], Any], module: Module, test_set: Dataset,

@@ -125,6 +125,25 @@ pub struct TrainResult {
 /// then every trainable parameter is updated by `kind` (step counts advance for all).
 pub fn train(
     g: &Graph,
+    params: Vec<Tensor>,
+    flags: &[bool],
+    samples: &[Vec<Tensor>],
+    steps: usize,
+    kind: OptimKind,
+    slots: Vec<Vec<Tensor>>,
+    step: u64,
+) -> Result<TrainResult> {
+    let mut never = || false;
+    train_until(
+        g, params, flags, samples, steps, kind, slots, step, &mut never,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+/// As `train`, asking `stop()` before each step: when it answers true the loop ends there and
+/// the result holds the steps completed so far (an interrupt lands between whole steps).
+pub fn train_until(
+    g: &Graph,
     mut params: Vec<Tensor>,
     flags: &[bool],
     samples: &[Vec<Tensor>],
@@ -132,12 +151,16 @@ pub fn train(
     kind: OptimKind,
     mut slots: Vec<Vec<Tensor>>,
     mut step: u64,
+    stop: &mut dyn FnMut() -> bool,
 ) -> Result<TrainResult> {
     if samples.is_empty() {
         return Err(Error::arg("train", "empty dataset"));
     }
-    let mut losses = Vec::with_capacity(steps);
+    let mut losses = crate::storage::try_alloc(steps)?;
     for s in 0..steps {
+        if stop() {
+            break;
+        }
         let (loss, grads) = loss_and_grads(g, &params, flags, &samples[s % samples.len()])?;
         losses.push(loss.item()?);
         step += 1;

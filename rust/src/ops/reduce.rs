@@ -25,8 +25,12 @@ pub(crate) fn reduced_shape(shape: &Shape, axis: Option<usize>, keepdim: bool) -
     }
 }
 
+/// The axis to reduce, checked, with the result's size refused when it cannot be allocated:
+/// reducing a zero-size axis gives a result larger than its input (`[0, 2^40]` over axis 0).
 fn resolve(op: &'static str, x: &Tensor, axis: Option<isize>) -> Result<Option<usize>> {
-    axis.map(|a| x.shape().axis(op, a)).transpose()
+    let axis = axis.map(|a| x.shape().axis(op, a)).transpose()?;
+    crate::storage::check_alloc(op, &reduced_shape(x.shape(), axis, false))?;
+    Ok(axis)
 }
 
 fn sum_raw(x: &Tensor, axis: Option<usize>) -> Result<Storage> {

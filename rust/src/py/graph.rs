@@ -53,7 +53,14 @@ impl PyGraph {
     }
 }
 
-type Trained = (Vec<f64>, Vec<PyTensor>, Vec<Vec<PyTensor>>, u64);
+/// (pre-update losses, params, slots, step count, the interrupt that ended the loop early).
+type Trained = (
+    Vec<f64>,
+    Vec<PyTensor>,
+    Vec<Vec<PyTensor>>,
+    u64,
+    Option<Py<pyo3::exceptions::PyBaseException>>,
+);
 
 #[pymethods]
 impl PyGraph {
@@ -216,7 +223,8 @@ impl PyGraph {
         d.set_item("fresh_large_buffers", m.fresh_large_buffers)?;
         Ok(d)
     }
-    /// Runs `steps` updates natively; returns (pre-update losses, params, slots, step count).
+    /// Runs `steps` updates natively; returns (pre-update losses, params, slots, step count,
+    /// the exception of an interrupt that ended the loop early, or None).
     #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false))]
     #[allow(clippy::too_many_arguments)]
     fn train(
@@ -237,10 +245,23 @@ impl PyGraph {
         let samples: Vec<Vec<Tensor>> = samples.iter().map(|s| inner(s)).collect();
         let slots: Vec<Vec<Tensor>> = slots.iter().map(|s| inner(s)).collect();
         let g = &self.plan;
+        // Before each step the loop takes the GIL for a moment to run Python's signal handlers:
+        // Ctrl-C or SIGTERM ends it between two whole steps, and the steps done come back
+        // with the exception, so the caller keeps a consistent state.
+        let mut interrupt: Option<PyErr> = None;
+        let mut stop = || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => false,
+            Err(e) => {
+                interrupt = Some(e);
+                true
+            }
+        };
         let r = py.detach(|| {
             guard(|| {
                 with_fast_kernels(fast, || {
-                    exec::train(g, ps, &flags, &samples, steps, okind, slots, step)
+                    exec::train_until(
+                        g, ps, &flags, &samples, steps, okind, slots, step, &mut stop,
+                    )
                 })
             })
         })?;
@@ -249,6 +270,7 @@ impl PyGraph {
             wrap(r.params),
             r.slots.into_iter().map(wrap).collect(),
             r.step,
+            interrupt.map(|e| e.into_value(py)),
         ))
     }
 }

@@ -206,6 +206,12 @@ pub fn seed_stream_state() -> (u64, u64) {
     crate::random::stream_state()
 }
 
+/// Puts the global seed stream at (seed, counter), as `seed_stream_state` read it.
+#[pyfunction]
+pub fn set_seed_stream_state(seed: u64, counter: u64) {
+    crate::random::set_stream_state(seed, counter)
+}
+
 /// A layer initialiser's values (`Torch.Init`, the 32-bit LCG) for `shape`, computed in binary64
 /// and stored in `dtype`. `scheme` is "zeros", "ones", "uniform" (lo, hi), "xavier_uniform"
 /// (fan_in, fan_out) or "kaiming_uniform" (fan_in).

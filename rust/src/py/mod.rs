@@ -96,6 +96,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         init::lcg_units,
         init::shuffle_permutation,
         init::seed_stream_state,
+        init::set_seed_stream_state,
         init::layer_init,
         checkpoint::save_safetensors,
         checkpoint::load_safetensors,

@@ -1,0 +1,183 @@
+"""Module checkpoints: one safetensors file, written atomically, holding the parameters by name,
+the optimizer state, and, for a run to resume exactly, its progress (`TrainProgress`): every
+completed step's loss, the global seed stream's position, the data loader's cursor and the
+flags that shaped the run. A SHA-256 over the metadata and every tensor guards the whole."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _core, optim
+from ._core import Tensor
+from .config import Options
+from .errors import CheckpointError
+from .tensor import tensor
+
+if TYPE_CHECKING:
+    from .module import Module
+
+__all__ = ["OPTIM_PREFIX", "Loaded", "TrainProgress", "load_checkpoint", "save_checkpoint"]
+
+OPTIM_PREFIX = "__optim__/"
+_TRAIN_PREFIX = "__train__/"
+_FORMAT = "tlrs.module/1"
+_TRAIN_FORMAT = "tlrs.train/1"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainProgress:
+    """Where a training run stands, beyond its parameters and optimizer state: what `save`
+    stores so that a resumed run continues with the uninterrupted run's bits.
+
+    Args: losses: the pre-update loss of every completed step, in order (its length is the
+    number of steps done); seed_stream: the global seed stream's `(seed, counter)`
+    (`tlrs.random.seed_stream_state()`); loader: a `tlrs.data.BatchLoader.state()` or None;
+    run: the flags or settings that shaped the run (JSON values: a program compares them on
+    resume and may keep its own keys there, dropout keys for one); before: the mean loss before
+    training, if the program printed one.
+    """
+
+    losses: Sequence[float]
+    seed_stream: tuple[int, int]
+    loader: dict[str, Any] | None = None
+    run: dict[str, Any] = dataclasses.field(default_factory=dict)
+    before: float | None = None
+
+    @property
+    def steps(self) -> int:
+        """The number of completed steps."""
+        return len(self.losses)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _checksum(names: Sequence[str], tensors: Sequence[Tensor], metadata: dict[str, str]) -> str:
+    """SHA-256 of the metadata (less the checksum) and each tensor's name, dtype, shape, bytes."""
+    h = hashlib.sha256()
+    rest = {k: v for k, v in metadata.items() if k != "checksum"}
+    h.update(json.dumps(rest, sort_keys=True).encode())
+    for name, t in sorted(zip(names, tensors, strict=True), key=lambda nt: nt[0]):
+        h.update(json.dumps([name, t.dtype, list(t.shape)]).encode())
+        h.update(np.ascontiguousarray(t.numpy()).tobytes())
+    return h.hexdigest()
+
+
+def _progress_entries(progress: TrainProgress) -> tuple[dict[str, Any], list[str], list[Tensor]]:
+    """The metadata and tensors of `progress`: losses and the loader's order as binary64 tensors
+    (exact: losses are binary64 already, order indices stay below 2^53)."""
+    loader = None if progress.loader is None else dict(progress.loader)
+    names, tensors = [f"{_TRAIN_PREFIX}losses"], [
+        tensor(np.asarray(list(progress.losses), dtype=np.float64), dtype="float64")]
+    if loader is not None:
+        order = np.asarray(loader.pop("order"), dtype=np.int64)
+        names.append(f"{_TRAIN_PREFIX}loader_order")
+        tensors.append(tensor(order.astype(np.float64), dtype="float64"))
+    seed, counter = progress.seed_stream
+    meta = {"format": _TRAIN_FORMAT, "seed_stream": [int(seed), int(counter)],
+            "loader": loader, "run": dict(progress.run),
+            "before": None if progress.before is None else float(progress.before)}
+    return meta, names, tensors
+
+
+def save_checkpoint(module: Module, path: str, optim_state: optim.OptimState | None,
+                    progress: TrainProgress | None) -> None:
+    """`Module.save`: the file is written whole under a temporary name, then renamed over
+    `path`, so a reader never sees a half-written checkpoint."""
+    names, tensors = list(module.param_names), list(module._params)
+    meta: dict[str, Any] = {
+        "format": _FORMAT, "dtype": module.dtype, "param_names": list(module.param_names),
+        "param_shapes": [list(s) for s in module.defn.param_shapes],
+        "input_shapes": [list(s) for s in module.defn.input_shapes],
+        "requires_grad": list(module.requires_grad),
+        "options": {f.name: _plain(getattr(module.opts, f.name))
+                    for f in dataclasses.fields(Options)},
+    }
+    if optim_state is not None:
+        slots = {k: list(v) for k, v in optim_state.slots.items()}
+        if any(len(v) != len(names) for v in slots.values()):
+            raise ValueError(f"save: optimizer state slots must hold {len(names)} tensors each")
+        meta["optim"] = {
+            "kind": optim_state.kind, "step": optim_state.step, "slots": list(slots)}
+        for slot, ts in slots.items():
+            names += [f"{OPTIM_PREFIX}{slot}/{i}" for i in range(len(ts))]
+            tensors += ts
+    if progress is not None:
+        meta["train"], more_names, more = _progress_entries(progress)
+        names += more_names
+        tensors += more
+    metadata = {k: json.dumps(v) for k, v in meta.items()}
+    metadata["checksum"] = _checksum(names, tensors, metadata)
+    _core.save_safetensors(str(path), names, tensors, metadata)
+
+
+def _progress(meta: dict[str, Any], by_name: dict[str, Tensor]) -> TrainProgress:
+    train = meta["train"]
+    if train["format"] != _TRAIN_FORMAT:
+        raise ValueError(f"unknown training-state format {train['format']!r}")
+    losses = [float(v) for v in np.asarray(by_name[f"{_TRAIN_PREFIX}losses"].numpy()).ravel()]
+    loader = train["loader"]
+    if loader is not None:
+        order = np.asarray(by_name[f"{_TRAIN_PREFIX}loader_order"].numpy()).astype(np.int64)
+        loader = {**loader, "order": order}
+    seed, counter = train["seed_stream"]
+    before = train["before"]
+    return TrainProgress(losses, (int(seed), int(counter)), loader, dict(train["run"]),
+                         None if before is None else float(before))
+
+
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    """What a checkpoint holds, checked against its checksum (`load_checkpoint`)."""
+
+    params: list[Tensor]
+    param_shapes: tuple[tuple[int, ...], ...]
+    param_names: list[str]
+    requires_grad: list[bool]
+    opts: Options
+    state: optim.OptimState | None
+    progress: TrainProgress | None
+
+
+def load_checkpoint(path: str) -> Loaded:
+    """Read a checkpoint `save_checkpoint` wrote.
+
+    Raises: CheckpointError: a missing, truncated, corrupt or foreign file (nothing is returned
+    partially).
+    """
+    names, tensors, metadata = _core.load_safetensors(str(path))
+    try:
+        by_name = dict(zip(names, tensors, strict=True))
+        expected = _checksum(list(by_name), list(by_name.values()), metadata)
+        if metadata.get("checksum") != expected:
+            raise ValueError("checksum mismatch")
+        meta = {k: json.loads(v) for k, v in metadata.items() if k != "checksum"}
+        if meta["format"] != _FORMAT:
+            raise ValueError(f"unknown format {meta['format']!r}")
+        params = [by_name[n] for n in meta["param_names"]]
+        if any(p.dtype != meta["dtype"] for p in params):
+            raise ValueError("parameter dtypes differ from the recorded dtype")
+        known = {f.name for f in dataclasses.fields(Options)}
+        saved_opts = Options(**{k: v for k, v in meta["options"].items() if k in known})
+        state = None
+        if "optim" in meta:
+            o = meta["optim"]
+            slots = {s: [by_name[f"{OPTIM_PREFIX}{s}/{i}"] for i in range(len(params))]
+                     for s in o["slots"]}
+            state = optim.OptimState(str(o["kind"]), int(o["step"]), slots)
+        progress = _progress(meta, by_name) if "train" in meta else None
+        shapes = tuple(tuple(int(d) for d in s) for s in meta["param_shapes"])
+        if any(d < 0 for s in shapes for d in s):
+            raise ValueError("negative parameter dimensions")
+        return Loaded(params, shapes, [str(n) for n in meta["param_names"]],
+                      [bool(f) for f in meta["requires_grad"]], saved_opts, state, progress)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise CheckpointError(f"{path}: not a valid tlrs module checkpoint ({e})") from e
