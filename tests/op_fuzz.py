@@ -2,6 +2,10 @@
 op surface with adversarial arguments (huge and zero-size shapes, negative and out-of-range
 axes, NaN/inf, mixed dtypes, ragged lists, wrong types, huge and negative integers, NumPy
 broadcast views), each run in a worker process, so a crash is a finding naming the call.
+Four calls in ten come from the classes below `gen`: zero-size axes beside huge ones, 0-d
+tensors with dim arguments, and every public function of tlrs, tlrs.ops, tlrs.init,
+tlrs.random, the Tensor methods and the Module API called with arguments drawn by their names
+(integers beyond 64 bits and negative among them).
 
 Each call must give a result, or one of the documented exceptions with a message; where NumPy
 defines the op exactly (IEEE elementwise arithmetic), the result must equal NumPy's bit for bit.
@@ -9,10 +13,14 @@ defines the op exactly (IEEE elementwise arithmetic), the result must equal NumP
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import select
 import subprocess
 import sys
+import threading
+import time
 
 SHAPES = ["[]", "[0]", "[3]", "[2, 3]", "[3, 2]", "[1, 3]", "[2, 1]", "[0, 4]", "[2, 0, 3]",
           "[4, 3, 2]", "[1, 1, 1, 1]", "[2, 3, 4, 5]", "[2**40]", "[0, 2**61]", "[2, 2**62, 2]",
@@ -122,9 +130,113 @@ def gen(r: random.Random) -> tuple[str, str | None]:
     return f"ops.linear({_t(r)}, {_t(r)}, {r.choice(['None', _t(r)])})", None
 
 
+# The new classes (zero-size axes beside huge ones, integers beyond 64 bits and negative, 0-d
+# tensors with dim arguments) and a sweep over the whole public surface, driven by signatures.
+HUGE_EMPTY = ["tlrs.zeros(0, 2**40)", "tlrs.zeros(2**40, 0)", "tlrs.zeros(0, 2**40, 3)",
+              "tlrs.zeros(3, 0, 2**40)", "tlrs.zeros(2**62, 0)", "tlrs.zeros(1, 1, 0, 2**40)"]
+WIDE_INTS = ["2**64", "2**70", "-2**70", "-1", "-2**63 - 1", "2**63", "2**200", "-5"]
+DIM_OPS = ["sum", "mean", "max", "softmax", "log_softmax", "flatten", "transpose", "slice",
+           "index_select", "gather", "concat"]
+SKIP = {"run", "with_module", "with_module_runtime", "with_runtime", "set_num_threads",
+        "save", "export_onnx", "load", "load_checkpoint", "load_training", "from_dlpack"}
+TENSOR_NAMES = {"input", "x", "t", "weight", "other", "target", "bias", "src", "a", "b",
+                "wq", "wk", "wv", "wo", "running_mean", "running_var", "mask", "outputs",
+                "inputs", "tensors", "params", "value", "data"}
+INT_NAMES = {"seed", "key", "n", "steps", "fan_in", "fan_out", "out_dim", "in_dim",
+             "kernel_size", "stride", "padding", "num_heads", "counter", "index", "start", "end",
+             "log_every", "count", "bound"}
+
+
+def _surface() -> list[tuple[str, list[tuple[str, bool]]]]:
+    """(callable expression, [(parameter name, required)]) for every public function of tlrs,
+    tlrs.ops, tlrs.init, tlrs.random, the Tensor methods and the Module API."""
+    import inspect
+
+    import tlrs
+    from tlrs import init, ops
+    from tlrs import random as trandom
+
+    found = []
+    groups = [("tlrs", tlrs), ("ops", ops), ("tlrs.init", init), ("tlrs.random", trandom),
+              ("tlrs.init.FloatInit", init.FloatInit)]
+    for prefix, mod in groups:
+        names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+        for name in names:
+            fn = getattr(mod, name, None)
+            if name in SKIP or not callable(fn) or (isinstance(fn, type) and issubclass(
+                    fn, BaseException)):
+                continue
+            try:
+                params = list(inspect.signature(fn).parameters.values())
+            except (TypeError, ValueError):
+                continue
+            found.append((f"{prefix}.{name}", [
+                (p.name, p.default is inspect.Parameter.empty) for p in params
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]))
+    for owner, expr in [(tlrs.Tensor, "T([2, 3], 'float64', 1)"), (tlrs.Module, "M()")]:
+        for name in dir(owner):
+            fn = getattr(owner, name)
+            if name.startswith("_") or name in SKIP or not callable(fn):
+                continue
+            try:
+                params = list(inspect.signature(fn).parameters.values())[1:]
+            except (TypeError, ValueError):
+                continue
+            found.append((f"{expr}.{name}", [
+                (p.name, p.default is inspect.Parameter.empty) for p in params
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]))
+    return found
+
+
+_SURFACE: list[tuple[str, list[tuple[str, bool]]]] = []
+
+
+def _arg(r: random.Random, name: str) -> str:
+    if name in TENSOR_NAMES:
+        return r.choice([_t(r), "tlrs.tensor(2.0)", r.choice(HUGE_EMPTY), "[T([2, 3], 'float64', 1)]"])
+    if "dim" in name or "axis" in name:
+        return r.choice([_axis(r), r.choice(WIDE_INTS)])
+    if name in INT_NAMES:
+        return r.choice(INTS + WIDE_INTS)
+    if "shape" in name or name == "dims":
+        return r.choice(SHAPES + ["[[2, 2**64]]", "[[-1]]", "[2**70]"])
+    return r.choice(INTS + WIDE_INTS + FILLS + ["'float32'", "None", "[]", "[2**64]",
+                                                 "tlrs.tensor(2.0)", _t(r)])
+
+
+def gen_new(r: random.Random) -> str:
+    kind = r.randrange(3)
+    if kind == 0:  # zero-size axes beside huge ones
+        x = r.choice(HUGE_EMPTY)
+        return r.choice([f"ops.{r.choice(['sum', 'mean', 'max', 'softmax', 'log_softmax'])}({x}, {r.choice(['0', '1', '-1', '2'])})",
+                         f"{x}.sum({r.choice(['0', '1', '-1'])}, keepdim={r.choice(['True', 'False'])})",
+                         f"ops.matmul({x}, {r.choice(HUGE_EMPTY)})", f"ops.transpose({x}, 0, 1)",
+                         f"ops.concat([{x}, {r.choice(HUGE_EMPTY)}], {r.choice(['0', '1'])})",
+                         f"ops.reshape({x}, {r.choice(['[-1]', '[2**40, 0]', '[0, -1]'])})",
+                         f"ops.index_select({x}, {r.choice(['0', '1'])}, [])",
+                         f"ops.layer_norm({x}, {r.choice(['2**40', '0', '[3]'])})",
+                         f"ops.linear({x}, {r.choice(HUGE_EMPTY)})", f"ops.mse_loss({x}, {x})",
+                         f"ops.cross_entropy({x}, [])", f"{x} + tlrs.zeros(1)",
+                         f"ops.embedding([], {x})", f"ops.gather({x}, 0, np.zeros((0, 1), int))",
+                         f"tlrs.grad(ops.sum({x}), [{x}])", f"ops.flatten({x})",
+                         f"ops.max_pool2d({x}, 2)", f"ops.global_avg_pool2d({x})"])
+    if kind == 1:  # 0-d tensors with dim arguments
+        op, d = r.choice(DIM_OPS), r.choice(["0", "-1", "1", "-2", "2**64"])
+        t0 = r.choice(["tlrs.tensor(2.0)", "tlrs.tensor(float('nan'), dtype='float32')"])
+        return {"flatten": f"ops.flatten({t0}, {d}, {d})", "transpose": f"ops.transpose({t0}, {d}, 0)",
+                "slice": f"ops.slice({t0}, {d}, 0, 1)", "index_select": f"ops.index_select({t0}, {d}, [0])",
+                "gather": f"ops.gather({t0}, {d}, [0])", "concat": f"ops.concat([{t0}, {t0}], {d})",
+                }.get(op, f"ops.{op}({t0}, {d})")
+    if not _SURFACE:
+        _SURFACE.extend(_surface())
+    fn, params = r.choice(_SURFACE)
+    args = [_arg(r, name) for name, required in params if required or r.random() < 0.3]
+    return f"{fn}({', '.join(args)})"
+
+
 def cases(seed: int, n: int) -> list[tuple[str, str | None]]:
     r = random.Random(seed)
-    return [gen(r) for _ in range(n)]
+    return [gen(r) if r.random() < 0.6 else (gen_new(r), None) for _ in range(n)]
 
 
 WORKER = r'''
@@ -132,6 +244,10 @@ import json, math, sys
 import numpy as np
 import tlrs
 from tlrs import ops
+
+def M():
+    defn, _ = tlrs.models.mlp(3, 4, 1)
+    return tlrs.instantiate_with_options(defn, "float64", None)
 
 def T(shape, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -175,7 +291,7 @@ for line in sys.stdin:
     out = {"i": i}
     try:
         X = []
-        env = {"tlrs": tlrs, "ops": ops, "np": np, "T": T, "ieee_minimum": ieee_minimum,
+        env = {"tlrs": tlrs, "ops": ops, "np": np, "T": T, "M": M, "ieee_minimum": ieee_minimum,
                "ieee_maximum": ieee_maximum}
         value = eval(src, env)
         out["outcome"] = "result"
@@ -204,26 +320,64 @@ for line in sys.stdin:
 '''
 
 
+PER_CASE_S = 30.0
+"""A call that takes longer than this is a finding (a hang, or work a size check should refuse)."""
+
+
+def _worker(feed: str) -> tuple[list[dict], int | None, str]:
+    """Runs the cases of `feed` in one worker process; returns the outcomes of those it
+    finished, its exit code (None: killed after a case ran past PER_CASE_S) and its stderr."""
+    proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    def feed_all() -> None:
+        with contextlib.suppress(BrokenPipeError):  # the worker died part way: reported below
+            proc.stdin.write(feed)  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+
+    threading.Thread(target=feed_all, daemon=True).start()
+    err: list[str] = []
+    threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True).start()  # type: ignore[union-attr]
+    done: list[dict] = []
+    while True:
+        ready, _, _ = select.select([proc.stdout], [], [], PER_CASE_S)
+        if not ready:
+            proc.kill()
+            proc.wait()
+            return done, None, ""
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith("{"):
+            done.append(json.loads(line))
+    code = proc.wait()
+    time.sleep(0.05)
+    return done, code, "".join(err)
+
+
 def run(seed: int, n: int, batch: int = 2000) -> dict:
-    """Runs `n` cases; returns the counts and the findings (crashes, bad errors, wrong values)."""
+    """Runs `n` cases; returns the counts and the findings (crashes, hangs, bad errors, wrong
+    values)."""
     all_cases = cases(seed, n)
-    counts = {"cases": n, "result": 0, "error": 0, "crash": 0, "bad": 0, "wrong": 0}
+    counts = {"cases": n, "result": 0, "error": 0, "crash": 0, "hang": 0, "bad": 0, "wrong": 0}
     findings: list[str] = []
     start = 0
     while start < n:
         chunk = all_cases[start:start + batch]
         feed = "".join(json.dumps([start + k, src, ref]) + "\n" for k, (src, ref) in enumerate(chunk))
-        proc = subprocess.run([sys.executable, "-c", WORKER], input=feed, capture_output=True,
-                              text=True, timeout=1200)
-        done = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        done, code, stderr = _worker(feed)
         for d in done:
             counts[d["outcome"]] += 1
             if d["outcome"] in ("bad", "wrong"):
                 findings.append(f"{d['outcome']}: {all_cases[d['i']][0]} -> {d.get('why')}")
         start += len(done)
-        if proc.returncode != 0 or len(done) < len(chunk):
+        if code is None:
+            counts["hang"] += 1
+            findings.append(f"hang (over {PER_CASE_S:.0f} s): {all_cases[start][0]}")
+            start += 1
+        elif code != 0 or len(done) < len(chunk):
             counts["crash"] += 1
-            findings.append(f"crash ({proc.returncode}): {all_cases[start][0]}: {proc.stderr[-300:]}")
+            findings.append(f"crash ({code}): {all_cases[start][0]}: {stderr[-300:]}")
             start += 1
     return {"counts": counts, "findings": findings}
 

@@ -12,9 +12,11 @@ from .errors import (
     CudaUnavailableError,
     DeviceError,
     DTypeError,
+    NonFiniteLossError,
     ShapeError,
     TraceError,
 )
+from .interrupts import Interrupted
 from .kernels import (
     cached_memory,
     fast_kernels,
@@ -27,6 +29,7 @@ from .kernels import (
 from .module import (
     Module,
     ModuleDef,
+    TrainProgress,
     instantiate_float_with_runtime_init_options,
     instantiate_float_with_runtime_plan_options,
     instantiate_with_options,
@@ -53,6 +56,9 @@ __all__ = [
     "with_runtime",
     "ArgError",
     "AutogradError",
+    "Interrupted",
+    "NonFiniteLossError",
+    "TrainProgress",
     "CheckpointError",
     "CudaUnavailableError",
     "DeviceError",

@@ -1,4 +1,4 @@
-"""The module API (the reference's `ScalarModuleDef` / `ScalarModule`): definitions, instantiation,
+"""The module API (the reference's `ScalarModule`; definitions are in module_def.py): instantiation,
 forward/backward/steps, training loops with the reference's printed lines, and checkpoints."""
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
 from .errors import DTypeError, NonFiniteLossError, ShapeError
 from .kernels import kernel_settings
-from .module_checkpoint import OPTIM_PREFIX, TrainProgress, load_checkpoint, save_checkpoint
+from .module_checkpoint import TrainProgress, load_checkpoint, save_checkpoint
+from .module_def import (
+    ModuleDef,
+    _check_plan,
+    _check_shapes,
+    _show,
+    format_float,
+)
 from .tensor import tensor
 
 __all__ = [
@@ -26,113 +33,18 @@ __all__ = [
     "instantiate_float_with_runtime_plan_options", "instantiate_with_options",
 ]
 
-Shape = tuple[int, ...]
 Inputs = Sequence[Any]
 Record = Callable[[optim.OptimState, list[float]], None]
 
 
-def format_float(value: float) -> str:
-    """A scalar as the reference's Float printer shows it: `%f`, or `NaN`, `inf`, `-inf`."""
-    value = float(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:f}"
+def _check_defn(defn: Any, where: str) -> None:
+    if not isinstance(defn, ModuleDef):
+        raise TypeError(f"{where}: expected a tlrs ModuleDef, got {type(defn).__name__}")
 
 
-def _shapes(shapes: Sequence[Sequence[int]], what: str) -> tuple[Shape, ...]:
-    out = []
-    for s in shapes:
-        dims = tuple(s)
-        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
-                   for d in dims):
-            raise ValueError(f"{what}: expected shapes of non-negative integers, got {list(s)!r}")
-        out.append(tuple(int(d) for d in dims))
-    return tuple(out)
-
-
-def _show(shapes: Sequence[Sequence[int]]) -> str:
-    return str([list(s) for s in shapes])
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ModuleDef:
-    """A module definition: parameter and input shapes, a loss, initial values and flags.
-
-    Args: param_shapes, input_shapes: ordered shape lists; loss: `loss(params, inputs)` returning a
-    scalar Tensor built from tlrs ops; init_params: one tensor (or array) per parameter shape,
-    default the plan's values if `init_plan` is given, else zeros (binary64); requires_grad:
-    per-parameter flags (default all true); init_plan: a `tlrs.init.Plan` for `param_shapes`;
-    param_names: unique names used in checkpoints (default `param.0`, `param.1`, ...);
-    predict: optional `predict(params, x)` giving the model's output for the first input (what
-    `Module.export_onnx` exports; the ready-made models set it).
-    Raises: ValueError: the reference's `torch: requiresGrad list longer/shorter than parameter
-    list`, initial values of the wrong count or shape, a plan for other shapes, or bad names.
-    """
-
-    param_shapes: Sequence[Sequence[int]]
-    input_shapes: Sequence[Sequence[int]]
-    loss: Callable[[list[Tensor], list[Tensor]], Tensor]
-    init_params: Sequence[Any] | None = None
-    requires_grad: Sequence[bool] | None = None
-    init_plan: Plan | None = None
-    param_names: Sequence[str] | None = None
-    predict: Callable[[list[Tensor], Any], Tensor] | None = None
-
-    def __post_init__(self) -> None:
-        shapes = _shapes(self.param_shapes, "ModuleDef param_shapes")
-        object.__setattr__(self, "param_shapes", shapes)
-        inputs = _shapes(self.input_shapes, "ModuleDef input_shapes")
-        object.__setattr__(self, "input_shapes", inputs)
-        if not callable(self.loss):
-            raise TypeError(f"ModuleDef: loss must be callable, got {type(self.loss).__name__}")
-        flags = [True] * len(shapes) if self.requires_grad is None else list(self.requires_grad)
-        if len(flags) > len(shapes):
-            raise ValueError("torch: requiresGrad list longer than parameter list")
-        if len(flags) < len(shapes):
-            raise ValueError("torch: requiresGrad list shorter than parameter list")
-        object.__setattr__(self, "requires_grad", tuple(bool(f) for f in flags))
-        if self.init_params is not None:
-            given = [p if isinstance(p, Tensor) else tensor(p, dtype="float64")
-                     for p in self.init_params]
-            if len(given) != len(shapes):
-                raise ValueError(f"ModuleDef: expected {len(shapes)} initial parameters (one per "
-                                 f"parameter shape), got {len(given)}")
-            _check_shapes(given, shapes, "ModuleDef: initial parameter")
-            object.__setattr__(self, "init_params", tuple(given))
-        if self.init_plan is not None:
-            _check_plan(self.init_plan, shapes)
-        names = [f"param.{i}" for i in range(len(shapes))] if self.param_names is None else [
-            str(n) for n in self.param_names]
-        if len(names) != len(shapes) or len(set(names)) != len(names) or any(
-                not n or n.startswith(OPTIM_PREFIX) for n in names):
-            raise ValueError(f"ModuleDef: expected {len(shapes)} unique, non-empty parameter names "
-                             f"not starting with {OPTIM_PREFIX!r}, got {names!r}")
-        object.__setattr__(self, "param_names", tuple(names))
-
-    def initial_params(self) -> list[Tensor]:
-        """The initial values: `init_params`, else the plan's values, else zeros (binary64)."""
-        if self.init_params is not None:
-            return list(self.init_params)
-        if self.init_plan is not None:
-            return list(self.init_plan.materialise("float64"))
-        return [_core.full(list(s), 0.0, "float64") for s in self.param_shapes]
-
-
-def _check_shapes(tensors: Sequence[Tensor], shapes: Sequence[Sequence[int]], what: str) -> None:
-    for i, (t, s) in enumerate(zip(tensors, shapes, strict=True)):
-        if tuple(t.shape) != tuple(s):
-            raise ShapeError(f"{what} {i} has shape {list(t.shape)}, expected {list(s)}")
-
-
-def _check_plan(plan: Plan, shapes: Sequence[Sequence[int]]) -> None:
-    if not isinstance(plan, Plan):
-        raise TypeError(f"expected a tlrs.init.Plan, got {type(plan).__name__}")
-    built_for = _shapes(plan.param_shapes, "plan")
-    if built_for != tuple(tuple(s) for s in shapes):
-        raise ValueError(f"the plan was built for parameter shapes {_show(built_for)}, but the "
-                         f"definition has {_show(shapes)}")
+def _check_optimizer(opt: Any, where: str) -> None:
+    if not isinstance(opt, optim.Optimizer):
+        raise TypeError(f"{where}: expected a tlrs.optim optimizer, got {type(opt).__name__}")
 
 
 def _check_options(opts: Options) -> None:
@@ -182,6 +94,7 @@ class Module:
     def __init__(
         self, defn: ModuleDef, params: Sequence[Tensor], opts: Options | None = None
     ) -> None:
+        _check_defn(defn, "Module")
         self.opts = Options() if opts is None else opts
         _check_options(self.opts)
         self.defn = defn
@@ -328,6 +241,7 @@ class Module:
 
     def init_optim(self, opt: optim.Optimizer) -> optim.OptimState:
         """`opt.init` on the current parameters."""
+        _check_optimizer(opt, "init_optim")
         return opt.init(self._params)
 
     def step_with(
@@ -342,6 +256,9 @@ class Module:
     def _optim_step(
         self, opt: optim.Optimizer, state: optim.OptimState, grads: list[Tensor]
     ) -> optim.OptimState:
+        _check_optimizer(opt, "step")
+        if not isinstance(state, optim.OptimState):
+            raise TypeError(f"step: expected an OptimState, got {type(state).__name__}")
         with self._settings():
             self._params, state = opt.step(state, self._params, grads, self.requires_grad)
         return state
@@ -392,6 +309,9 @@ class Module:
             raise ValueError(f"{name}: the compiled backend needs samples of one shape, got {sorted(shapes)}")
         assert self._compiled is not None
         graph = self._compiled.graph_for(next(iter(shapes)))
+        _check_optimizer(opt, name)
+        if state is not None and not isinstance(state, optim.OptimState):
+            raise TypeError(f"{name}: expected an OptimState, got {type(state).__name__}")
         names = type(opt).slot_names
         st = opt.init(self._params) if state is None else state
         if st.kind != opt.kind:
@@ -559,6 +479,7 @@ def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -
     dtype name or mixed dtypes; CudaUnavailableError: `opts.use_gpu` where CUDA cannot be
     used.
     """
+    _check_defn(defn, "instantiate_with_options")
     opts = Options() if opts is None else opts
     _check_options(opts)
     return Module(defn, cast_params(defn.initial_params(), defn.param_shapes, cast), opts)
@@ -571,6 +492,7 @@ def instantiate_float_with_runtime_plan_options(
 
     Raises: ValueError: a plan built for other shapes, or as `instantiate_with_options`.
     """
+    _check_defn(defn, "instantiate_float_with_runtime_plan_options")
     opts = Options() if opts is None else opts
     _check_options(opts)
     _check_plan(plan, defn.param_shapes)
@@ -585,5 +507,6 @@ def instantiate_float_with_runtime_init_options(defn: ModuleDef, opts: Options |
     Raises: ValueError: `torch.runtimeInit: initializer list longer/shorter than parameter list`
     (and the flat-length message), or as `instantiate_with_options`.
     """
+    _check_defn(defn, "instantiate_float_with_runtime_init_options")
     plan = Plan([list(s) for s in defn.param_shapes], list(inits))
     return instantiate_float_with_runtime_plan_options(defn, opts, plan)

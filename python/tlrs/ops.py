@@ -6,13 +6,13 @@ sequences; an out-of-range index raises IndexError naming the bound.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import _core
+from ._args import integer_arguments
 
 # The elementwise op table's functions (rust/src/op_table/), as the native module defines
 # them: neg, exp, ..., silu, leaky_relu(input, negative_slope=0.01), ..., maximum, minimum.
@@ -174,24 +174,10 @@ from .layer_ops import __all__ as _layer_all  # noqa: E402
 __all__ += _layer_all + ["cat"]
 
 
-def _integer_arguments(fn: Any) -> Any:
-    """`fn` (an op taking integer arguments: axes, sizes, geometry) with an integer that does not
-    fit its argument (the bindings' OverflowError) made a ValueError naming the op."""
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except OverflowError as e:
-            raise ValueError(f"{fn.__name__}: an integer argument is out of range ({e})") from None
-
-    return call
-
-
 # Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
 _INT_ARG_OPS = ("sum", "mean", "max", "reshape", "flatten", "permute", "transpose", "concat",
                 "slice", "index_select", "softmax", "log_softmax", "cross_entropy", "conv2d",
                 "max_pool2d", "avg_pool2d", "gather", "scatter_add", "embedding", "layer_norm",
-                "multi_head_attention", "batch_norm", "batch_norm_per_image", "cat")
+                "multi_head_attention", "batch_norm", "batch_norm_per_image", "cat", "dropout")
 for _name in _INT_ARG_OPS:
-    globals()[_name] = _integer_arguments(globals()[_name])
+    globals()[_name] = integer_arguments(globals()[_name])

@@ -30,28 +30,51 @@ fn build(shape: Shape, dtype: DType, values: Vec<f64>) -> Result<Tensor> {
     Tensor::from_cpu(CpuStorage::from_f64(dtype, &values), shape)
 }
 
+/// `n` values `f(i)`, written once each across threads (each a pure function of its index, so
+/// the tensor is the same on every thread count) into a fallibly allocated buffer.
+fn fill<T: Send>(n: usize, f: impl Fn(u64) -> T + Sync) -> Result<Vec<T>> {
+    const PER: usize = 1 << 14;
+    let mut v: Vec<T> = try_alloc(n)?;
+    let spare = &mut v.spare_capacity_mut()[..n];
+    crate::backend::cpu::parallel::for_chunks(spare, PER, n.saturating_mul(32), |c, chunk| {
+        let base = (c * PER) as u64;
+        for (j, x) in chunk.iter_mut().enumerate() {
+            x.write(f(base + j as u64));
+        }
+    });
+    // SAFETY: the chunks cover 0..n and each of their elements was written above.
+    unsafe { v.set_len(n) };
+    Ok(v)
+}
+
+/// A tensor of `shape` whose element i is `f(i)` rounded once to `dtype`.
+fn build_with(shape: Shape, dtype: DType, f: impl Fn(u64) -> f64 + Sync) -> Result<Tensor> {
+    let n = shape.checked_numel()?;
+    let storage = match dtype {
+        DType::F32 => CpuStorage::F32(fill(n, |i| f(i) as f32)?.into()),
+        DType::F64 => CpuStorage::F64(fill(n, f)?.into()),
+    };
+    Tensor::from_cpu(storage, shape)
+}
+
 /// Uniform values in [0, 1).
 pub fn rand(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
     let shape = shape.into();
-    Tensor::try_full(shape.clone(), 0.0, DType::F32)?; // size check before any work
+    crate::storage::check_alloc("rand", &shape)?; // before the draw: a refusal uses no seed
     let key = fresh_seed();
-    let v = (0..shape.numel() as u64)
-        .map(|i| uniform_at(key, i))
-        .collect();
-    build(shape, dtype, v)
+    build_with(shape, dtype, |i| uniform_at(key, i))
 }
 
 /// Standard normal values by Box–Muller over the pair (2i, 2i + 1) of the key's uniforms.
 pub fn randn(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
     let shape = shape.into();
-    let mut v = try_alloc(shape.checked_numel()?)?;
+    crate::storage::check_alloc("randn", &shape)?;
     let key = fresh_seed();
-    v.extend((0..shape.numel() as u64).map(|i| {
+    build_with(shape, dtype, |i| {
         let u1 = 1.0 - uniform_at(key, 2 * i); // in (0, 1], so the log is finite
         let u2 = uniform_at(key, 2 * i + 1);
         libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2)
-    }));
-    build(shape, dtype, v)
+    })
 }
 
 /// The global stream's (seed, counter).

@@ -72,7 +72,13 @@ impl Shape {
 pub fn normalize_axis(op: &'static str, axis: isize, rank: usize) -> Result<usize> {
     let r = rank as isize;
     let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r.max(1) || (rank == 0) {
+    if rank == 0 {
+        return Err(Error::arg(
+            op,
+            format!("a 0-d tensor has no axes, got axis {axis} (reshape it to [1] first)"),
+        ));
+    }
+    if a < 0 || a >= r {
         return Err(Error::arg(
             op,
             format!(

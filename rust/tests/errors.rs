@@ -276,9 +276,17 @@ fn bad_axes_are_errors() {
         e.to_string().contains("axis 3") && e.to_string().contains("rank 3"),
         "{e}"
     );
-    // An axis on a scalar.
-    expect_arg_err("sum scalar", || ops::sum(&z(&[]), Some(0), false));
-    expect_arg_err("softmax scalar", || ops::softmax(&z(&[]), 0));
+    // An axis on a scalar: 0 and -1 are the scalar itself (as in PyTorch), others are errors
+    // saying that a 0-d tensor has no axes.
+    assert_eq!(
+        ops::sum(&z(&[]), Some(-1), false).unwrap().dims(),
+        &[] as &[usize]
+    );
+    assert_eq!(ops::softmax(&z(&[]), 0).unwrap().dims(), &[] as &[usize]);
+    expect_arg_err("sum scalar", || ops::sum(&z(&[]), Some(1), false));
+    expect_arg_err("softmax scalar", || ops::softmax(&z(&[]), -2));
+    let e = expect_err("transpose scalar", || ops::transpose(&z(&[]), 0, 0));
+    assert!(e.to_string().contains("a 0-d tensor has no axes"), "{e}");
     // Permutations.
     expect_arg_err("permute short", || ops::permute(&x, &[0, 1]));
     expect_arg_err("permute repeat", || ops::permute(&x, &[0, 1, 1]));

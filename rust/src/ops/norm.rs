@@ -215,6 +215,10 @@ pub fn layer_norm(
         }
     }
     crate::storage::check_alloc("layer_norm", x.shape())?;
+    if x.numel() == 0 {
+        // Nothing to normalise; no per-row statistics for rows without values ([2^40, 0]).
+        return affine2(x.clone(), weight, bias);
+    }
     // Each row of D values is normalised exactly as a per-image batch norm's plane without
     // γ/β (the same chain, `normalise_last`), so rows become planes of [rows, 1, D]: on the
     // CPU that is one fused op, reading each row a few times instead of building eight

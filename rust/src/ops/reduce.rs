@@ -27,8 +27,12 @@ pub(crate) fn reduced_shape(shape: &Shape, axis: Option<usize>, keepdim: bool) -
 
 /// The axis to reduce, checked, with the result's size refused when it cannot be allocated:
 /// reducing a zero-size axis gives a result larger than its input (`[0, 2^40]` over axis 0).
+/// As PyTorch, dim 0 or -1 of a 0-d tensor reduces the tensor itself (as dim None does).
 fn resolve(op: &'static str, x: &Tensor, axis: Option<isize>) -> Result<Option<usize>> {
-    let axis = axis.map(|a| x.shape().axis(op, a)).transpose()?;
+    let axis = match axis {
+        Some(0 | -1) if x.shape().rank() == 0 => None,
+        a => a.map(|a| x.shape().axis(op, a)).transpose()?,
+    };
     crate::storage::check_alloc(op, &reduced_shape(x.shape(), axis, false))?;
     Ok(axis)
 }

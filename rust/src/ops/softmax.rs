@@ -6,6 +6,11 @@ use crate::{Result, Tensor};
 
 fn run(x: &Tensor, axis: isize, log: bool) -> Result<Tensor> {
     let name = if log { "log_softmax" } else { "softmax" };
+    if x.shape().rank() == 0 && (axis == 0 || axis == -1) {
+        // As PyTorch: dim 0 or -1 of a 0-d tensor is the tensor itself, a one-element row.
+        let row = crate::ops::layout::reshape(x, &[1])?;
+        return crate::ops::layout::reshape(&run(&row, 0, log)?, &[]);
+    }
     let ax = x.shape().axis(name, axis)?;
     let (o, l, i) = x.shape().split_at_axis(ax);
     let s = x.storage().softmax(o, l, i, log)?;

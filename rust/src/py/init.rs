@@ -2,12 +2,46 @@
 //! (`tlrs.rand`). Values are materialised in Rust, in the target dtype.
 
 use super::errors::guard;
+use super::int_args;
 use super::tensor::{parse_dtype, PyTensor};
 use crate::init::{self, FloatInit, InitError, Plan};
 use crate::storage::CpuStorage;
 use crate::{rng, DType, Tensor};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+
+// The integer arguments by name (see int_args.rs).
+fn seed(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    int_args::word("seed", v)
+}
+fn fan_in(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    int_args::size("fan_in", v)
+}
+fn fan_out(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    int_args::size("fan_out", v)
+}
+fn shape(v: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    int_args::sizes("shape", v)
+}
+fn param_shapes(v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
+    int_args::shape_list("param_shapes", v)
+}
+fn out_dim(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    int_args::size("out_dim", v)
+}
+fn in_dim(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    int_args::size("in_dim", v)
+}
+
+fn counter(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    int_args::word("counter", v)
+}
+fn index(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    int_args::word("index", v)
+}
+fn word_x(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    int_args::word("x", v)
+}
 
 fn init_err(e: InitError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -38,12 +72,16 @@ impl PyFloatInit {
     }
     #[staticmethod]
     #[pyo3(signature = (lo, hi, seed=0))]
-    fn uniform(lo: f64, hi: f64, seed: u64) -> Self {
+    fn uniform(lo: f64, hi: f64, #[pyo3(from_py_with = seed)] seed: u64) -> Self {
         PyFloatInit(FloatInit::Uniform { lo, hi, seed })
     }
     #[staticmethod]
     #[pyo3(signature = (fan_in, fan_out, seed=0))]
-    fn xavier_uniform(fan_in: usize, fan_out: usize, seed: u64) -> Self {
+    fn xavier_uniform(
+        #[pyo3(from_py_with = fan_in)] fan_in: usize,
+        #[pyo3(from_py_with = fan_out)] fan_out: usize,
+        #[pyo3(from_py_with = seed)] seed: u64,
+    ) -> Self {
         PyFloatInit(FloatInit::XavierUniform {
             fan_in,
             fan_out,
@@ -52,7 +90,10 @@ impl PyFloatInit {
     }
     #[staticmethod]
     #[pyo3(signature = (fan_in, seed=0))]
-    fn kaiming_uniform(fan_in: usize, seed: u64) -> Self {
+    fn kaiming_uniform(
+        #[pyo3(from_py_with = fan_in)] fan_in: usize,
+        #[pyo3(from_py_with = seed)] seed: u64,
+    ) -> Self {
         PyFloatInit(FloatInit::KaimingUniform { fan_in, seed })
     }
     #[staticmethod]
@@ -61,7 +102,12 @@ impl PyFloatInit {
     }
     /// The values for a tensor of `shape` in `dtype`, as a Tensor.
     #[pyo3(signature = (shape, dtype="float64", device="cpu"))]
-    fn values(&self, shape: Vec<usize>, dtype: &str, device: &str) -> PyResult<PyTensor> {
+    fn values(
+        &self,
+        #[pyo3(from_py_with = shape)] shape: Vec<usize>,
+        dtype: &str,
+        device: &str,
+    ) -> PyResult<PyTensor> {
         materialise(&self.0, &shape, parse_dtype(dtype)?, device).map(PyTensor::new)
     }
     fn __repr__(&self) -> String {
@@ -93,7 +139,10 @@ pub struct PyPlan(pub Plan);
 #[pymethods]
 impl PyPlan {
     #[new]
-    fn new(param_shapes: Vec<Vec<usize>>, inits: Vec<PyRef<'_, PyFloatInit>>) -> PyResult<Self> {
+    fn new(
+        #[pyo3(from_py_with = param_shapes)] param_shapes: Vec<Vec<usize>>,
+        inits: Vec<PyRef<'_, PyFloatInit>>,
+    ) -> PyResult<Self> {
         let inits = inits.iter().map(|i| i.0.clone()).collect();
         Plan::new(&param_shapes, inits)
             .map(PyPlan)
@@ -124,13 +173,16 @@ impl PyPlan {
 }
 
 #[pyfunction]
-pub fn fan_in_out(shape: Vec<usize>) -> PyResult<(usize, usize)> {
+pub fn fan_in_out(#[pyo3(from_py_with = shape)] shape: Vec<usize>) -> PyResult<(usize, usize)> {
     init::fan_in_out(&shape).map_err(init_err)
 }
 
 #[pyfunction]
 #[pyo3(signature = (shape, seed=0))]
-pub fn xavier_uniform_for_shape(shape: Vec<usize>, seed: u64) -> PyResult<PyFloatInit> {
+pub fn xavier_uniform_for_shape(
+    #[pyo3(from_py_with = shape)] shape: Vec<usize>,
+    #[pyo3(from_py_with = seed)] seed: u64,
+) -> PyResult<PyFloatInit> {
     init::xavier_uniform_for_shape(&shape, seed)
         .map(PyFloatInit)
         .map_err(init_err)
@@ -138,7 +190,10 @@ pub fn xavier_uniform_for_shape(shape: Vec<usize>, seed: u64) -> PyResult<PyFloa
 
 #[pyfunction]
 #[pyo3(signature = (shape, seed=0))]
-pub fn kaiming_uniform_for_shape(shape: Vec<usize>, seed: u64) -> PyResult<PyFloatInit> {
+pub fn kaiming_uniform_for_shape(
+    #[pyo3(from_py_with = shape)] shape: Vec<usize>,
+    #[pyo3(from_py_with = seed)] seed: u64,
+) -> PyResult<PyFloatInit> {
     init::kaiming_uniform_for_shape(&shape, seed)
         .map(PyFloatInit)
         .map_err(init_err)
@@ -146,33 +201,50 @@ pub fn kaiming_uniform_for_shape(shape: Vec<usize>, seed: u64) -> PyResult<PyFlo
 
 #[pyfunction]
 #[pyo3(signature = (out_dim, in_dim, seed=0))]
-pub fn xavier_linear_weight(out_dim: usize, in_dim: usize, seed: u64) -> PyFloatInit {
+pub fn xavier_linear_weight(
+    #[pyo3(from_py_with = out_dim)] out_dim: usize,
+    #[pyo3(from_py_with = in_dim)] in_dim: usize,
+    #[pyo3(from_py_with = seed)] seed: u64,
+) -> PyFloatInit {
     PyFloatInit(init::xavier_linear_weight(out_dim, in_dim, seed))
 }
 
 #[pyfunction]
 #[pyo3(signature = (out_dim, in_dim, seed=0))]
-pub fn kaiming_linear_weight(out_dim: usize, in_dim: usize, seed: u64) -> PyFloatInit {
+pub fn kaiming_linear_weight(
+    #[pyo3(from_py_with = out_dim)] out_dim: usize,
+    #[pyo3(from_py_with = in_dim)] in_dim: usize,
+    #[pyo3(from_py_with = seed)] seed: u64,
+) -> PyFloatInit {
     PyFloatInit(init::kaiming_linear_weight(out_dim, in_dim, seed))
 }
 
 #[pyfunction]
-pub fn splitmix64(x: u64) -> u64 {
+pub fn splitmix64(#[pyo3(from_py_with = word_x)] x: u64) -> u64 {
     rng::splitmix64(x)
 }
 
 #[pyfunction]
-pub fn next_seed(seed: u64, counter: u64) -> u64 {
+pub fn next_seed(
+    #[pyo3(from_py_with = seed)] seed: u64,
+    #[pyo3(from_py_with = counter)] counter: u64,
+) -> u64 {
     rng::next_seed(seed, counter)
 }
 
 #[pyfunction]
-pub fn key_of(seed: u64, counter: u64) -> u64 {
+pub fn key_of(
+    #[pyo3(from_py_with = seed)] seed: u64,
+    #[pyo3(from_py_with = counter)] counter: u64,
+) -> u64 {
     rng::key_of(seed, counter)
 }
 
 #[pyfunction]
-pub fn runtime_init_unit(seed: u64, index: u64) -> f64 {
+pub fn runtime_init_unit(
+    #[pyo3(from_py_with = seed)] seed: u64,
+    #[pyo3(from_py_with = index)] index: u64,
+) -> f64 {
     rng::runtime_init_unit(seed, index)
 }
 
@@ -208,7 +280,10 @@ pub fn seed_stream_state() -> (u64, u64) {
 
 /// Puts the global seed stream at (seed, counter), as `seed_stream_state` read it.
 #[pyfunction]
-pub fn set_seed_stream_state(seed: u64, counter: u64) {
+pub fn set_seed_stream_state(
+    #[pyo3(from_py_with = seed)] seed: u64,
+    #[pyo3(from_py_with = counter)] counter: u64,
+) {
     crate::random::set_stream_state(seed, counter)
 }
 

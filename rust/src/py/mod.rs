@@ -8,6 +8,7 @@ mod elementwise;
 mod errors;
 mod graph;
 mod init;
+mod int_args;
 mod nccl;
 mod nn_ops;
 mod numpy_conv;

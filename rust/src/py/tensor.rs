@@ -47,6 +47,13 @@ pub fn readable(t: &Tensor, how: &str) -> PyResult<()> {
     Ok(())
 }
 
+fn start_dim(v: &Bound<'_, PyAny>) -> PyResult<isize> {
+    super::int_args::signed("start_dim", v)
+}
+fn end_dim(v: &Bound<'_, PyAny>) -> PyResult<isize> {
+    super::int_args::signed("end_dim", v)
+}
+
 /// An integer argument: out of the index range is a ValueError naming it (not OverflowError).
 fn int_arg(name: &str, v: &Bound<'_, PyAny>) -> PyResult<isize> {
     v.extract::<isize>().map_err(|e| {
@@ -388,7 +395,11 @@ impl PyTensor {
         guard(|| ops::reshape(&self.inner, &dims)).map(PyTensor::new)
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(&self, start_dim: isize, end_dim: isize) -> PyResult<PyTensor> {
+    fn flatten(
+        &self,
+        #[pyo3(from_py_with = start_dim)] start_dim: isize,
+        #[pyo3(from_py_with = end_dim)] end_dim: isize,
+    ) -> PyResult<PyTensor> {
         guard(|| ops::flatten(&self.inner, start_dim, end_dim)).map(PyTensor::new)
     }
     /// Whether it reads memory holding exactly its elements in row-major order (false for most
@@ -401,7 +412,8 @@ impl PyTensor {
         PyTensor::new(ops::contiguous(&self.inner))
     }
     #[pyo3(signature = (*dims))]
-    fn permute(&self, dims: Vec<isize>) -> PyResult<PyTensor> {
+    fn permute(&self, dims: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<PyTensor> {
+        let dims = super::int_args::signed_list("dims", dims.as_any())?;
         guard(|| ops::permute(&self.inner, &dims)).map(PyTensor::new)
     }
     fn transpose(&self, dim0: Bound<'_, PyAny>, dim1: Bound<'_, PyAny>) -> PyResult<PyTensor> {

@@ -1,0 +1,76 @@
+//! Integer arguments read by hand: a Python int outside an argument's range is a ValueError
+//! naming the argument and the range (pyo3's own extraction raises OverflowError, unnamed).
+//! Used through `#[pyo3(from_py_with = ...)]` with a one-line function per argument name.
+
+use pyo3::exceptions::{PyOverflowError, PyValueError};
+use pyo3::prelude::*;
+
+fn out_of_range(name: &str, range: &str, v: &Bound<'_, PyAny>) -> PyErr {
+    PyValueError::new_err(format!(
+        "{name}={v} is out of range (expected an integer in {range})"
+    ))
+}
+
+/// A 64-bit word (seeds, keys): [0, 2**64).
+pub fn word(name: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    v.extract::<u64>().map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(v.py()) {
+            out_of_range(name, "[0, 2**64)", v)
+        } else {
+            e
+        }
+    })
+}
+
+/// A size, count or fan: [0, 2**63).
+pub fn size(name: &str, v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    match v.extract::<i64>() {
+        Ok(n) if n >= 0 => usize::try_from(n).map_err(|_| out_of_range(name, "[0, 2**63)", v)),
+        Ok(_) => Err(out_of_range(name, "[0, 2**63)", v)),
+        Err(e) if e.is_instance_of::<PyOverflowError>(v.py()) => {
+            Err(out_of_range(name, "[0, 2**63)", v))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A shape: a sequence of sizes, each named `name[i]` in errors.
+pub fn sizes(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let items: Vec<Bound<'_, PyAny>> = v.extract()?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, d)| size(&format!("{name}[{i}]"), d))
+        .collect()
+}
+
+/// A list of shapes, each dimension named `name[i][j]` in errors.
+pub fn shape_list(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
+    let items: Vec<Bound<'_, PyAny>> = v.extract()?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, s)| sizes(&format!("{name}[{i}]"), s))
+        .collect()
+}
+
+/// An axis or position (negative counts from the end): [-2**63, 2**63).
+pub fn signed(name: &str, v: &Bound<'_, PyAny>) -> PyResult<isize> {
+    v.extract::<isize>().map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(v.py()) {
+            out_of_range(name, "[-2**63, 2**63)", v)
+        } else {
+            e
+        }
+    })
+}
+
+/// A list of axes, each named `name[i]` in errors.
+pub fn signed_list(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
+    let items: Vec<Bound<'_, PyAny>> = v.extract()?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, d)| signed(&format!("{name}[{i}]"), d))
+        .collect()
+}
