@@ -75,6 +75,16 @@ def test_resumed_run_has_the_uninterrupted_bits(tmp_path, capsys, name, backend)
     assert f"steps={total} " in out
 
 
+@pytest.mark.parametrize("backend", ["eager", "compiled"])
+def test_fast_kernels_resume_with_the_same_bits_on_one_machine(tmp_path, capsys, backend):
+    flags = ["cnn", "--fast-kernels", "--backend", backend, "--optim", "adamw"]
+    whole, part, resumed = (tmp_path / f"{t}.st" for t in ("w", "p", "r"))
+    _run(capsys, *flags, "--steps", "17", "--save", str(whole))
+    _run(capsys, *flags, "--steps", "6", "--save", str(part))
+    _run(capsys, *flags, "--steps", "17", "--resume", str(part), "--save", str(resumed))
+    _same_checkpoint(whole, resumed)
+
+
 def test_epochs_count_from_the_start_of_the_run(tmp_path, capsys):
     whole, part, resumed = (tmp_path / f"{t}.st" for t in ("w", "p", "r"))
     _run(capsys, "mlp", "--epochs", "3", "--save", str(whole))

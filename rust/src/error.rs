@@ -47,6 +47,9 @@ pub enum Error {
     /// Autograd misuse: backward on a non-scalar, grad of a tensor that does not require it.
     #[error("{0}")]
     Autograd(String),
+    /// The caller's stop check asked a long call to end (`interrupt.rs`).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod geometry;
 pub mod graph;
 pub mod init;
+pub mod interrupt;
 pub mod op_table;
 pub mod ops;
 pub mod optim;

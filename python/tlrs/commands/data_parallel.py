@@ -87,7 +87,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     """
     from .. import distributed as dist
     from ..interrupts import Interrupted, deferred
-    from ..module import format_float, instantiate_with_options
+    from ..module import format_float
     from . import resume
     from .trainer import TrainResult, make_optimizer, progress, schedule
 
@@ -108,19 +108,14 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
 
     fixed = [batch(idx) for idx in loader.fixed_batches()]
     opt = make_optimizer(flags.optim, flags.lr)
-    if flags.run.resume is not None:
-        # The checkpoint is the same at every world size: a run resumes at any other.
-        got = resume.resume(exe, flags.run.resume, defn, opts, key, loader, steps)
-        module, state, done, before = got.module, got.state, got.losses, got.before
-    else:
-        module = instantiate_with_options(defn, dtype, opts)
-        before = module.mean_loss(fixed).item()
-        state, done = None, []
-    trainer = dist.DistributedTrainer(module, opt, shards, state)
+    # The checkpoint is the same at every world size: a run resumes at any other.
+    got = resume.start(exe, flags, defn, opts, key, loader, steps, fixed)
+    module, before = got.module, got.before
+    trainer = dist.DistributedTrainer(module, opt, shards, got.state)
     print(f"mean_loss(train(before)) = {format_float(before)}")
     sys.stdout.flush()
     run_ = resume.Run(exe, flags, flags.run, key, module, loader, trainer.state, before, steps,
-                      done)
+                      got.losses)
     try:
         with progress(steps, exe) as advance:
             if run_.losses:  # a resumed run starts part way

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..data import BatchLoader, Dataset
     from .trainer import TrainFlags
 
-__all__ = ["FLAGS_HELP", "Run", "RunFlags", "resume", "run_key", "take_flags"]
+__all__ = ["FLAGS_HELP", "Run", "RunFlags", "resume", "run_key", "start", "take_flags"]
 
 FLAGS_HELP = """  --save-every N          also write the --save checkpoint every N steps (atomically)
   --resume PATH           continue the run saved in PATH (flags that shape it must match)
@@ -106,13 +106,25 @@ def _show(value: Any) -> str:
 
 @dataclass
 class Resumed:
-    """What `resume` gives back: the module and optimizer state at the saved step, the losses
-    of the steps done and the run's mean loss before training."""
+    """Where a run starts: the module and optimizer state (None: a fresh one) at the saved step
+    or at the start, the losses of the steps done and the run's mean loss before training."""
 
     module: Module
-    state: optim.OptimState
+    state: optim.OptimState | None
     losses: list[float]
     before: float
+
+
+def start(exe: str, flags: TrainFlags, defn: ModuleDef, opts: Options, key: dict[str, Any],
+          loader: BatchLoader, steps: int, fixed: Sequence[Any]) -> Resumed:
+    """The run `--resume` names (see `resume`), or a new one: the module instantiated in the
+    command's dtype and its mean loss over `fixed` before training."""
+    if flags.run.resume is not None:
+        return resume(exe, flags.run.resume, defn, opts, key, loader, steps)
+    from ..module import instantiate_with_options
+
+    module = instantiate_with_options(defn, flags.dtype, opts)
+    return Resumed(module, None, [], module.mean_loss(fixed).item())
 
 
 def resume(exe: str, path: str, defn: ModuleDef, opts: Options, key: dict[str, Any],

@@ -42,7 +42,7 @@ from ..entry import RunAction, RunOptions, run, run_usage
 from ..errors import ArgError
 from ..init import layer_init
 from ..interrupts import Interrupted
-from ..module import Module, ModuleDef, TrainProgress, format_float, instantiate_with_options
+from ..module import Module, ModuleDef, TrainProgress, format_float
 from ..random import with_model
 from ..tensor import tensor
 from ..trainlog import curve_trainlog, plot_loss, require_matplotlib
@@ -404,16 +404,13 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     opt = make_optimizer(flags.optim, flags.lr)
     x, y = train_set.x, train_set.y
     fixed = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)] for idx in loader.fixed_batches()]
-    if flags.run.resume is not None:
-        got = resume.resume(exe, flags.run.resume, defn, opts, key, loader, steps)
-        module, state, done, before = got.module, got.state, got.losses, got.before
-    else:
-        module = instantiate_with_options(defn, dtype, opts)
-        before = module.mean_loss(fixed).item()
-        state, done = module.init_optim(opt), []
+    got = resume.start(exe, flags, defn, opts, key, loader, steps, fixed)
+    module, before = got.module, got.before
+    state = module.init_optim(opt) if got.state is None else got.state
     print(f"mean_loss(train(before)) = {format_float(before)}")
     sys.stdout.flush()
-    run_ = resume.Run(exe, flags, flags.run, key, module, loader, state, before, steps, done)
+    run_ = resume.Run(exe, flags, flags.run, key, module, loader, state, before, steps,
+                      got.losses)
     size = chunk_size(steps)
     try:
         with progress(steps, exe) as advance:

@@ -54,6 +54,7 @@ fn run(roots: &[(Tensor, Tensor)], keep: &HashSet<usize>) -> Result<HashMap<usiz
         }
         let mut found = HashMap::new();
         for node in &order {
+            crate::interrupt::check()?; // a signal ends a long backward pass between two nodes
             let Some(op) = node.op() else {
                 if let Some(g) = grads.get(&node.id()) {
                     found.insert(node.id(), g.clone());

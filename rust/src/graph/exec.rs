@@ -32,6 +32,7 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
         }
     }
     for (i, n) in g.nodes.iter().enumerate() {
+        crate::interrupt::check()?; // a signal ends a long forward pass between two nodes
         let v = match &n.kind {
             NodeKind::Leaf(Source::Param(p)) => params[*p].clone(),
             NodeKind::Leaf(Source::Input(x)) => inputs[*x].clone(),
@@ -122,27 +123,10 @@ pub struct TrainResult {
 
 #[allow(clippy::too_many_arguments)]
 /// `steps` updates cycling through `samples`: the pre-update loss of each step is recorded,
-/// then every trainable parameter is updated by `kind` (step counts advance for all).
-pub fn train(
-    g: &Graph,
-    params: Vec<Tensor>,
-    flags: &[bool],
-    samples: &[Vec<Tensor>],
-    steps: usize,
-    kind: OptimKind,
-    slots: Vec<Vec<Tensor>>,
-    step: u64,
-) -> Result<TrainResult> {
-    let mut never = || false;
-    train_until(
-        g, params, flags, samples, steps, kind, slots, step, &mut never,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-/// As `train`, asking `stop()` before each step: when it answers true the loop ends there and
+/// then every trainable parameter is updated by `kind` (step counts advance for all). When the
+/// caller's stop check (`interrupt.rs`) asks, before a step or inside one, the loop ends and
 /// the result holds the steps completed so far (an interrupt lands between whole steps).
-pub fn train_until(
+pub fn train(
     g: &Graph,
     mut params: Vec<Tensor>,
     flags: &[bool],
@@ -151,17 +135,19 @@ pub fn train_until(
     kind: OptimKind,
     mut slots: Vec<Vec<Tensor>>,
     mut step: u64,
-    stop: &mut dyn FnMut() -> bool,
 ) -> Result<TrainResult> {
     if samples.is_empty() {
         return Err(Error::arg("train", "empty dataset"));
     }
     let mut losses = crate::storage::try_alloc(steps)?;
     for s in 0..steps {
-        if stop() {
+        if crate::interrupt::requested() {
             break;
         }
-        let (loss, grads) = loss_and_grads(g, &params, flags, &samples[s % samples.len()])?;
+        let (loss, grads) = match loss_and_grads(g, &params, flags, &samples[s % samples.len()]) {
+            Err(Error::Interrupted) => break, // this step's update never started
+            r => r?,
+        };
         losses.push(loss.item()?);
         step += 1;
         // Each parameter moves into its update, so after the first step (whose parameters the

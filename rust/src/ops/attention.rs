@@ -59,7 +59,7 @@ pub fn multi_head_attention(
         }
     }
     if let Some(m) = mask {
-        if m.len() != n * n {
+        if n.checked_mul(n) != Some(m.len()) {
             return Err(Error::shape(
                 "multi_head_attention",
                 format!("expected a mask of {n}×{n} values, got {}", m.len()),

@@ -55,7 +55,7 @@ fn check_index_shape(op: &'static str, x: &Tensor, axis: usize, index_shape: &Sh
 pub fn gather(x: &Tensor, axis: isize, index: &[i64], index_shape: &[usize]) -> Result<Tensor> {
     let ax = x.shape().axis("gather", axis)?;
     let ishape = Shape(index_shape.to_vec());
-    if ishape.numel() != index.len() {
+    if numel("gather", &ishape)? != index.len() {
         return Err(Error::shape(
             "gather",
             format!("index has {} values but shape {}", index.len(), ishape),
@@ -141,7 +141,7 @@ pub fn embedding(indices: &[i64], indices_shape: &[usize], weight: &Tensor) -> R
             ),
         ));
     }
-    if indices_shape.iter().product::<usize>() != indices.len() {
+    if numel("embedding", &Shape(indices_shape.to_vec()))? != indices.len() {
         return Err(Error::shape(
             "embedding",
             format!(
@@ -151,6 +151,11 @@ pub fn embedding(indices: &[i64], indices_shape: &[usize], weight: &Tensor) -> R
             ),
         ));
     }
+    let mut d = indices_shape.to_vec();
+    d.push(weight.dims()[1]);
+    let d = Shape(d);
+    // Named here, not as index_select's: a long index list makes a result larger than both.
+    crate::storage::check_alloc("embedding", &d)?;
     let rows = index_select(weight, 0, indices).map_err(|e| match e {
         Error::Index { index, bound, .. } => Error::Index {
             op: "embedding",
@@ -159,16 +164,25 @@ pub fn embedding(indices: &[i64], indices_shape: &[usize], weight: &Tensor) -> R
         },
         e => e,
     })?;
-    let mut d = indices_shape.to_vec();
-    d.push(weight.dims()[1]);
-    Ok(reshape_to(&rows, Shape(d)))
+    Ok(reshape_to(&rows, d))
+}
+
+/// The element count of a user-given shape, or a shape error naming `op` (a product that
+/// overflows must not wrap to match a short value list).
+fn numel(op: &'static str, shape: &Shape) -> Result<usize> {
+    shape.checked_numel().map_err(|_| {
+        Error::shape(
+            op,
+            format!("shape {shape} has too many elements to address"),
+        )
+    })
 }
 
 /// `value` where `mask` is true, `x` elsewhere; `mask` (row-major, of `mask_shape`) broadcasts
 /// against `x`. No gradient flows to filled positions.
 pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) -> Result<Tensor> {
     let ms = Shape(mask_shape.to_vec());
-    if ms.numel() != mask.len() {
+    if numel("masked_fill", &ms)? != mask.len() {
         return Err(Error::shape(
             "masked_fill",
             format!("{} mask values cannot have shape {}", mask.len(), ms),

@@ -70,7 +70,8 @@ fn infer_shape(x: &Tensor, dims: &[isize]) -> Result<Shape> {
         out[i] = x.numel() / known;
     }
     let shape = Shape(out);
-    if shape.numel() != x.numel() {
+    // Zero-size shapes too must stay addressable ([0, 2^40, 2^40] is not).
+    if shape.checked_numel().map_err(|_| bad())? != x.numel() {
         return Err(bad());
     }
     Ok(shape)
@@ -206,7 +207,11 @@ pub fn slice(x: &Tensor, axis: isize, start: isize, end: isize) -> Result<Tensor
         let layout = x.strided().sliced(ax, s0);
         return Ok(x.view_as(Shape(dims), layout, op));
     }
-    let s = x.storage().slice(outer, l, inner, s0, e0)?;
+    let s = if dims.contains(&0) {
+        empty_storage(x)?
+    } else {
+        x.storage().slice(outer, l, inner, s0, e0)?
+    };
     Ok(Tensor::from_op(s, Shape(dims), op))
 }
 
@@ -218,8 +223,20 @@ pub(crate) fn unslice(
     g: &Tensor,
 ) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(axis);
-    let s = g.storage().unslice(outer, l, inner, start, end)?;
+    // No per-row work for an empty x ([2^40, 4, 0] has 2^40 empty rows).
+    let s = if x.numel() == 0 {
+        empty_storage(g)?
+    } else {
+        g.storage().unslice(outer, l, inner, start, end)?
+    };
     Tensor::from_storage(s, x.shape().clone())
+}
+
+/// No elements, in `like`'s dtype on its device: the result of an op whose output is empty,
+/// which the kernels need not walk.
+pub(crate) fn empty_storage(like: &Tensor) -> Result<Storage> {
+    let t = Tensor::full_on(Shape(vec![0]), 0.0, like.dtype(), like.device())?;
+    Ok(t.storage().clone())
 }
 
 /// Checks integer indices against `bound`; negative indices are errors.
@@ -246,7 +263,13 @@ pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = idx.len();
-    let s = x.storage().index_select(outer, l, inner, &idx)?;
+    // A long index list makes a result larger than x (and, on a device, as many host offsets).
+    crate::storage::check_alloc("index_select", &Shape(dims.clone()))?;
+    let s = if dims.contains(&0) {
+        empty_storage(x)?
+    } else {
+        x.storage().index_select(outer, l, inner, &idx)?
+    };
     Ok(Tensor::from_op(
         s,
         Shape(dims),
@@ -265,6 +288,10 @@ pub(crate) fn index_select_grad(
     g: &Tensor,
 ) -> Result<Tensor> {
     let (outer, l, inner) = x.shape().split_at_axis(axis);
-    let s = g.storage().index_add(outer, l, inner, idx)?;
+    let s = if x.numel() == 0 {
+        empty_storage(g)?
+    } else {
+        g.storage().index_add(outer, l, inner, idx)?
+    };
     Tensor::from_storage(s, x.shape().clone())
 }

@@ -110,7 +110,11 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
     crate::storage::check_alloc("matmul", &Shape(dims.clone()))?;
     check_same_device("matmul", a, b)?;
     check_same_dtype("matmul", &[a, b])?;
-    let s = if a.viewable() && b.viewable() && !(a.is_contiguous() && b.is_contiguous()) {
+    let s = if dims.contains(&0) {
+        // No products to run, however many empty ones the batch has ([2^40, 0, k] @ [k, n]):
+        // the kernels would size per-product offsets by the batch.
+        crate::ops::layout::empty_storage(a)?
+    } else if a.viewable() && b.viewable() && !(a.is_contiguous() && b.is_contiguous()) {
         // A view (a permuted or sliced operand) is read in place through its strides.
         let (ao, bo) = (operand(a, ta, batch_dims), operand(b, tb, batch_dims));
         a.base_storage()

@@ -66,6 +66,11 @@ pub fn batch_norm_per_image(
     let c = x.dims()[x.rank() - 3];
     check_affine("batch_norm", weight, c)?;
     check_affine("batch_norm", bias, c)?;
+    if x.numel() == 0 {
+        // Nothing to normalise; no per-plane statistics for planes without values
+        // ([2^40, 1, 0, 5]), as layer_norm.
+        return affine(x.clone(), weight, bias);
+    }
     if super::norm_per_image::fusable(x, weight, bias) {
         return super::norm_per_image::batch_norm_per_image_fused(x, weight, bias, eps);
     }

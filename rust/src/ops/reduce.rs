@@ -139,6 +139,8 @@ pub fn sum_to_shape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
             format!("cannot reduce {} to {}", x.shape(), shape),
         ));
     }
+    // Larger than x where x has a zero-size axis ([0, 2^40] to [1, 2^40]).
+    crate::storage::check_alloc("sum_to_shape", shape)?;
     let s = x.storage().sum_to_shape(x.shape(), shape)?;
     Ok(Tensor::from_op(s, shape.clone(), Op::SumTo(x.clone())))
 }

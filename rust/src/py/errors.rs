@@ -3,7 +3,7 @@
 
 use crate::Error;
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
-use pyo3::{create_exception, PyErr, PyResult};
+use pyo3::{create_exception, PyErr, PyResult, Python};
 
 create_exception!(
     tlrs._core,
@@ -72,7 +72,42 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Autograd(_) => AutogradError::new_err(msg),
         Error::OutOfMemory(_) => PyMemoryError::new_err(msg),
         Error::Io(_) => CheckpointError::new_err(msg),
+        Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
     }
+}
+
+/// Runs `f` off the GIL with Python's signal handlers as its stop check (`interrupt.rs`):
+/// when a handler raises (Ctrl-C: KeyboardInterrupt) the call ends between two pieces of
+/// work and that exception is what comes back.
+pub fn interruptible<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    let (r, raised) = interruptible_parts(py, f);
+    match raised {
+        Some(e) => Err(e),
+        None => r,
+    }
+}
+
+/// As `interruptible`, returning the call's own result beside the exception a signal handler
+/// raised (for a loop that returns the steps it completed).
+pub fn interruptible_parts<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> (PyResult<T>, Option<PyErr>) {
+    let mut raised: Option<PyErr> = None;
+    let r = {
+        let mut check = || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => false,
+            Err(e) => {
+                raised = Some(e);
+                true
+            }
+        };
+        py.detach(|| crate::interrupt::with_check(&mut check, || guard(f)))
+    };
+    (r, raised)
 }
 
 /// Runs core work, mapping its error and catching a panic as a RuntimeError (a bug in tlrs, but

@@ -1,7 +1,7 @@
 //! Bindings for the compiled backend: tracing a loss into a graph and replaying it, including
 //! whole native training loops with the GIL released.
 
-use super::errors::guard;
+use super::errors::{guard, interruptible_parts};
 use super::tensor::PyTensor;
 use crate::backend::cpu::parallel::with_fast_kernels;
 use crate::graph::attrs::{attributes, Attr};
@@ -245,26 +245,16 @@ impl PyGraph {
         let samples: Vec<Vec<Tensor>> = samples.iter().map(|s| inner(s)).collect();
         let slots: Vec<Vec<Tensor>> = slots.iter().map(|s| inner(s)).collect();
         let g = &self.plan;
-        // Before each step the loop takes the GIL for a moment to run Python's signal handlers:
-        // Ctrl-C or SIGTERM ends it between two whole steps, and the steps done come back
-        // with the exception, so the caller keeps a consistent state.
-        let mut interrupt: Option<PyErr> = None;
-        let mut stop = || match Python::attach(|py| py.check_signals()) {
-            Ok(()) => false,
-            Err(e) => {
-                interrupt = Some(e);
-                true
-            }
-        };
-        let r = py.detach(|| {
-            guard(|| {
-                with_fast_kernels(fast, || {
-                    exec::train_until(
-                        g, ps, &flags, &samples, steps, okind, slots, step, &mut stop,
-                    )
-                })
+        // Between steps and between the nodes of a step's backward pass the loop takes the
+        // GIL for a moment to run Python's signal handlers: Ctrl-C or SIGTERM ends it between
+        // two whole steps, and the steps done come back with the exception, so the caller
+        // keeps a consistent state.
+        let (r, interrupt) = interruptible_parts(py, || {
+            with_fast_kernels(fast, || {
+                exec::train(g, ps, &flags, &samples, steps, okind, slots, step)
             })
-        })?;
+        });
+        let r = r?;
         Ok((
             r.losses,
             wrap(r.params),

@@ -2,7 +2,7 @@
 //! (`tlrs.rand`). Values are materialised in Rust, in the target dtype.
 
 use super::errors::guard;
-use super::int_args;
+use super::int_args::named_int_args;
 use super::tensor::{parse_dtype, PyTensor};
 use crate::init::{self, FloatInit, InitError, Plan};
 use crate::storage::CpuStorage;
@@ -11,36 +11,17 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 // The integer arguments by name (see int_args.rs).
-fn seed(v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    int_args::word("seed", v)
-}
-fn fan_in(v: &Bound<'_, PyAny>) -> PyResult<usize> {
-    int_args::size("fan_in", v)
-}
-fn fan_out(v: &Bound<'_, PyAny>) -> PyResult<usize> {
-    int_args::size("fan_out", v)
-}
-fn shape(v: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    int_args::sizes("shape", v)
-}
-fn param_shapes(v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
-    int_args::shape_list("param_shapes", v)
-}
-fn out_dim(v: &Bound<'_, PyAny>) -> PyResult<usize> {
-    int_args::size("out_dim", v)
-}
-fn in_dim(v: &Bound<'_, PyAny>) -> PyResult<usize> {
-    int_args::size("in_dim", v)
-}
-
-fn counter(v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    int_args::word("counter", v)
-}
-fn index(v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    int_args::word("index", v)
-}
-fn word_x(v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    int_args::word("x", v)
+named_int_args! {
+    seed: word("seed") -> u64,
+    counter: word("counter") -> u64,
+    index: word("index") -> u64,
+    word_x: word("x") -> u64,
+    fan_in: size("fan_in") -> usize,
+    fan_out: size("fan_out") -> usize,
+    out_dim: size("out_dim") -> usize,
+    in_dim: size("in_dim") -> usize,
+    shape: sizes("shape") -> Vec<usize>,
+    param_shapes: shape_list("param_shapes") -> Vec<Vec<usize>>,
 }
 
 fn init_err(e: InitError) -> PyErr {
@@ -51,6 +32,7 @@ fn materialise(init: &FloatInit, shape: &[usize], dtype: DType, device: &str) ->
     if let Err(e) = init::numel(shape).and_then(|n| init.check_len(n)) {
         return Err(init_err(e));
     }
+    guard(|| crate::storage::check_alloc("init", &crate::Shape(shape.to_vec())))?;
     let device = guard(|| crate::Device::parse(device))?;
     guard(|| init.tensor_on(shape, dtype, device))
 }

@@ -1,9 +1,21 @@
 //! Integer arguments read by hand: a Python int outside an argument's range is a ValueError
 //! naming the argument and the range (pyo3's own extraction raises OverflowError, unnamed).
-//! Used through `#[pyo3(from_py_with = ...)]` with a one-line function per argument name.
+//! Used through `#[pyo3(from_py_with = ...)]` with a function per argument name
+//! (`named_int_args!`).
 
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
+
+/// `named_int_args! { seed: word("seed") -> u64, ... }` defines `fn seed(v) -> PyResult<u64>`
+/// reading `v` with `word` under the name "seed", for `#[pyo3(from_py_with = seed)]`.
+macro_rules! named_int_args {
+    ($($f:ident: $read:ident($name:literal) -> $t:ty),* $(,)?) => {
+        $(fn $f(v: &pyo3::Bound<'_, pyo3::PyAny>) -> pyo3::PyResult<$t> {
+            $crate::py::int_args::$read($name, v)
+        })*
+    };
+}
+pub(crate) use named_int_args;
 
 fn out_of_range(name: &str, range: &str, v: &Bound<'_, PyAny>) -> PyErr {
     PyValueError::new_err(format!(
@@ -34,24 +46,28 @@ pub fn size(name: &str, v: &Bound<'_, PyAny>) -> PyResult<usize> {
     }
 }
 
-/// A shape: a sequence of sizes, each named `name[i]` in errors.
-pub fn sizes(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+/// Each item of a sequence read by `read`, named `name[i]` in errors.
+fn each<T>(
+    name: &str,
+    v: &Bound<'_, PyAny>,
+    read: impl Fn(&str, &Bound<'_, PyAny>) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
     let items: Vec<Bound<'_, PyAny>> = v.extract()?;
     items
         .iter()
         .enumerate()
-        .map(|(i, d)| size(&format!("{name}[{i}]"), d))
+        .map(|(i, d)| read(&format!("{name}[{i}]"), d))
         .collect()
 }
 
-/// A list of shapes, each dimension named `name[i][j]` in errors.
+/// A shape: a sequence of sizes.
+pub fn sizes(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    each(name, v, size)
+}
+
+/// A list of shapes.
 pub fn shape_list(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
-    let items: Vec<Bound<'_, PyAny>> = v.extract()?;
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, s)| sizes(&format!("{name}[{i}]"), s))
-        .collect()
+    each(name, v, sizes)
 }
 
 /// An axis or position (negative counts from the end): [-2**63, 2**63).
@@ -65,12 +81,7 @@ pub fn signed(name: &str, v: &Bound<'_, PyAny>) -> PyResult<isize> {
     })
 }
 
-/// A list of axes, each named `name[i]` in errors.
+/// A list of axes.
 pub fn signed_list(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
-    let items: Vec<Bound<'_, PyAny>> = v.extract()?;
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, d)| signed(&format!("{name}[{i}]"), d))
-        .collect()
+    each(name, v, signed)
 }

@@ -1,7 +1,7 @@
 //! Module-level functions of `tlrs._core`: constructors, the op set, autograd and runtime
 //! switches. Each converts arguments, releases the GIL around core work and maps errors.
 
-use super::errors::guard;
+use super::errors::{guard, interruptible};
 use super::tensor::{parse_dtype, PyTensor};
 use crate::backend::cpu::parallel;
 use crate::{autograd, ops, Tensor};
@@ -173,7 +173,7 @@ pub fn grad(
         .iter()
         .map(|g| g.as_ref().map(|g| g.inner.clone()))
         .collect();
-    let gs = py.detach(|| guard(|| autograd::grad_of(&outs, &seeds, &xs)))?;
+    let gs = interruptible(py, || autograd::grad_of(&outs, &seeds, &xs))?;
     Ok(gs.into_iter().map(|g| g.map(PyTensor::new)).collect())
 }
 

@@ -2,6 +2,7 @@
 //! in the core; this file converts and maps errors only.
 
 use super::errors::{guard, DTypeError};
+use super::int_args::named_int_args;
 use super::numpy_conv::to_numpy;
 use crate::{ops, DType, Device, Tensor};
 use pyo3::exceptions::PyValueError;
@@ -47,11 +48,9 @@ pub fn readable(t: &Tensor, how: &str) -> PyResult<()> {
     Ok(())
 }
 
-fn start_dim(v: &Bound<'_, PyAny>) -> PyResult<isize> {
-    super::int_args::signed("start_dim", v)
-}
-fn end_dim(v: &Bound<'_, PyAny>) -> PyResult<isize> {
-    super::int_args::signed("end_dim", v)
+named_int_args! {
+    start_dim: signed("start_dim") -> isize,
+    end_dim: signed("end_dim") -> isize,
 }
 
 /// An integer argument: out of the index range is a ValueError naming it (not OverflowError).
@@ -238,7 +237,7 @@ impl PyTensor {
     }
     fn backward(&self, py: Python<'_>) -> PyResult<()> {
         let t = self.inner.clone();
-        py.detach(|| guard(|| crate::autograd::backward(&t)))
+        super::errors::interruptible(py, || crate::autograd::backward(&t))
     }
     fn __len__(&self) -> PyResult<usize> {
         self.inner

@@ -79,7 +79,9 @@ pub fn conv2d_grad_bias<T: Float>(g: &[T], d: ConvDims) -> Vec<T> {
 pub(super) fn im2col<T: Float>(x: &[T], d: ConvDims, n0: usize, g: usize) -> Vec<T> {
     let (plane, img) = (d.oh * d.ow, d.c * d.h * d.w);
     let kk = d.c * d.kh * d.kw;
-    if plane <= TINY_PLANE && d.h * d.w <= 4 * TINY_PLANE {
+    // A huge padding with a huge stride reads a few cells of a huge padded plane: no copy.
+    let padded = (d.h + 2 * d.pad).saturating_mul(d.w + 2 * d.pad);
+    if plane <= TINY_PLANE && d.h * d.w <= 4 * TINY_PLANE && padded <= 16 * TINY_PLANE {
         return im2col_tiny(x, d, n0, g);
     }
     filled(kk * g * plane, g * plane, kk * g * plane, |q, row| {
@@ -147,8 +149,8 @@ fn zero<T: Float>(o: &mut [MaybeUninit<T>]) {
 }
 
 /// Output positions per map up to which `im2col` gathers from a padded copy (from inputs of at
-/// most 4× as many cells, so the copy stays small): on 2×2 maps the stretch copies and zero
-/// fills of the general form cost more in calls than in cells.
+/// most 4× as many cells, padded planes of at most 16×, so the copy stays small): on 2×2 maps
+/// the stretch copies and zero fills of the general form cost more in calls than in cells.
 const TINY_PLANE: usize = 4;
 
 /// `im2col` on tiny maps: the images' planes are padded once (zeros around), then row

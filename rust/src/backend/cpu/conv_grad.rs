@@ -15,13 +15,15 @@ use super::matmul::{product_into, GemmElem};
 use super::parallel::{for_chunks, for_chunks2, for_each_chunk, worth_threads};
 use super::uninit::{assume_init, filled, written};
 use crate::geometry::{Activation, ConvDims};
+use crate::Result;
 use std::mem::MaybeUninit;
 
 /// Elements of the weight gradient one thread sums at a time (a span stays in L1 while every
 /// image's part streams past it).
 const SUM_SPAN: usize = 2048;
 
-/// (input gradient when `need_x`, weight gradient when `need_w`).
+/// (input gradient when `need_x`, weight gradient when `need_w`), or an out-of-memory error for
+/// a lowering workspace that cannot be allocated.
 pub fn conv2d_grads<T: GemmElem>(
     g: &[T],
     x: &[T],
@@ -29,7 +31,7 @@ pub fn conv2d_grads<T: GemmElem>(
     d: ConvDims,
     fast: bool,
     [need_x, need_w]: [bool; 2],
-) -> (Option<Vec<T>>, Option<Vec<T>>) {
+) -> Result<Grads<T>> {
     let per_image = d.oh * d.ow >= BATCH_BELOW;
     // On per-image-sized maps, the weight gradient from the direct kernel (either kind) where it
     // covers the geometry. The input gradient from the direct reference kernel where it covers
@@ -79,15 +81,24 @@ pub fn conv2d_grads<T: GemmElem>(
     let (gx_lowered, gw_lowered) = if !need.x && !need.w {
         (None, None)
     } else if per_image {
-        grads_per_image(g, x, wt, d, fast, need)
+        grads_per_image(g, x, wt, d, fast, need)?
     } else {
         // Reference kernels keep the whole batch in one product (one fold over (n, oy, ox) per
         // weight gradient); fast kernels bound the columns' memory by grouping images.
         let g_images = if fast { group_size(&d) } else { d.n.max(1) };
-        grads_batched(g, x, wt, d, fast, need, g_images)
+        grads_batched(g, x, wt, d, fast, need, g_images)?
     };
-    (gx.or(gx_lowered), gw.or(gw_lowered))
+    Ok((gx.or(gx_lowered), gw.or(gw_lowered)))
 }
+
+/// Refuses a workspace of `n` elements of `T` that cannot be allocated here.
+fn check_workspace<T>(what: &str, n: usize) -> Result<()> {
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    crate::alloc::check_bytes("conv2d", what, bytes)
+}
+
+/// (input gradient, weight gradient), each where asked for.
+pub type Grads<T> = (Option<Vec<T>>, Option<Vec<T>>);
 
 /// Which gradients the lowering still has to compute.
 #[derive(Clone, Copy)]
@@ -128,10 +139,12 @@ fn grads_per_image<T: GemmElem>(
     d: ConvDims,
     fast: bool,
     need: Need,
-) -> (Option<Vec<T>>, Option<Vec<T>>) {
+) -> Result<Grads<T>> {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
-    let mut gx = vec![T::ZERO; if need.x { d.n * img } else { 0 }];
     let parts = if need.w { d.n * d.oc * kk } else { 0 };
+    // One weight gradient per image: N·OC·CKK, larger than every operand when CKK > P.
+    check_workspace::<T>("the per-image weight gradients", parts)?;
+    let mut gx = vec![T::ZERO; if need.x { d.n * img } else { 0 }];
     let mut per_image = Vec::with_capacity(parts);
     let per_image_out = &mut per_image.spare_capacity_mut()[..parts];
     // One image alone threads inside its products; several run one image per thread.
@@ -185,11 +198,11 @@ fn grads_per_image<T: GemmElem>(
     // SAFETY: each image's product wrote its [OC, CKK] chunk, and the chunks cover the n images
     // (none when the weight gradient is not needed).
     unsafe { per_image.set_len(parts) };
-    (
+    Ok((
         need.x.then_some(gx),
         need.w
             .then(|| sum_in_image_order(&per_image, gw_chunk, d.n)),
-    )
+    ))
 }
 
 /// Elementwise sum of `n` consecutive parts of `len` elements, each element a left fold from 0
@@ -221,8 +234,12 @@ fn grads_batched<T: GemmElem>(
     fast: bool,
     need: Need,
     group: usize,
-) -> (Option<Vec<T>>, Option<Vec<T>>) {
+) -> Result<Grads<T>> {
     let (plane, kk, img) = (d.oh * d.ow, d.c * d.kh * d.kw, d.c * d.h * d.w);
+    // The reference kernels' one group is the whole batch: its columns [CKK, N·P] can be far
+    // larger than x (an empty x with padding) or gY.
+    let np_max = group.min(d.n) * plane;
+    check_workspace::<T>("the columns of the batch", kk.saturating_mul(np_max))?;
     let mut gx = vec![T::ZERO; if need.x { d.n * img } else { 0 }];
     let mut gw: Option<Vec<T>> = None;
     for n0 in (0..d.n).step_by(group) {
@@ -268,5 +285,5 @@ fn grads_batched<T: GemmElem>(
     let gw = need
         .w
         .then(|| gw.unwrap_or_else(|| vec![T::ZERO; d.oc * kk]));
-    (need.x.then_some(gx), gw)
+    Ok((need.x.then_some(gx), gw))
 }

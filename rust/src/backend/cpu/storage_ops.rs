@@ -335,7 +335,7 @@ impl BackendStorage for CpuStorage {
             let op = "conv2d";
             let (xv, wv, gv) = (x.typed::<T>(op)?, w.typed::<T>(op)?, g.typed::<T>(op)?);
             let fast = super::parallel::fast_kernels();
-            let (gx, gw) = super::conv_grad::conv2d_grads(gv, xv, wv, d, fast, [need_x, need_w]);
+            let (gx, gw) = super::conv_grad::conv2d_grads(gv, xv, wv, d, fast, [need_x, need_w])?;
             // Without a bias (ResNet's convolutions) its pass over gY is skipped.
             let gb = if need_b {
                 super::conv::conv2d_grad_bias(gv, d)

@@ -41,7 +41,8 @@ const CHUNK_FLOATS: usize = 4096;
 /// 0.072 against 0.064). Gains: the 7×7 stride-2 stem over 3 channels of 64×64 0.59 → 0.46 ms
 /// fast, 1.02 → 0.75 reference; 8×64×16×16 → 128 at stride 2, 0.42 → 0.29 fast; 4×4 maps, 32
 /// images of 64 channels 0.29 → 0.16 fast, 0.39 → 0.23 reference; 8 images of 256 channels
-/// 0.62 → 0.56 fast, 1.06 → 0.85 reference (`images_per_item`).
+/// 0.62 → 0.56 fast, 1.06 → 0.85 reference (`images_per_item`). Only where its padded copy of
+/// x fits (`padded_fits`).
 pub fn forward_applies(d: &ConvDims) -> bool {
     let narrow = d.ow >= 2 && (RUN / d.ow).min(d.oh) * d.ow >= 8;
     d.oc.is_multiple_of(BLOCK)
@@ -51,6 +52,7 @@ pub fn forward_applies(d: &ConvDims) -> bool {
         && d.c * d.kh * d.kw >= 64
         && d.n * d.h * d.w * d.oh * d.kh * d.kw > 0
         && cpu_has_them()
+        && super::padded_fits(d.n * d.c, (d.h, d.w), d.pad)
 }
 
 /// y [N, OC, OH, OW] of convolution `d` (which `forward_applies`), `act` applied to each output

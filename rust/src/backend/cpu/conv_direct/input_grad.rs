@@ -27,7 +27,7 @@ const GROUP: usize = 128;
 /// Whether the direct input gradient covers `d` on this CPU: stride 1, a square kernel no wider
 /// than twice the padding plus one (the transposed convolution's border is k - 1 - p), input
 /// channels in whole blocks, at least `MIN_ITEMS` (image, block) items, rows of 8 or more and
-/// 16 or more output channels.
+/// 16 or more output channels, where its padded copy of gY fits (`padded_fits`).
 pub fn input_grad_applies(d: &ConvDims) -> bool {
     d.stride == 1
         && d.kh == d.kw
@@ -38,6 +38,7 @@ pub fn input_grad_applies(d: &ConvDims) -> bool {
         && d.oc >= 16
         && d.n * d.h * d.oh * d.ow > 0
         && cpu_has_them()
+        && super::padded_fits(d.n * d.oc, (d.oh, d.ow), d.kh - 1 - d.pad)
 }
 
 /// gX [N, C, H, W] of convolution `d` (which `input_grad_applies`) from gY [N, OC, OH, OW].

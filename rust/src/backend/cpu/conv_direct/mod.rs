@@ -114,6 +114,19 @@ unsafe fn store_rows<const JV: usize, const R: usize>(
     }
 }
 
+/// Whether `pad_border`'s copy of these planes can be allocated here: a huge padding (with a
+/// huge stride, a small output) would make it larger than any tensor, and the lowering, which
+/// copies nothing padded, then runs instead of an abort.
+fn padded_fits(planes: usize, (h, w): (usize, usize), border: usize) -> bool {
+    let side = |n: usize| border.checked_mul(2).and_then(|b| b.checked_add(n));
+    let bytes = side(h)
+        .zip(side(w))
+        .and_then(|(ph, pw)| ph.checked_mul(pw))
+        .and_then(|p| p.checked_mul(planes))
+        .and_then(|c| c.checked_mul(std::mem::size_of::<f32>()));
+    bytes.is_some_and(|b| crate::alloc::check_bytes("conv2d", "a padded copy", b).is_ok())
+}
+
 /// `planes` planes of [h, w] as [h + 2·border, w + 2·border] with zeros around. Each padded row
 /// goes out in whole vectors, a masked load taking the row's cells and zeros beside them (a
 /// scalar copy with a fill per border cell spent 7% of an 8×64×16×16 forward in its memset

@@ -23,13 +23,15 @@ use std::mem::MaybeUninit;
 /// channels in whole blocks, and at least 64 output positions per map (the lowering's per-image
 /// form, whose fold reference mode reproduces): on smaller maps an item's setup and stores
 /// outweigh its few multiply-adds (8 images at 4×4 and 256 channels: 0.98 ms against 0.64
-/// through the GEMMs; at 8×8 and 128 channels, 0.55 against 0.80).
+/// through the GEMMs; at 8×8 and 128 channels, 0.55 against 0.80). Only where its padded copy
+/// of x fits (`padded_fits`).
 pub fn weight_grad_applies(d: &ConvDims) -> bool {
     matches!((d.kh, d.kw), (3, 3) | (7, 7))
         && d.oc.is_multiple_of(BLOCK)
         && d.oh * d.ow >= 64
         && d.n * d.c * d.h * d.w > 0
         && cpu_has_them()
+        && super::padded_fits(d.n * d.c, (d.h, d.w), d.pad)
 }
 
 /// gW [OC, C·KH·KW] of the convolution `d` (which `weight_grad_applies`), from gY [N, OC, OH, OW]
