@@ -368,6 +368,21 @@ def test_masked_fill(dtype):
         check(ops.masked_fill(T(x), mask, -2.5), np.where(mask, -2.5, x64), dtype)
 
 
+@pytest.mark.parametrize("mask_shape", [(1, 1, 5, 5), (5, 1), (1, 5), (2, 1, 5, 1), (3, 1, 1),
+                                        (2, 3, 5, 5), (), (5,)])
+def test_masked_fill_broadcasts_the_mask_and_masks_the_gradient(mask_shape):
+    # Each mask row is copied or repeated whole (ops/index.rs expand_mask): every broadcast
+    # pattern against NumPy's where, values and gradient.
+    x, x64 = data((2, 3, 5, 5), "float64", seed=31)
+    mask = np.random.default_rng(32).random(mask_shape) < 0.4
+    t = T(x)
+    t.requires_grad = True
+    y = ops.masked_fill(t, mask, -2.5)
+    check(y, np.where(mask, -2.5, x64), "float64")
+    (g,) = tlrs.grad(ops.sum(y * T(x)), [t])
+    check(g, np.where(mask, 0.0, x64), "float64")
+
+
 # ---------------------------------------------------------------- dropout
 
 

@@ -209,16 +209,33 @@ pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) 
     ))
 }
 
+/// The mask broadcast to `dims` (`strides`: the mask's element strides, 0 on broadcast axes),
+/// built a row of the last axis at a time: a mask row is copied whole, a broadcast row is one
+/// value repeated (a causal mask [1, 1, T, T] over [B, H, T, T] is B*H*T row copies).
 fn expand_mask(mask: &[bool], strides: &[usize], dims: &[usize]) -> Vec<bool> {
     let n: usize = dims.iter().product();
+    if n == mask.len() {
+        return mask.to_vec(); // the same shape: nothing to broadcast
+    }
     let mut out = Vec::with_capacity(n);
-    let mut pos = vec![0usize; dims.len()];
-    for _ in 0..n {
-        let off: usize = pos.iter().zip(strides).map(|(p, s)| p * s).sum();
-        out.push(mask[off]);
-        for d in (0..dims.len()).rev() {
+    let Some((&row, outer_dims)) = dims.split_last() else {
+        return out;
+    };
+    let inner = strides[dims.len() - 1];
+    if row == 0 {
+        return out;
+    }
+    let mut pos = vec![0usize; outer_dims.len()];
+    for _ in 0..n / row {
+        let base: usize = pos.iter().zip(strides).map(|(p, s)| p * s).sum();
+        match inner {
+            1 => out.extend_from_slice(&mask[base..base + row]),
+            0 => out.resize(out.len() + row, mask[base]),
+            s => out.extend((0..row).map(|j| mask[base + j * s])),
+        }
+        for d in (0..outer_dims.len()).rev() {
             pos[d] += 1;
-            if pos[d] < dims[d] {
+            if pos[d] < outer_dims[d] {
                 break;
             }
             pos[d] = 0;
