@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tlrs::backend::cpu::conv as cconv;
+use tlrs::backend::cpu::exp_lanes::ExpRow;
 use tlrs::backend::cpu::matmul::GemmElem;
 use tlrs::backend::cpu::pool as cpool;
 use tlrs::backend::cpu::softmax as csoft;
@@ -109,7 +110,7 @@ fn assert_close<T: Float>(what: &str, got: &[T], want: &[T]) {
 
 // ---------------------------------------------------------------- softmax
 
-fn softmax_case<T: Float + Default>(outer: usize, len: usize, inner: usize, log: bool, x: &[T]) {
+fn softmax_case<T: ExpRow + Default>(outer: usize, len: usize, inner: usize, log: bool, x: &[T]) {
     let gpu = dev();
     let what = format!("{} softmax [{outer},{len},{inner}] log={log}", T::DTYPE);
     let want = csoft::softmax(x, outer, len, inner, log);
@@ -123,7 +124,7 @@ fn softmax_case<T: Float + Default>(outer: usize, len: usize, inner: usize, log:
     assert_close(&format!("{what} grad"), &down::<T>(&gx), &want_g);
 }
 
-fn softmax_all<T: Float + Default>() {
+fn softmax_all<T: ExpRow + Default>() {
     for (seed, &(outer, len, inner)) in [
         (3, 5, 1),
         (2, 4, 3),
@@ -192,7 +193,7 @@ fn softmax_of_empty_and_wrong_sizes() {
 
 // ---------------------------------------------------------------- nll
 
-fn nll_case<T: Float + Default>(rows: usize, classes: usize) {
+fn nll_case<T: ExpRow + Default>(rows: usize, classes: usize) {
     let gpu = dev();
     let what = format!("{} nll [{rows},{classes}]", T::DTYPE);
     let logits = rand::<T>(rows as u64 * 31 + classes as u64, rows * classes, -3.0, 3.0);

@@ -3,6 +3,7 @@
 //! independent, so groups of them run across threads (an exponential is tens of operations:
 //! attention's 8×4×16×16 scores are worth spreading) without changing a bit.
 
+use super::exp_lanes::ExpRow;
 use super::parallel::for_each_chunk;
 use crate::dtype::Float;
 
@@ -34,9 +35,47 @@ fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize
     }
 }
 
-pub fn softmax<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, log: bool) -> Vec<T> {
+/// Softmax of contiguous rows of `len` (the last axis): the shifted values `x - m` of a row are
+/// written first and their exponentials taken as one row (`ExpRow`: vector lanes with the scalar
+/// bits), then summed in index order, so every bit is the strided form's.
+fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
+    for (x, out) in x.chunks_exact(len).zip(out.chunks_exact_mut(len)) {
+        let mut m = T::NEG_INFINITY;
+        for &v in x {
+            if v > m || v.is_nan() {
+                m = v;
+            }
+        }
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = v - m;
+        }
+        T::exp_row(out);
+        let mut s = T::ZERO;
+        for &e in out.iter() {
+            s = s + e;
+        }
+        if log {
+            let ls = s.ln();
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = (v - m) - ls;
+            }
+        } else {
+            for o in out.iter_mut() {
+                *o = *o / s;
+            }
+        }
+    }
+}
+
+pub fn softmax<T: ExpRow>(x: &[T], outer: usize, len: usize, inner: usize, log: bool) -> Vec<T> {
     let mut out = vec![T::ZERO; x.len()];
     debug_assert_eq!(x.len(), outer * len * inner);
+    if inner == 1 && len > 0 {
+        by_groups(x, &mut out, len, |at, out| {
+            softmax_rows(&x[at], out, len, log)
+        });
+        return out;
+    }
     by_groups(x, &mut out, len * inner, |at, out| {
         let x = &x[at];
         for_each_lane(out.len() / (len * inner).max(1), len, inner, |base| {

@@ -1,0 +1,160 @@
+//! The exponential of a whole row at vector speed with the `libm` crate's bits. `expf_select` is
+//! libm's `expf` (FreeBSD's e_expf.c: argument reduction by k*ln2 in two parts, a degree-2
+//! rational correction, then scalbnf) with each branch computed and chosen by a select, so a
+//! loop of it vectorises: every lane runs the same IEEE operations in the same order as the
+//! scalar call, and the tests compare the two bit for bit. f64 rows keep the scalar `libm::exp`.
+
+use crate::dtype::Float;
+
+// libm's constants, by their bits.
+const HALF: f32 = 0.5;
+const LN2_HI: f32 = f32::from_bits(0x3f31_7200); // 6.9314575195e-01
+const LN2_LO: f32 = f32::from_bits(0x35bf_be8e); // 1.4286067653e-06
+const INV_LN2: f32 = f32::from_bits(0x3fb8_aa3b); // 1.4426950216e+00
+const P1: f32 = f32::from_bits(0x3e2a_aa8f); // 0xaaaa8f.0p-26
+const P2: f32 = f32::from_bits(0xbb35_5215); // -0xb55215.0p-32
+
+/// `libm::expf(x)`, bit for bit, written without branches.
+#[inline(always)]
+pub fn expf_select(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let negative = bits >> 31 != 0;
+    let hx = bits & 0x7fff_ffff;
+    // Argument reduction: k = round(x / ln2) beyond 1.5 ln2, +-1 beyond 0.5 ln2, else 0 (for
+    // which the general formulas give hi = x, lo = 0, r = x exactly, as libm's third branch).
+    let half = if negative { -HALF } else { HALF };
+    let k_far = (INV_LN2 * x + half) as i32;
+    let k_near = if negative { -1 } else { 1 };
+    let k = if hx > 0x3f85_1592 {
+        k_far
+    } else if hx > 0x3eb1_7218 {
+        k_near
+    } else {
+        0
+    };
+    let kf = k as f32;
+    let hi = x - kf * LN2_HI;
+    let lo = kf * LN2_LO;
+    let r = hi - lo;
+    let rr = r * r;
+    let c = r - rr * (P1 + rr * P2);
+    let y = 1.0 + (r * c / (2.0 - c) - lo + hi);
+    // scalbnf(y, k) for the k this range gives (-150..=128): one pre-scaling step at most, and
+    // a scale of 2^0 = 1 where k = 0 leaves y as it is.
+    let (y, n) = if k > 127 {
+        (y * f32::from_bits(0x7f00_0000), k - 127)
+    } else if k < -126 {
+        (y * f32::from_bits(0x0c80_0000), k + 102) // 2^-126 * 2^24
+    } else {
+        (y, k)
+    };
+    let general = y * f32::from_bits(((0x7f + n) as u32) << 23);
+    // libm's special cases, in its order.
+    if hx > 0x7f80_0000 {
+        x // NaN, payload kept
+    } else if hx >= 0x42b1_7218 && !negative {
+        x * f32::from_bits(0x7f00_0000) // x >= 88.72: overflow to inf
+    } else if negative && hx >= 0x42cf_f1b5 {
+        0.0 // x <= -103.97
+    } else if hx <= 0x3900_0000 {
+        1.0 + x // |x| <= 2^-14
+    } else {
+        general
+    }
+}
+
+/// Rows whose exponential has a vector form with the scalar bits.
+pub trait ExpRow: Float {
+    /// `v[i] = v[i].exp()` for every i, with `Float::exp`'s bits.
+    fn exp_row(v: &mut [Self]);
+}
+
+impl ExpRow for f32 {
+    fn exp_row(v: &mut [Self]) {
+        super::simd::widest(|| {
+            for x in v.iter_mut() {
+                *x = expf_select(*x);
+            }
+        })
+    }
+}
+
+impl ExpRow for f64 {
+    fn exp_row(v: &mut [Self]) {
+        for x in v.iter_mut() {
+            *x = x.exp();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(values: impl Iterator<Item = u32>) -> usize {
+        let xs: Vec<f32> = values.map(f32::from_bits).collect();
+        let mut row = xs.clone();
+        f32::exp_row(&mut row); // the vector form, as softmax runs it
+        for (&x, &v) in xs.iter().zip(&row) {
+            let want = libm::expf(x).to_bits();
+            assert_eq!(
+                expf_select(x).to_bits(),
+                want,
+                "scalar form at {x:e} ({:#x})",
+                x.to_bits()
+            );
+            assert_eq!(
+                v.to_bits(),
+                want,
+                "vector form at {x:e} ({:#x})",
+                x.to_bits()
+            );
+        }
+        xs.len()
+    }
+
+    #[test]
+    fn every_f32_near_each_branch_boundary_matches_libm() {
+        // Both signs of: the tiny bound 2^-14, 0.5 ln2 and 1.5 ln2 (k = 0 / +-1 / rounded),
+        // the overflow bound 88.72, the underflow bounds 87.33 and 103.97 (subnormal results,
+        // the pre-scaled scalbnf), and the zone where k reaches 128.
+        let mut n = 0;
+        for (lo, hi) in [
+            (0x38f0_0000u32, 0x3910_0000u32),
+            (0x3ea0_0000, 0x3ec0_0000),
+            (0x3f78_0000, 0x3f90_0000),
+            (0x42a8_0000, 0x42d8_0000),
+        ] {
+            for sign in [0, 0x8000_0000u32] {
+                n += check((lo..hi).map(|b| b | sign));
+            }
+        }
+        assert!(n > 5_000_000);
+    }
+
+    #[test]
+    fn a_sweep_of_all_f32_and_the_special_values_match_libm() {
+        let sweep = (0..=u32::MAX).step_by(997);
+        let special = [
+            0u32,
+            0x8000_0000,
+            1,
+            0x8000_0001,
+            0x007f_ffff,
+            0x807f_ffff,
+            0x0080_0000,
+            0x3f80_0000,
+            0xbf80_0000,
+            0x7f7f_ffff,
+            0xff7f_ffff,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0xffc0_0000,
+            0x7f80_0001,
+            0x7fc1_2345,
+            0xffa0_0001,
+        ];
+        assert!(check(sweep.chain(special)) > 4_000_000);
+    }
+}
