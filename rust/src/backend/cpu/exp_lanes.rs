@@ -71,11 +71,75 @@ pub trait ExpRow: Float {
 
 impl ExpRow for f32 {
     fn exp_row(v: &mut [Self]) {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_avx512() {
+            let mut chunks = v.chunks_exact_mut(16);
+            for c in &mut chunks {
+                // SAFETY: AVX-512F was just detected; `c` holds exactly 16 f32.
+                unsafe { avx512::exp16(c) };
+            }
+            for x in chunks.into_remainder() {
+                *x = expf_select(*x);
+            }
+            return;
+        }
         super::simd::widest(|| {
             for x in v.iter_mut() {
                 *x = expf_select(*x);
             }
         })
+    }
+}
+
+/// `expf_select` on 16 lanes: the same operations in the same order, each select a mask blend.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{HALF, INV_LN2, LN2_HI, LN2_LO, P1, P2};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn exp16(v: &mut [f32]) {
+        debug_assert_eq!(v.len(), 16);
+        let f = _mm512_set1_ps;
+        let i = _mm512_set1_epi32;
+        let x = _mm512_loadu_ps(v.as_ptr());
+        let bits = _mm512_castps_si512(x);
+        let hx = _mm512_and_si512(bits, i(0x7fff_ffff));
+        let neg = _mm512_cmplt_epi32_mask(bits, i(0));
+        let half = _mm512_mask_blend_ps(neg, f(HALF), f(-HALF));
+        let k_far = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(f(INV_LN2), x), half));
+        let k_near = _mm512_mask_blend_epi32(neg, i(1), i(-1));
+        let far = _mm512_cmpgt_epi32_mask(hx, i(0x3f85_1592));
+        let near = _mm512_cmpgt_epi32_mask(hx, i(0x3eb1_7218));
+        let k = _mm512_mask_blend_epi32(near, i(0), k_near);
+        let k = _mm512_mask_blend_epi32(far, k, k_far);
+        let kf = _mm512_cvtepi32_ps(k);
+        let hi = _mm512_sub_ps(x, _mm512_mul_ps(kf, f(LN2_HI)));
+        let lo = _mm512_mul_ps(kf, f(LN2_LO));
+        let r = _mm512_sub_ps(hi, lo);
+        let rr = _mm512_mul_ps(r, r);
+        let p = _mm512_add_ps(f(P1), _mm512_mul_ps(rr, f(P2)));
+        let c = _mm512_sub_ps(r, _mm512_mul_ps(rr, p));
+        let q = _mm512_div_ps(_mm512_mul_ps(r, c), _mm512_sub_ps(f(2.0), c));
+        let y = _mm512_add_ps(f(1.0), _mm512_add_ps(_mm512_sub_ps(q, lo), hi));
+        let up = _mm512_cmpgt_epi32_mask(k, i(127));
+        let down = _mm512_cmplt_epi32_mask(k, i(-126));
+        let y = _mm512_mask_mul_ps(y, up, y, f(f32::from_bits(0x7f00_0000)));
+        let y = _mm512_mask_mul_ps(y, down, y, f(f32::from_bits(0x0c80_0000)));
+        let n = _mm512_mask_sub_epi32(k, up, k, i(127));
+        let n = _mm512_mask_add_epi32(n, down, n, i(102));
+        let scale = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(n, i(0x7f))));
+        let mut out = _mm512_mul_ps(y, scale);
+        // The special cases, the first of libm's order blended last.
+        let tiny = _mm512_cmple_epi32_mask(hx, i(0x3900_0000));
+        let under = neg & _mm512_cmpge_epi32_mask(hx, i(0x42cf_f1b5));
+        let over = !neg & _mm512_cmpge_epi32_mask(hx, i(0x42b1_7218));
+        let nan = _mm512_cmpgt_epi32_mask(hx, i(0x7f80_0000));
+        out = _mm512_mask_blend_ps(tiny, out, _mm512_add_ps(f(1.0), x));
+        out = _mm512_mask_blend_ps(under, out, f(0.0));
+        out = _mm512_mask_blend_ps(over, out, _mm512_mul_ps(x, f(f32::from_bits(0x7f00_0000))));
+        out = _mm512_mask_blend_ps(nan, out, x);
+        _mm512_storeu_ps(v.as_mut_ptr(), out);
     }
 }
 
