@@ -146,7 +146,9 @@ mod avx512 {
 impl ExpRow for f64 {
     fn exp_row(v: &mut [Self]) {
         for x in v.iter_mut() {
-            *x = x.exp();
+            // `Float::exp` (the libm crate) by name: `x.exp()` would pick std's inherent
+            // `f64::exp`, the platform's, whose bits differ.
+            *x = Float::exp(*x);
         }
     }
 }

@@ -35,33 +35,56 @@ fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize
     }
 }
 
+/// Rows a `softmax_rows` step takes together: their max and sum folds interleave (each row's
+/// fold keeps its own order), so the adds of different rows overlap instead of each waiting on
+/// the one before it.
+const ROWS: usize = 8;
+
 /// Softmax of contiguous rows of `len` (the last axis): the shifted values `x - m` of a row are
-/// written first and their exponentials taken as one row (`ExpRow`: vector lanes with the scalar
-/// bits), then summed in index order, so every bit is the strided form's.
+/// written first and their exponentials taken as one block (`ExpRow`: vector lanes with the
+/// scalar bits), then each row is summed in index order, so every bit is the strided form's.
 fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
-    for (x, out) in x.chunks_exact(len).zip(out.chunks_exact_mut(len)) {
-        let mut m = T::NEG_INFINITY;
-        for &v in x {
-            if v > m || v.is_nan() {
-                m = v;
+    for (x, out) in x.chunks(ROWS * len).zip(out.chunks_mut(ROWS * len)) {
+        let rows = x.len() / len;
+        let mut m = [T::NEG_INFINITY; ROWS];
+        for l in 0..len {
+            for (r, m) in m.iter_mut().enumerate().take(rows) {
+                let v = x[r * len + l];
+                if v > *m || v.is_nan() {
+                    *m = v;
+                }
             }
         }
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = v - m;
+        for (r, (out, x)) in out
+            .chunks_exact_mut(len)
+            .zip(x.chunks_exact(len))
+            .enumerate()
+        {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = v - m[r];
+            }
         }
         T::exp_row(out);
-        let mut s = T::ZERO;
-        for &e in out.iter() {
-            s = s + e;
-        }
-        if log {
-            let ls = s.ln();
-            for (o, &v) in out.iter_mut().zip(x) {
-                *o = (v - m) - ls;
+        let mut s = [T::ZERO; ROWS];
+        for l in 0..len {
+            for (r, s) in s.iter_mut().enumerate().take(rows) {
+                *s = *s + out[r * len + l];
             }
-        } else {
-            for o in out.iter_mut() {
-                *o = *o / s;
+        }
+        for (r, (out, x)) in out
+            .chunks_exact_mut(len)
+            .zip(x.chunks_exact(len))
+            .enumerate()
+        {
+            if log {
+                let ls = s[r].ln();
+                for (o, &v) in out.iter_mut().zip(x) {
+                    *o = (v - m[r]) - ls;
+                }
+            } else {
+                for o in out.iter_mut() {
+                    *o = *o / s[r];
+                }
             }
         }
     }
@@ -140,4 +163,54 @@ pub fn softmax_grad<T: Float>(
         })
     });
     out
+}
+
+#[cfg(test)]
+mod row_tests {
+    use super::*;
+
+    /// The rows path (last axis: block exponentials, interleaved folds) against the strided
+    /// path (one lane at a time, scalar `libm` exponentials) on the same values laid out
+    /// transposed: every bit equal, NaN and infinities included, row counts not a multiple of
+    /// the block.
+    fn rows_equal_strided<T: ExpRow>(from: impl Fn(f64) -> T) {
+        for (rows, len) in [(1, 1), (3, 5), (8, 64), (13, 95), (17, 3)] {
+            let x: Vec<T> = (0..rows * len)
+                .map(|i| match i % 23 {
+                    5 => from(f64::NAN),
+                    7 => from(f64::INFINITY),
+                    11 => from(f64::NEG_INFINITY),
+                    _ => from(((i * 37) % 101) as f64 * 0.37 - 18.0),
+                })
+                .collect();
+            let mut xt = vec![T::ZERO; x.len()];
+            for r in 0..rows {
+                for l in 0..len {
+                    xt[l * rows + r] = x[r * len + l];
+                }
+            }
+            for log in [false, true] {
+                let a = softmax(&x, rows, len, 1, log);
+                let b = softmax(&xt, 1, len, rows, log);
+                for r in 0..rows {
+                    for l in 0..len {
+                        let (p, q) = (a[r * len + l], b[l * rows + r]);
+                        assert!(
+                            p.to_f64().to_bits() == q.to_f64().to_bits(),
+                            "{} rows={rows} len={len} log={log} at ({r}, {l}): {} vs {}",
+                            std::any::type_name::<T>(),
+                            p.to_f64(),
+                            q.to_f64()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_path_has_the_strided_paths_bits() {
+        rows_equal_strided::<f32>(|v| v as f32);
+        rows_equal_strided::<f64>(|v| v);
+    }
 }
