@@ -340,3 +340,45 @@ fn layout_ops_match_naive() {
     }
     assert_eq!(vals(&c), want);
 }
+
+/// `pow` with a number exponent, forward and gradient, gives the libm crate's bits (not the
+/// platform's `powf`): forward `powf(x, e)`, gradient `g * (e * powf(x, e - 1))` with g = 1.
+#[test]
+fn pow_with_a_number_exponent_has_libms_bits() {
+    let mut v = rand_vec(212, 40, -3.0, 3.0);
+    v.extend([0.0, -0.0, 1.0, f64::NAN, f64::INFINITY, 1e-300, 7.5e10]);
+    let n = v.len();
+    for e in [2.0, 0.5, -1.5, 3.0, 1.0 / 3.0, 7.3, -2.0] {
+        let x = t64(v.clone(), &[n]).detach_with_grad(true);
+        let y = ops::pow(&x, e).unwrap();
+        let g = tlrs::autograd::grad(&ops::sum(&y, None, false).unwrap(), &[x]).unwrap();
+        for (i, &a) in v.iter().enumerate() {
+            assert_eq!(
+                vals(&y)[i].to_bits(),
+                libm::pow(a, e).to_bits(),
+                "pow({a}, {e})"
+            );
+            let want = 1.0 * (e * libm::pow(a, e - 1.0));
+            assert_eq!(vals(&g[0])[i].to_bits(), want.to_bits(), "pow'({a}, {e})");
+        }
+        let v32 = to_f32(&v);
+        let (e32, em1) = (e as f32, (e - 1.0) as f32);
+        let x = t32(v32.clone(), &[n]).detach_with_grad(true);
+        let y = ops::pow(&x, e).unwrap();
+        let g = tlrs::autograd::grad(&ops::sum(&y, None, false).unwrap(), &[x]).unwrap();
+        for (i, &a) in v32.iter().enumerate() {
+            let got = vals(&y)[i] as f32;
+            assert_eq!(
+                got.to_bits(),
+                libm::powf(a, e32).to_bits(),
+                "f32 pow({a}, {e})"
+            );
+            let want = 1.0f32 * (e32 * libm::powf(a, em1));
+            assert_eq!(
+                (vals(&g[0])[i] as f32).to_bits(),
+                want.to_bits(),
+                "f32 pow'({a}, {e})"
+            );
+        }
+    }
+}

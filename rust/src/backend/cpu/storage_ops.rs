@@ -9,7 +9,7 @@ use super::softmax as sk;
 use super::storage::{CpuElem, CpuStorage};
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
-use crate::dtype::lit;
+use crate::dtype::{lit, Float};
 use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
@@ -98,14 +98,16 @@ impl BackendStorage for CpuStorage {
     fn pow(&self, e: f64) -> Result<Self> {
         Ok(map_cpu!(self, |v| {
             let e = lit(v, e);
-            map(v, |x| x.powf(e))
+            // `Float::powf` (the libm crate) by name: `x.powf` on a concrete f32/f64 is std's
+            // inherent method, the platform's bits.
+            map(v, |x| Float::powf(x, e))
         }))
     }
 
     fn pow_grad(&self, e: f64, g: &Self) -> Result<Self> {
         map_cpu2!("pow", self, g, |x, g| {
             let (e, em1) = (lit(x, e), lit(x, e - 1.0));
-            zip_map(g, x, |g, x| g * (e * x.powf(em1)))
+            zip_map(g, x, |g, x| g * (e * Float::powf(x, em1)))
         })
     }
 
