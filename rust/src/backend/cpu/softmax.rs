@@ -132,9 +132,49 @@ pub fn softmax<T: ExpRow>(x: &[T], outer: usize, len: usize, inner: usize, log: 
     out
 }
 
+/// `softmax_grad` of contiguous rows, `ROWS` at a time with their sums interleaved (each in
+/// index order) and log-softmax's exponentials taken as one block: the strided form's bits.
+fn softmax_grad_rows<T: ExpRow>(y: &[T], g: &[T], out: &mut [T], len: usize, log: bool) {
+    let block = ROWS * len;
+    for ((y, g), out) in y
+        .chunks(block)
+        .zip(g.chunks(block))
+        .zip(out.chunks_mut(block))
+    {
+        let rows = y.len() / len;
+        let mut s = [T::ZERO; ROWS];
+        for l in 0..len {
+            for (r, s) in s.iter_mut().enumerate().take(rows) {
+                let k = r * len + l;
+                *s = *s + if log { g[k] } else { g[k] * y[k] };
+            }
+        }
+        if log {
+            out.copy_from_slice(y);
+            T::exp_row(out);
+        }
+        let rows = out
+            .chunks_exact_mut(len)
+            .zip(y.chunks_exact(len))
+            .zip(g.chunks_exact(len));
+        for (r, ((out, y), g)) in rows.enumerate() {
+            let s = s[r];
+            if log {
+                for (o, &g) in out.iter_mut().zip(g) {
+                    *o = g - *o * s;
+                }
+            } else {
+                for ((o, &y), &g) in out.iter_mut().zip(y).zip(g) {
+                    *o = y * (g - s);
+                }
+            }
+        }
+    }
+}
+
 /// Gradient through softmax (`y` its output): y * (g - sum(g * y)).
 /// Through log-softmax: g - exp(y) * sum(g).
-pub fn softmax_grad<T: Float>(
+pub fn softmax_grad<T: ExpRow>(
     y: &[T],
     g: &[T],
     outer: usize,
@@ -144,6 +184,12 @@ pub fn softmax_grad<T: Float>(
 ) -> Vec<T> {
     let mut out = vec![T::ZERO; y.len()];
     debug_assert_eq!(y.len(), outer * len * inner);
+    if inner == 1 && len > 0 {
+        by_groups(y, &mut out, len, |at, out| {
+            softmax_grad_rows(&y[at.clone()], &g[at], out, len, log)
+        });
+        return out;
+    }
     by_groups(y, &mut out, len * inner, |at, out| {
         let (y, g) = (&y[at.clone()], &g[at]);
         for_each_lane(out.len() / (len * inner).max(1), len, inner, |base| {
@@ -192,6 +238,21 @@ mod row_tests {
             for log in [false, true] {
                 let a = softmax(&x, rows, len, 1, log);
                 let b = softmax(&xt, 1, len, rows, log);
+                // The gradient too, with the outputs as y and the inputs as g.
+                let ga = softmax_grad(&a, &x, rows, len, 1, log);
+                let gb = softmax_grad(&b, &xt, 1, len, rows, log);
+                for r in 0..rows {
+                    for l in 0..len {
+                        let (p, q) = (ga[r * len + l], gb[l * rows + r]);
+                        // Two NaNs meeting in a product leave a payload the compiler's operand
+                        // order picks: a NaN is a NaN there.
+                        assert!(
+                            p.to_f64().to_bits() == q.to_f64().to_bits()
+                                || (p.is_nan() && q.is_nan()),
+                            "grad rows={rows} len={len} log={log} at ({r}, {l})"
+                        );
+                    }
+                }
                 for r in 0..rows {
                     for l in 0..len {
                         let (p, q) = (a[r * len + l], b[l * rows + r]);
