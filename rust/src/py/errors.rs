@@ -98,11 +98,21 @@ pub fn interruptible_parts<T: Send>(
 ) -> (PyResult<T>, Option<PyErr>) {
     let mut raised: Option<PyErr> = None;
     let r = {
-        let mut check = || match Python::attach(|py| py.check_signals()) {
-            Ok(()) => false,
-            Err(e) => {
-                raised = Some(e);
-                true
+        // Taking the GIL costs about a microsecond: ask Python at most once a millisecond (a
+        // compiled step asks before each of its hundreds of nodes), which keeps the stop prompt.
+        let mut last: Option<std::time::Instant> = None;
+        let mut check = || {
+            let now = std::time::Instant::now();
+            if last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_millis(1)) {
+                return false;
+            }
+            last = Some(now);
+            match Python::attach(|py| py.check_signals()) {
+                Ok(()) => false,
+                Err(e) => {
+                    raised = Some(e);
+                    true
+                }
             }
         };
         py.detach(|| crate::interrupt::with_check(&mut check, || guard(f)))
