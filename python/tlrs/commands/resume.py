@@ -12,7 +12,6 @@ resumed run stops where the uninterrupted one would.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cli_args import take_bool_flag_once
-from ..errors import ArgError, CheckpointError
+from ..errors import ArgError, CheckpointError, NonFiniteLossError
 from ..interrupts import Interrupted, deferred, signal_name
-from ..module import Module, ModuleDef, TrainProgress, format_float
+from ..module import Module, ModuleDef, TrainProgress, check_finite_losses
 from ..random import seed_stream_state, set_seed_stream_state
 
 if TYPE_CHECKING:
@@ -237,19 +236,13 @@ class Run:
         and the last finite loss.
         """
         if not self.run_flags.allow_nonfinite:
-            for i in range(first, len(self.losses)):
-                if not math.isfinite(self.losses[i]):
-                    raise ArgError(self._nonfinite(i))
+            try:
+                check_finite_losses(self.losses, self.exe, first)
+            except NonFiniteLossError as err:
+                raise ArgError(f"{err}; stopped (--allow-nonfinite trains on)") from None
         every = self.run_flags.save_every
         if every is not None and len(self.losses) % every == 0 and len(self.losses) > 0:
             self.save()
-
-    def _nonfinite(self, step: int) -> str:
-        last = next((i for i in range(step - 1, -1, -1) if math.isfinite(self.losses[i])), None)
-        before = ("no finite loss before it" if last is None
-                  else f"last finite loss {format_float(self.losses[last])} at step {last}")
-        return (f"{self.exe}: the loss at step {step} is {format_float(self.losses[step])} "
-                f"({before}); stopped (--allow-nonfinite trains on)")
 
     def interrupted(self, err: Interrupted) -> Interrupted:
         """Save the checkpoint when asked (`--save`/`--save-every`) and return the interrupt

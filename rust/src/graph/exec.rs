@@ -141,9 +141,8 @@ pub fn train(
     }
     let mut losses = crate::storage::try_alloc(steps)?;
     for s in 0..steps {
-        if crate::interrupt::requested() {
-            break;
-        }
+        // The forward pass asks the stop check before its first node: a signal that came
+        // between steps ends the loop here, before this step's update starts.
         let (loss, grads) = match loss_and_grads(g, &params, flags, &samples[s % samples.len()]) {
             Err(Error::Interrupted) => break, // this step's update never started
             r => r?,
