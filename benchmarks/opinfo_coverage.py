@@ -27,6 +27,8 @@ def main() -> None:
     ap.add_argument("--ops", help="comma-separated OpInfo keys or names (default: every mapped op)")
     ap.add_argument("--json", type=Path, help="write the counts, the reasons and every non-passing sample here")
     ap.add_argument("--top", type=int, default=25, help="how many unsupported reasons to list")
+    ap.add_argument("--raise-floors", action="store_true",
+                    help="raise tests/opinfo_floors.json to the pass counts measured here (never lowers one)")
     args = ap.parse_args()
 
     keys = list(oc.CASES)
@@ -77,6 +79,20 @@ def main() -> None:
             "total": {k: total[k] for k in ("samples", *oc.STATUSES)},
             "unsupported_reasons": reasons.most_common(), "not_passing": failing,
         }, indent=1, default=str) + "\n")
+    if args.raise_floors:
+        _raise_floors({k: c["pass"] for k, c in per_op.items()})
+
+
+def _raise_floors(passed: dict[str, int]) -> None:
+    path = Path(__file__).resolve().parents[1] / "tests" / "opinfo_floors.json"
+    doc = json.loads(path.read_text())
+    raised = {k: (doc["floors"].get(k, 0), n) for k, n in passed.items() if n > doc["floors"].get(k, 0)}
+    for k, (_, n) in raised.items():
+        doc["floors"][k] = n
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+    print("\nfloors raised: " + (", ".join(f"{k} {a} -> {b}" for k, (a, b) in raised.items()) or "none"))
 
 
 def _row(key: str, c: collections.Counter | dict) -> str:

@@ -477,11 +477,16 @@ def conv2d(
 ) -> Tensor:
     """2-D convolution of NCHW `x` with OIHW `weight`."""
 def max_pool2d(
-    x: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0
-) -> Tensor:
-    """2-D max pooling (stride defaults to kernel_size)."""
+    x: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """2-D max pooling (stride defaults to kernel_size); with return_indices, (values, int64
+    NumPy array of flat winner indices)."""
 def avg_pool2d(
-    x: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0
+    x: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+    divisor_override: int | None = None,
 ) -> Tensor:
     """2-D average pooling (stride defaults to kernel_size)."""
 def global_avg_pool2d(x: Tensor) -> Tensor:

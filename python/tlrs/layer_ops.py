@@ -4,7 +4,7 @@ dropout and indexed ops, with `torch.nn.functional` names and argument order."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -46,18 +46,40 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
     return _core.conv2d(input, weight, bias, _pair_free(stride, "conv2d"), _pair_free(padding, "conv2d"))
 
 
-def max_pool2d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor:
-    """Max over square windows (stride defaults to kernel_size), as `ops.max` folds (IEEE 754-2019
-    maximum: NaN propagates, +0 beats -0; the gradient goes to the first cell holding the
-    result); padding cells never win."""
-    s = None if stride is None else _pair_free(stride, "max_pool2d")
-    return _core.max_pool2d(input, _pair_free(kernel_size, "max_pool2d"), s, _pair_free(padding, "max_pool2d"))
+Pair = int | Sequence[int]
+"""A size per axis (rows, columns): an int for both, or one or two ints."""
 
 
-def avg_pool2d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor:
-    """Mean over square windows; padding cells count in the divisor (count_include_pad=True)."""
-    s = None if stride is None else _pair_free(stride, "avg_pool2d")
-    return _core.avg_pool2d(input, _pair_free(kernel_size, "avg_pool2d"), s, _pair_free(padding, "avg_pool2d"))
+@overload
+def max_pool2d(input: Tensor, kernel_size: Pair, stride: Pair | None = None, padding: Pair = 0,
+               dilation: Pair = 1, ceil_mode: bool = False, return_indices: Literal[False] = False) -> Tensor: ...
+@overload
+def max_pool2d(input: Tensor, kernel_size: Pair, stride: Pair | None = None, padding: Pair = 0,
+               dilation: Pair = 1, ceil_mode: bool = False, *,
+               return_indices: Literal[True]) -> tuple[Tensor, np.ndarray[Any, np.dtype[np.int64]]]: ...
+def max_pool2d(input: Tensor, kernel_size: Pair, stride: Pair | None = None, padding: Pair = 0,
+               dilation: Pair = 1, ceil_mode: bool = False, return_indices: bool = False
+               ) -> Tensor | tuple[Tensor, np.ndarray[Any, np.dtype[np.int64]]]:
+    """Max over each window (PyTorch `max_pool2d`; stride defaults to kernel_size): the first
+    maximum in row-major tap order, as `ops.max` folds (IEEE 754-2019 maximum: NaN propagates,
+    +0 beats -0; the gradient goes to that cell); padding cells never win. `dilation` spaces
+    the taps; `ceil_mode` rounds output sizes up. With `return_indices`, also each winner's
+    flat index into its H×W plane, as an int64 NumPy array of the output's shape."""
+    out = _core.max_pool2d(input, kernel_size, stride, padding, dilation, bool(ceil_mode), bool(return_indices))
+    if return_indices:
+        y, idx = out
+        return y, idx.reshape(y.shape)
+    return out  # type: ignore[no-any-return]  # the binding returns a Tensor here
+
+
+def avg_pool2d(input: Tensor, kernel_size: Pair, stride: Pair | None = None, padding: Pair = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over each window (PyTorch `avg_pool2d`): the sum in row-major order over the
+    window's cells inside the padded input (`count_include_pad=True`), or inside the image, or
+    `divisor_override`."""
+    return _core.avg_pool2d(input, kernel_size, stride, padding, bool(ceil_mode), bool(count_include_pad),
+                            divisor_override)
 
 
 def global_avg_pool2d(input: Tensor) -> Tensor:

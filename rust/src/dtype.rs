@@ -70,6 +70,8 @@ pub trait Float:
     const ONE: Self;
     const NEG_INFINITY: Self;
     fn from_f64(v: f64) -> Self;
+    /// `v` rounded once to the nearest value (a CUDA kernel's `(T)long long` conversion).
+    fn from_i64(v: i64) -> Self;
     fn to_f64(self) -> f64;
     fn exp(self) -> Self;
     fn ln(self) -> Self;
@@ -94,6 +96,10 @@ macro_rules! impl_float {
             const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
                 v as $t
             }
             #[inline(always)]

@@ -70,34 +70,144 @@ impl Activation {
     }
 }
 
-/// Sizes of one pooling op over [N*C, H, W] planes.
-#[derive(Debug, Clone, Copy)]
+/// Sizes of one pooling op over [N*C, H, W] planes: kernel, stride, padding and dilation per
+/// axis (PyTorch's meaning: tap `ky` of output row `oy` reads input row
+/// `oy·sh - ph + ky·dh`; taps outside the image take no part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolDims {
     pub planes: usize,
     pub h: usize,
     pub w: usize,
     pub kh: usize,
     pub kw: usize,
-    pub stride: usize,
-    pub pad: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub ph: usize,
+    pub pw: usize,
+    pub dh: usize,
+    pub dw: usize,
     pub oh: usize,
     pub ow: usize,
+    /// What average pooling divides by (max pooling ignores it).
+    pub divisor: AvgDivisor,
+}
+
+/// Average pooling's divisor, PyTorch's `count_include_pad` and `divisor_override`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AvgDivisor {
+    /// The window's cells inside the padded input (`count_include_pad=True`): kh·kw except
+    /// where `ceil_mode` lets a window run past the padding.
+    Padded,
+    /// The window's cells inside the image (`count_include_pad=False`).
+    Valid,
+    /// A fixed divisor, not 0 (`divisor_override`; PyTorch takes negative ones too).
+    Fixed(i64),
+}
+
+/// The taps `k` of a window starting at `start` (cell `start + k·dil`, `k < taps`) that land
+/// inside `0..n`: a contiguous range, since the cells increase with `k`.
+fn axis_taps(start: isize, taps: usize, dil: usize, n: usize) -> std::ops::Range<usize> {
+    let dil = dil.max(1) as isize;
+    let lo = if start >= 0 {
+        0
+    } else {
+        ((-start) + dil - 1) / dil
+    } as usize;
+    let hi = if start >= n as isize {
+        0
+    } else {
+        (((n as isize - start) + dil - 1) / dil) as usize
+    };
+    let hi = hi.min(taps);
+    lo.min(hi)..hi
 }
 
 impl PoolDims {
-    /// Input rows/cols of the window at (oy, ox), clipped to the image.
-    pub(crate) fn window(
-        &self,
-        oy: usize,
-        ox: usize,
-    ) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
-        let clip = |o: usize, k: usize, n: usize| {
-            let start = (o * self.stride) as isize - self.pad as isize;
-            let lo = start.max(0) as usize;
-            let hi = ((start + k as isize).max(0) as usize).min(n);
-            lo..hi.max(lo)
+    /// Square kernel, stride and padding, no dilation (the form most callers use).
+    #[allow(clippy::too_many_arguments)]
+    pub fn square(
+        planes: usize,
+        h: usize,
+        w: usize,
+        k: usize,
+        stride: usize,
+        pad: usize,
+        oh: usize,
+        ow: usize,
+    ) -> Self {
+        PoolDims {
+            planes,
+            h,
+            w,
+            kh: k,
+            kw: k,
+            sh: stride,
+            sw: stride,
+            ph: pad,
+            pw: pad,
+            dh: 1,
+            dw: 1,
+            oh,
+            ow,
+            divisor: AvgDivisor::Padded,
+        }
+    }
+
+    /// Input row of tap 0 of output row `oy` (negative in the padding).
+    pub fn top(&self, oy: usize) -> isize {
+        (oy * self.sh) as isize - self.ph as isize
+    }
+
+    /// Input column of tap 0 of output column `ox`.
+    pub fn left(&self, ox: usize) -> isize {
+        (ox * self.sw) as isize - self.pw as isize
+    }
+
+    /// The kernel rows and columns of the window at (oy, ox) that land inside the image; tap
+    /// (ky, kx) reads cell (top + ky·dh, left + kx·dw).
+    pub fn taps(&self, oy: usize, ox: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        (
+            axis_taps(self.top(oy), self.kh, self.dh, self.h),
+            axis_taps(self.left(ox), self.kw, self.dw, self.w),
+        )
+    }
+
+    /// Whether cell (r, c) is a tap of the window at (oy, ox) inside the image.
+    pub fn covers(&self, oy: usize, ox: usize, r: usize, c: usize) -> bool {
+        let (ky, kx) = self.taps(oy, ox);
+        let on = |start: isize, dil: usize, taps: std::ops::Range<usize>, cell: usize| {
+            let off = cell as isize - start;
+            let dil = dil.max(1) as isize;
+            off >= 0 && off % dil == 0 && taps.contains(&((off / dil) as usize))
         };
-        (clip(oy, self.kh, self.h), clip(ox, self.kw, self.w))
+        on(self.top(oy), self.dh, ky, r) && on(self.left(ox), self.dw, kx, c)
+    }
+
+    /// Average pooling's divisor at (oy, ox), as PyTorch computes it: the window clipped to
+    /// the padded input (or to the image for `Valid`), or the fixed one.
+    pub fn avg_divisor(&self, oy: usize, ox: usize) -> i64 {
+        let span = |start: isize, k: usize, pad: usize, n: usize, valid: bool| {
+            let end = (start + k as isize).min((n + pad) as isize);
+            if valid {
+                (end.min(n as isize) - start.max(0)).max(0) as usize
+            } else {
+                (end - start).max(0) as usize
+            }
+        };
+        match self.divisor {
+            AvgDivisor::Fixed(d) => d,
+            rule => {
+                let valid = rule == AvgDivisor::Valid;
+                let cells = span(self.top(oy), self.kh, self.ph, self.h, valid)
+                    * span(self.left(ox), self.kw, self.pw, self.w, valid);
+                i64::try_from(cells).unwrap_or(i64::MAX)
+            }
+        }
+    }
+
+    /// No dilation and the same stride and padding along both axes.
+    pub fn is_plain(&self) -> bool {
+        self.dh == 1 && self.dw == 1 && self.sh == self.sw && self.ph == self.pw
     }
 }
 

@@ -139,6 +139,21 @@ pub enum Winners {
     Cuda(Arc<crate::backend::cuda::IndexBuffer>),
 }
 
+impl Winners {
+    /// The winners as host indices (`usize::MAX` where a window had none).
+    pub fn to_host(&self) -> Result<Vec<usize>> {
+        match self {
+            Winners::Cpu(w) => Ok(w.to_vec()),
+            Winners::Cuda(w) => Ok(w
+                .gpu()
+                .download_indices(w)?
+                .into_iter()
+                .map(|a| usize::try_from(a).unwrap_or(usize::MAX))
+                .collect()),
+        }
+    }
+}
+
 impl Storage {
     pub fn max_axis(&self, o: usize, l: usize, i: usize) -> Result<(Storage, Winners)> {
         Ok(match self {

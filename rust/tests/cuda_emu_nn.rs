@@ -377,15 +377,17 @@ const POOL_CASES: [[usize; 7]; 6] = [
 fn pool_dims(case: [usize; 7]) -> PoolDims {
     let [planes, h, w, kh, kw, stride, pad] = case;
     PoolDims {
-        planes,
-        h,
-        w,
-        kh,
         kw,
-        stride,
-        pad,
-        oh: (h + 2 * pad - kh) / stride + 1,
-        ow: (w + 2 * pad - kw) / stride + 1,
+        ..PoolDims::square(
+            planes,
+            h,
+            w,
+            kh,
+            stride,
+            pad,
+            (h + 2 * pad - kh) / stride + 1,
+            (w + 2 * pad - kw) / stride + 1,
+        )
     }
 }
 
@@ -452,17 +454,7 @@ fn max_pool_of_an_empty_window_and_bad_argmax() {
     let gpu = dev();
     // Windows past the image (possible only through a hand-made PoolDims): -inf and no winner,
     // as on the CPU, and no gradient flows.
-    let d = PoolDims {
-        planes: 1,
-        h: 2,
-        w: 2,
-        kh: 1,
-        kw: 1,
-        stride: 3,
-        pad: 0,
-        oh: 2,
-        ow: 1,
-    };
+    let d = PoolDims::square(1, 2, 2, 1, 3, 0, 2, 1);
     let x = [1.0f64, 2.0, 3.0, 4.0];
     let (want, want_arg) = cpool::max_pool(&x, d);
     let (y, arg) = nn::max_pool2d(&up(&gpu, &x), d).unwrap();
@@ -483,12 +475,12 @@ fn max_pool_of_an_empty_window_and_bad_argmax() {
     assert!(nn::max_pool2d_grad(&g, &[0, 2], d).is_err());
     assert!(nn::max_pool2d(&up(&gpu, &[1.0f64; 15]), d).is_err());
     assert!(nn::avg_pool2d_grad(&up(&gpu, &[1.0f64; 3]), d).is_err());
-    assert!(nn::avg_pool2d(&up(&gpu, &[1.0f64; 16]), PoolDims { stride: 0, ..d }).is_err());
+    assert!(nn::avg_pool2d(&up(&gpu, &[1.0f64; 16]), PoolDims { sh: 0, sw: 0, ..d }).is_err());
 }
 
 // ---------------------------------------------------------------- compilation
 
-const NN_KERNELS: [&str; 16] = [
+const NN_KERNELS: [&str; 18] = [
     "softmax_stats",
     "softmax_apply",
     "softmax_grad_stats",
@@ -504,8 +496,10 @@ const NN_KERNELS: [&str; 16] = [
     "avg_pool",
     "avg_pool_grad",
     // Not kernels: the device helpers must stay non-exported.
-    "nn_window",
+    "nn_taps",
     "nn_covering",
+    "nn_on_tap",
+    "nn_avg_divisor",
 ];
 
 #[test]

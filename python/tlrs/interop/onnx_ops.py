@@ -260,14 +260,25 @@ def _conv2d(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Conv", ins, out, **_window(n))
 
 
+def _pool_window(n: Node) -> dict[str, Any]:
+    a = n.attrs
+    (ph, pw) = a["padding"]
+    return {"kernel_shape": list(a["kernel"]), "strides": list(a["stride"]), "pads": [ph, pw, ph, pw],
+            "dilations": list(a["dilation"]), "ceil_mode": int(a["ceil_mode"])}
+
+
 def _max_pool2d(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     # Padding cells never win in tlrs; ONNX pads MaxPool with -inf: the same windows.
-    return em.add("MaxPool", ins, out, **_window(n))
+    return em.add("MaxPool", ins, out, **_pool_window(n))
 
 
 def _avg_pool2d(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    # tlrs divides by kh·kw, padding included (PyTorch's count_include_pad=True).
-    return em.add("AveragePool", ins, out, count_include_pad=1, **_window(n))
+    if n.attrs["divisor_override"] is not None:
+        raise OnnxExportError("export_onnx: avg_pool2d with divisor_override has no ONNX form")
+    # Dilations need opset 19 in AveragePool; tlrs's average pooling has none.
+    window = _pool_window(n)
+    del window["dilations"]
+    return em.add("AveragePool", ins, out, count_include_pad=int(n.attrs["count_include_pad"]), **window)
 
 
 def _index_tensor(em: Emitter, index: np.ndarray[Any, Any], shape: Sequence[Dim]) -> str:

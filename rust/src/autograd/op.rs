@@ -81,11 +81,14 @@ pub enum Op {
     MaxPool2d {
         x: Tensor,
         d: PoolDims,
+        /// Whether output sizes were rounded up (what a replay on new sizes needs).
+        ceil_mode: bool,
         argmax: Argmax,
     },
     AvgPool2d {
         x: Tensor,
         d: PoolDims,
+        ceil_mode: bool,
     },
     Gather {
         x: Tensor,

@@ -4,12 +4,13 @@
 use super::Op;
 use crate::geometry::Activation;
 use crate::op_table::binary_ops;
-use crate::ops::conv::{avg_pool2d_grad, conv2d_grads, max_pool2d_grad};
+use crate::ops::conv::conv2d_grads;
 use crate::ops::elementwise::{clamp_grad, pow_grad, select_weight, unary_grad};
 use crate::ops::index::{gather_grad, masked_fill_grad, scatter_src_grad};
 use crate::ops::layout::{index_select_grad, permute_raw, reshape_to, unslice};
 use crate::ops::loss::nll_grad;
 use crate::ops::norm::batch_norm_per_image_grads;
+use crate::ops::pool::{avg_pool2d_grad, max_pool2d_grad};
 use crate::ops::reduce::{max_grad, reduced_shape};
 use crate::ops::softmax::softmax_grad;
 use crate::ops::{
@@ -166,8 +167,8 @@ pub(super) fn input_grads(op: &Op, out: &Tensor, g: &Tensor) -> Result<Vec<Optio
             }
             v
         }
-        Op::MaxPool2d { x, d, argmax } => vec![Some(max_pool2d_grad(x, *d, argmax, g)?)],
-        Op::AvgPool2d { x, d } => vec![Some(avg_pool2d_grad(x, *d, g)?)],
+        Op::MaxPool2d { x, d, argmax, .. } => vec![Some(max_pool2d_grad(x, *d, argmax, g)?)],
+        Op::AvgPool2d { x, d, .. } => vec![Some(avg_pool2d_grad(x, *d, g)?)],
         Op::Gather {
             x,
             axis,

@@ -62,6 +62,30 @@ fn geometry(stride: usize, pad: usize, kh: usize, kw: usize) -> Vec<(&'static st
     ]
 }
 
+/// A pooling op's window (kernel, stride, padding and dilation as [rows, columns]), rounding
+/// and average pooling's divisor rule.
+fn pool_geometry(d: &crate::geometry::PoolDims, ceil_mode: bool) -> Vec<(&'static str, Attr)> {
+    use crate::geometry::AvgDivisor;
+    vec![
+        ("kernel", Attr::List(vec![d.kh, d.kw])),
+        ("stride", Attr::List(vec![d.sh, d.sw])),
+        ("padding", Attr::List(vec![d.ph, d.pw])),
+        ("dilation", Attr::List(vec![d.dh, d.dw])),
+        ("ceil_mode", Attr::Flag(ceil_mode)),
+        (
+            "count_include_pad",
+            Attr::Flag(d.divisor != AvgDivisor::Valid),
+        ),
+        (
+            "divisor_override",
+            Attr::Float(match d.divisor {
+                AvgDivisor::Fixed(v) => Some(v as f64),
+                _ => None,
+            }),
+        ),
+    ]
+}
+
 /// Every attribute of `op` that replay takes from the record, by name.
 pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
     let axis = |a: &Option<usize>| ("axis", Attr::Count(*a));
@@ -105,7 +129,9 @@ pub fn attributes(op: &Op) -> Vec<(&'static str, Attr)> {
         }
         Op::NllLoss { target, .. } => vec![("target", Attr::List(target.to_vec()))],
         Op::Conv2d { d, .. } => geometry(d.stride, d.pad, d.kh, d.kw),
-        Op::MaxPool2d { d, .. } | Op::AvgPool2d { d, .. } => geometry(d.stride, d.pad, d.kh, d.kw),
+        Op::MaxPool2d { d, ceil_mode, .. } | Op::AvgPool2d { d, ceil_mode, .. } => {
+            pool_geometry(d, *ceil_mode)
+        }
         Op::Gather {
             axis: a,
             index,

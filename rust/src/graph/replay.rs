@@ -49,8 +49,12 @@ pub fn replay(op: &Op, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
             let bias = if b.is_some() { xs.get(2) } else { None };
             conv::conv2d_act(&xs[0], &xs[1], bias, d.stride, d.pad, *act)?
         }
-        Op::MaxPool2d { d, .. } => conv::max_pool2d(x()?, d.kh, Some(d.stride), d.pad)?,
-        Op::AvgPool2d { d, .. } => conv::avg_pool2d(x()?, d.kh, Some(d.stride), d.pad)?,
+        Op::MaxPool2d { d, ceil_mode, .. } => {
+            ops::max_pool2d_with(x()?, &ops::PoolSpec::of(d, *ceil_mode))?
+        }
+        Op::AvgPool2d { d, ceil_mode, .. } => {
+            ops::avg_pool2d_with(x()?, &ops::PoolSpec::of(d, *ceil_mode))?
+        }
         Op::Gather {
             axis,
             index,

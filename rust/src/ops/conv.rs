@@ -1,14 +1,14 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
-use crate::autograd::{Argmax, Op};
-use crate::geometry::{Activation, ConvDims, PoolDims};
+use crate::autograd::Op;
+use crate::geometry::{Activation, ConvDims};
 use crate::ops::elementwise::{check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
 use crate::ops::reduce::mean;
 use crate::{Error, Result, Shape, Tensor};
 
 /// Views a [C, H, W] image as a batch of one; returns whether it did.
-fn as_batch(op: &'static str, x: &Tensor) -> Result<(Tensor, bool)> {
+pub(crate) fn as_batch(op: &'static str, x: &Tensor) -> Result<(Tensor, bool)> {
     match x.rank() {
         4 => Ok((x.clone(), false)),
         3 => {
@@ -26,7 +26,7 @@ fn as_batch(op: &'static str, x: &Tensor) -> Result<(Tensor, bool)> {
     }
 }
 
-fn unbatch(y: Tensor, squeeze: bool) -> Tensor {
+pub(crate) fn unbatch(y: Tensor, squeeze: bool) -> Tensor {
     if squeeze {
         let d = y.dims()[1..].to_vec();
         reshape_to(&y, Shape(d))
@@ -155,84 +155,6 @@ pub(crate) fn conv2d_grads(
             .then(|| Tensor::from_storage(gb, Shape(vec![d.oc])))
             .transpose()?,
     ])
-}
-
-fn pool_dims(
-    op: &'static str,
-    x: &Tensor,
-    kernel: usize,
-    stride: Option<usize>,
-    padding: usize,
-) -> Result<PoolDims> {
-    let [n, c, h, w] = [x.dims()[0], x.dims()[1], x.dims()[2], x.dims()[3]];
-    if kernel == 0 {
-        return Err(Error::arg(op, "expected a kernel size >= 1, got 0"));
-    }
-    if 2 * padding > kernel {
-        return Err(Error::arg(
-            op,
-            format!("padding {padding} must be at most half the kernel size {kernel}"),
-        ));
-    }
-    let s = stride.unwrap_or(kernel);
-    let (oh, ow) = (
-        out_size(op, h, kernel, s, padding)?,
-        out_size(op, w, kernel, s, padding)?,
-    );
-    crate::storage::check_alloc(op, &Shape(vec![n, c, oh, ow]))?;
-    Ok(PoolDims {
-        planes: n * c,
-        h,
-        w,
-        kh: kernel,
-        kw: kernel,
-        stride: s,
-        pad: padding,
-        oh,
-        ow,
-    })
-}
-
-/// Max pooling over square windows; padding cells never win (PyTorch `max_pool2d`).
-pub fn max_pool2d(
-    input: &Tensor,
-    kernel_size: usize,
-    stride: Option<usize>,
-    padding: usize,
-) -> Result<Tensor> {
-    let (x, squeeze) = as_batch("max_pool2d", input)?;
-    let d = pool_dims("max_pool2d", &x, kernel_size, stride, padding)?;
-    let (s, arg) = x.storage().max_pool2d(d)?;
-    let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
-    let y = Tensor::from_op(s, shape, Op::MaxPool2d { x, d, argmax: arg });
-    Ok(unbatch(y, squeeze))
-}
-
-/// Average pooling over square windows; padding cells count in the divisor (PyTorch's default
-/// `count_include_pad=True`).
-pub fn avg_pool2d(
-    input: &Tensor,
-    kernel_size: usize,
-    stride: Option<usize>,
-    padding: usize,
-) -> Result<Tensor> {
-    let (x, squeeze) = as_batch("avg_pool2d", input)?;
-    let d = pool_dims("avg_pool2d", &x, kernel_size, stride, padding)?;
-    let s = x.storage().avg_pool2d(d)?;
-    let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
-    let y = Tensor::from_op(s, shape, Op::AvgPool2d { x, d });
-    Ok(unbatch(y, squeeze))
-}
-
-pub(crate) fn max_pool2d_grad(x: &Tensor, d: PoolDims, arg: &Argmax, g: &Tensor) -> Result<Tensor> {
-    check_same_dtype("max_pool2d", &[x, g])?;
-    let s = g.storage().max_pool2d_grad(arg, d)?;
-    Tensor::from_storage(s, x.shape().clone())
-}
-
-pub(crate) fn avg_pool2d_grad(x: &Tensor, d: PoolDims, g: &Tensor) -> Result<Tensor> {
-    let s = g.storage().avg_pool2d_grad(d)?;
-    Tensor::from_storage(s, x.shape().clone())
 }
 
 /// Mean over H and W: [N, C, H, W] -> [N, C], or [C, H, W] -> [C].

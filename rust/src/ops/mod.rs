@@ -11,11 +11,15 @@ pub mod loss;
 pub mod matmul;
 pub mod norm;
 mod norm_per_image;
+pub mod pool;
 pub mod reduce;
 pub mod softmax;
 
 pub use attention::multi_head_attention;
-pub use conv::{avg_pool2d, conv2d, global_avg_pool2d, max_pool2d};
+pub use conv::{conv2d, global_avg_pool2d};
+pub use pool::{
+    avg_pool2d, avg_pool2d_with, max_pool2d, max_pool2d_indices, max_pool2d_with, PoolSpec,
+};
 // Every op of the elementwise table, plus binary/unary, pow and clamp.
 pub use elementwise::*;
 pub use index::{embedding, gather, masked_fill, scatter_add};

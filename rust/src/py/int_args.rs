@@ -81,6 +81,36 @@ pub fn signed(name: &str, v: &Bound<'_, PyAny>) -> PyResult<isize> {
     })
 }
 
+/// A window size along two axes (rows, columns): an int for both, or a sequence of one or two
+/// sizes (PyTorch's pooling and convolution arguments).
+pub fn pair(name: &str, v: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    if v.extract::<i64>().is_ok() && !v.is_instance_of::<pyo3::types::PyBool>() {
+        let n = size(name, v)?;
+        return Ok((n, n));
+    }
+    let items = each(name, v, size).map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyTypeError>(v.py()) {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "{name}: expected an int or a sequence of two ints, got {}",
+                v.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        } else {
+            e
+        }
+    })?;
+    match items[..] {
+        [n] => Ok((n, n)),
+        [a, b] => Ok((a, b)),
+        _ => Err(PyValueError::new_err(format!(
+            "{name}: expected an int or a sequence of two ints, got {} values",
+            items.len()
+        ))),
+    }
+}
+
 /// A list of axes.
 pub fn signed_list(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
     each(name, v, signed)

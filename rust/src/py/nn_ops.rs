@@ -2,9 +2,13 @@
 //! indexed ops (gather, scatter_add, embedding, masked_fill).
 
 use super::errors::guard;
+use super::int_args::{self, named_int_args};
 use super::tensor::PyTensor;
+use crate::geometry::AvgDivisor;
 use crate::{ops, Tensor};
+use numpy::IntoPyArray;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 type T = PyTensor;
 
@@ -30,34 +34,79 @@ pub fn conv2d(
     run(py, move || ops::conv2d(&x, &w, b.as_ref(), stride, padding))
 }
 
-#[pyfunction]
-#[pyo3(signature = (x, kernel_size, stride=None, padding=0))]
-pub fn max_pool2d(
-    py: Python<'_>,
-    x: PyRef<'_, T>,
-    kernel_size: usize,
-    stride: Option<usize>,
-    padding: usize,
-) -> PyResult<T> {
-    let x = x.inner.clone();
-    run(py, move || {
-        ops::max_pool2d(&x, kernel_size, stride, padding)
-    })
+named_int_args! {
+    kernel_pair: pair("kernel_size") -> (usize, usize),
+    padding_pair: pair("padding") -> (usize, usize),
+    dilation_pair: pair("dilation") -> (usize, usize),
+}
+
+/// A pooling stride: None or an empty sequence for the kernel size (PyTorch's default).
+fn stride_pair(v: &Bound<'_, PyAny>) -> PyResult<Option<(usize, usize)>> {
+    if v.is_none() || v.len().ok() == Some(0) {
+        return Ok(None);
+    }
+    int_args::pair("stride", v).map(Some)
 }
 
 #[pyfunction]
-#[pyo3(signature = (x, kernel_size, stride=None, padding=0))]
+#[pyo3(signature = (x, kernel_size, stride=None, padding=(0, 0), dilation=(1, 1), ceil_mode=false, return_indices=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d<'py>(
+    py: Python<'py>,
+    x: PyRef<'_, T>,
+    #[pyo3(from_py_with = kernel_pair)] kernel_size: (usize, usize),
+    #[pyo3(from_py_with = stride_pair)] stride: Option<(usize, usize)>,
+    #[pyo3(from_py_with = padding_pair)] padding: (usize, usize),
+    #[pyo3(from_py_with = dilation_pair)] dilation: (usize, usize),
+    ceil_mode: bool,
+    return_indices: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let x = x.inner.clone();
+    let spec = ops::PoolSpec {
+        kernel: kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        divisor: AvgDivisor::Padded,
+    };
+    let (y, winners) =
+        py.detach(|| guard(|| ops::max_pool2d_indices(&x, &spec, return_indices)))?;
+    let y = Bound::new(py, PyTensor::new(y))?.into_any();
+    match winners {
+        None => Ok(y),
+        Some(w) => (y, w.into_pyarray(py)).into_bound_py_any(py),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, kernel_size, stride=None, padding=(0, 0), ceil_mode=false, count_include_pad=true, divisor_override=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(
     py: Python<'_>,
     x: PyRef<'_, T>,
-    kernel_size: usize,
-    stride: Option<usize>,
-    padding: usize,
+    #[pyo3(from_py_with = kernel_pair)] kernel_size: (usize, usize),
+    #[pyo3(from_py_with = stride_pair)] stride: Option<(usize, usize)>,
+    #[pyo3(from_py_with = padding_pair)] padding: (usize, usize),
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
 ) -> PyResult<T> {
     let x = x.inner.clone();
-    run(py, move || {
-        ops::avg_pool2d(&x, kernel_size, stride, padding)
-    })
+    let divisor = match (divisor_override, count_include_pad) {
+        (Some(d), _) => AvgDivisor::Fixed(d),
+        (None, true) => AvgDivisor::Padded,
+        (None, false) => AvgDivisor::Valid,
+    };
+    let spec = ops::PoolSpec {
+        kernel: kernel_size,
+        stride,
+        padding,
+        dilation: (1, 1),
+        ceil_mode,
+        divisor,
+    };
+    run(py, move || ops::avg_pool2d_with(&x, &spec))
 }
 
 #[pyfunction]

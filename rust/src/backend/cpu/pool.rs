@@ -38,8 +38,8 @@ struct Scratch<T> {
 
 #[inline(always)]
 fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usize]) {
-    let (mut lo, mut hi) = interior(d.ow, d.w, d.kw, d);
-    if d.kh.saturating_mul(d.w) > u32::MAX as usize {
+    let (mut lo, mut hi) = interior(d.ow, d.w, d.kw, d.sw, d.pw, d.dw);
+    if ((d.kh - 1) * d.dh + 1).saturating_mul(d.w) > u32::MAX as usize {
         // Winners' offsets would not fit the blocks' u32: every column per window.
         (lo, hi) = (0, 0);
     }
@@ -51,7 +51,7 @@ fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usiz
     if lo == hi {
         return;
     }
-    let (rlo, rhi) = interior(d.oh, d.h, d.kh, d);
+    let (rlo, rhi) = interior(d.oh, d.h, d.kh, d.sh, d.ph, d.dh);
     let mut sc = Scratch {
         cand: Vec::new(),
         best: Vec::new(),
@@ -60,9 +60,7 @@ fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usiz
     // Rows whose windows are clipped by the padding one at a time (their valid kernel rows
     // differ), the rows in between as one block.
     for oy in (0..rlo).chain(rhi..d.oh) {
-        let rows = d.window(oy, 0).0;
-        let top = (oy * d.stride) as isize - d.pad as isize;
-        let ky = (rows.start as isize - top) as usize..(rows.end as isize - top) as usize;
+        let ky = d.taps(oy, 0).0;
         max_block(xp, d, oy..oy + 1, ky, (lo, hi), y, arg, &mut sc);
     }
     if rlo < rhi {
@@ -70,25 +68,29 @@ fn max_pool_plane<T: Float>(xp: &[T], d: &PoolDims, y: &mut [T], arg: &mut [usiz
     }
 }
 
-/// The outputs `lo..hi` along an axis of `out` outputs whose windows of `k` lie wholly inside
-/// the input's `n` cells.
-fn interior(out: usize, n: usize, k: usize, d: &PoolDims) -> (usize, usize) {
-    if k > n || d.stride == 0 {
+/// The outputs `lo..hi` along an axis of `out` outputs (stride `s`, padding `p`) whose windows
+/// of `k` taps `dil` apart lie wholly inside the input's `n` cells.
+fn interior(out: usize, n: usize, k: usize, s: usize, p: usize, dil: usize) -> (usize, usize) {
+    let span = (k.max(1) - 1) * dil + 1;
+    if span > n || s == 0 {
         return (0, 0);
     }
-    let lo = d.pad.div_ceil(d.stride).min(out);
-    // o * stride - pad + k <= n
-    let hi = ((n + d.pad - k) / d.stride + 1).min(out);
+    let lo = p.div_ceil(s).min(out);
+    // o * s - p + span <= n
+    let hi = ((n + p - span) / s + 1).min(out);
     (lo, hi.max(lo))
 }
 
 /// One window, cells in row-major order: the first valid cell, then each later one that beats
 /// the best so far (a window wholly in the padding gives -inf with no winner).
 fn max_window<T: Float>(xp: &[T], d: &PoolDims, oy: usize, ox: usize) -> (T, usize) {
-    let (rows, cols) = d.window(oy, ox);
+    let (rows, cols) = d.taps(oy, ox);
+    let (top, left) = (d.top(oy), d.left(ox));
     let (mut best, mut bi) = (T::NEG_INFINITY, usize::MAX);
-    for r in rows {
-        for c in cols.clone() {
+    for ky in rows {
+        let r = (top + (ky * d.dh) as isize) as usize;
+        for kx in cols.clone() {
+            let c = (left + (kx * d.dw) as isize) as usize;
             let v = xp[r * d.w + c];
             if bi == usize::MAX || beats(v, best) {
                 best = v;
@@ -116,7 +118,7 @@ fn max_block<T: Float>(
     arg: &mut [usize],
     sc: &mut Scratch<T>,
 ) {
-    let (s, nc) = (d.stride, hi - lo);
+    let (s, nc) = (d.sw, hi - lo);
     let m = oys.len() * nc;
     if ky.is_empty() {
         for oy in oys {
@@ -128,14 +130,14 @@ fn max_block<T: Float>(
     sc.cand.resize(m, T::ZERO);
     sc.best.resize(m, T::ZERO);
     sc.off.resize(m, 0);
-    // Input index of cell (ky, kx) of output (oy, ox), as `at(oy, ox) + ky * w + kx`.
-    let at = |oy: usize, ox: usize| (oy * s + ky.start - d.pad) * d.w + ox * s - d.pad;
+    // Input index of tap (ky.start + dy, kx) of output (oy, ox): `at(oy, ox) + dy·dh·w + kx·dw`.
+    let at = |oy: usize, ox: usize| (oy * d.sh + ky.start * d.dh - d.ph) * d.w + ox * s - d.pw;
     // Index loops, not iterator chains: a chain's fold can stay out of line, outside the
     // AVX-512 wrapper (`plane_avx512`).
     for dy in 0..ky.len() {
         for kx in 0..d.kw {
             for (i, oy) in oys.clone().enumerate() {
-                let src = &xp[at(oy, lo) + dy * d.w + kx..][..(nc - 1) * s + 1];
+                let src = &xp[at(oy, lo) + dy * d.dh * d.w + kx * d.dw..][..(nc - 1) * s + 1];
                 let dst = &mut sc.cand[i * nc..][..nc];
                 if s == 2 {
                     // A constant stride vectorises (loads and shuffles); `s * j` stays scalar.
@@ -149,7 +151,7 @@ fn max_block<T: Float>(
                     }
                 }
             }
-            let c = (dy * d.w + kx) as u32;
+            let c = (dy * d.dh * d.w + kx * d.dw) as u32;
             if dy == 0 && kx == 0 {
                 // The first cell of every window wins outright.
                 sc.best.copy_from_slice(&sc.cand);
@@ -240,10 +242,22 @@ fn gx_len(d: &PoolDims) -> usize {
     d.planes * d.h * d.w
 }
 
-/// Mean over each window. Padding cells count in the divisor (PyTorch's default
-/// `count_include_pad=True`): the divisor is always kh*kw.
+/// Visits the input cells of the window at (oy, ox) inside the image, in row-major tap order.
+#[inline(always)]
+fn for_taps(d: &PoolDims, oy: usize, ox: usize, mut f: impl FnMut(usize)) {
+    let (rows, cols) = d.taps(oy, ox);
+    let (top, left) = (d.top(oy), d.left(ox));
+    for ky in rows {
+        let r = (top + (ky * d.dh) as isize) as usize;
+        for kx in cols.clone() {
+            f(r * d.w + (left + (kx * d.dw) as isize) as usize);
+        }
+    }
+}
+
+/// Mean over each window: the sum in row-major order over `d.avg_divisor` (PyTorch's rule:
+/// by default padding cells count, so kh·kw unless `ceil_mode` clips a window).
 pub fn avg_pool<T: Float>(x: &[T], d: PoolDims) -> Vec<T> {
-    let div = T::from_f64((d.kh * d.kw) as f64);
     let per = d.oh * d.ow;
     let hw = d.h * d.w;
     let mut y = vec![T::ZERO; d.planes * per];
@@ -251,14 +265,9 @@ pub fn avg_pool<T: Float>(x: &[T], d: PoolDims) -> Vec<T> {
         let xp = &x[p * hw..][..hw];
         for oy in 0..d.oh {
             for ox in 0..d.ow {
-                let (rows, cols) = d.window(oy, ox);
                 let mut s = T::ZERO;
-                for r in rows {
-                    for c in cols.clone() {
-                        s = s + xp[r * d.w + c];
-                    }
-                }
-                yp[oy * d.ow + ox] = s / div;
+                for_taps(&d, oy, ox, |k| s = s + xp[k]);
+                yp[oy * d.ow + ox] = s / T::from_i64(d.avg_divisor(oy, ox));
             }
         }
     });
@@ -266,20 +275,14 @@ pub fn avg_pool<T: Float>(x: &[T], d: PoolDims) -> Vec<T> {
 }
 
 pub fn avg_pool_grad<T: Float>(g: &[T], d: PoolDims) -> Vec<T> {
-    let div = T::from_f64((d.kh * d.kw) as f64);
     let per = d.oh * d.ow;
     let mut gx = vec![T::ZERO; gx_len(&d)];
     for_chunks(&mut gx, d.h * d.w, gx_len(&d), |p, gp| {
         for oy in 0..d.oh {
             for ox in 0..d.ow {
+                let div = T::from_i64(d.avg_divisor(oy, ox));
                 let gv = g[p * per + oy * d.ow + ox] / div;
-                let (rows, cols) = d.window(oy, ox);
-                for r in rows {
-                    for c in cols.clone() {
-                        let k = r * d.w + c;
-                        gp[k] = gp[k] + gv;
-                    }
-                }
+                for_taps(&d, oy, ox, |k| gp[k] = gp[k] + gv);
             }
         }
     });

@@ -15,7 +15,10 @@ use std::mem::MaybeUninit;
 /// Whether this kernel covers `d` (window, stride and padding; any plane size).
 pub fn applies(d: &PoolDims) -> bool {
     // A window's offset from its row's first output (at most w + 31) is computed in 32-bit lanes.
-    (d.kh, d.kw, d.stride, d.pad) == (2, 2, 2, 0)
+    (d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw) == (2, 2, 2, 2, 0, 0, 1, 1)
+        // Every window whole (ceil_mode may add a last one that runs past the image).
+        && 2 * d.oh <= d.h
+        && 2 * d.ow <= d.w
         && d.w <= i32::MAX as usize / 4
         && super::simd::has_avx512()
 }

@@ -37,17 +37,7 @@ fn equals_the_scalar_window_walk() {
         (7, 66),
     ] {
         let (oh, ow) = (h / 2, w / 2);
-        let d = PoolDims {
-            planes: 1,
-            h,
-            w,
-            kh: 2,
-            kw: 2,
-            stride: 2,
-            pad: 0,
-            oh,
-            ow,
-        };
+        let d = PoolDims::square(1, h, w, 2, 2, 0, oh, ow);
         assert!(applies(&d));
         let x: Vec<f32> = (0..h * w)
             .map(|_| {

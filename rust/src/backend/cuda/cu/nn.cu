@@ -184,33 +184,63 @@ extern "C" __global__ void col2im_$S(const $T* __restrict__ gcols, $T* __restric
 }
 
 // ---- pooling over [planes, H, W] ----
-// A window starts at o·stride - pad and is clipped to the image, as PoolDims::window.
-__device__ __forceinline__ void nn_window(u64 o, u64 k, u64 stride, u64 pad, u64 size, u64* lo,
-                                          u64* hi) {
-    u64 start = o * stride;
-    u64 end = start + k;
-    *lo = start > pad ? start - pad : 0;
-    u64 e = end > pad ? end - pad : 0;
-    if (e > size) e = size;
-    *hi = e > *lo ? e : *lo;
+// Tap k of a window along one axis reads cell o·stride - pad + k·dil; the taps inside the image
+// are k in [*lo, *hi) (PoolDims::taps). Cell of tap k: o·stride + k·dil - pad.
+__device__ __forceinline__ void nn_taps(u64 o, u64 k, u64 stride, u64 pad, u64 dil, u64 size,
+                                        u64* lo, u64* hi) {
+    u64 start = o * stride;  // + pad
+    u64 l = start >= pad ? 0 : (pad - start + dil - 1) / dil;
+    u64 h = start >= pad + size ? 0 : (pad + size - start + dil - 1) / dil;
+    if (h > k) h = k;
+    *lo = l < h ? l : h;
+    *hi = h;
 }
 
-// The outputs along one axis whose windows hold input position r: those with
-// r + pad - k < o·stride <= r + pad, clipped to [0, on). Returns the first; *last is one past.
-__device__ __forceinline__ u64 nn_covering(u64 r, u64 k, u64 stride, u64 pad, u64 on, u64* last) {
+// The outputs along one axis whose windows have a tap on input position r: those o with
+// o·stride = r + pad - k·dil for some tap k, clipped to [0, on). Returns the first candidate;
+// *last is one past; callers check the tap condition (nn_on_tap).
+__device__ __forceinline__ u64 nn_covering(u64 r, u64 k, u64 stride, u64 pad, u64 dil, u64 on,
+                                           u64* last) {
     u64 rp = r + pad;
-    u64 first = rp >= k ? (rp - k) / stride + 1 : 0;
+    u64 reach = (k - 1) * dil;
+    u64 first = rp > reach ? (rp - reach + stride - 1) / stride : 0;
     u64 end = rp / stride + 1;
     if (end > on) end = on;
     *last = end > first ? end : first;
     return first;
 }
 
-// Max and the first winner in row-major window order (index within the plane; u64 max for an
+__device__ __forceinline__ bool nn_on_tap(u64 r, u64 o, u64 k, u64 stride, u64 pad, u64 dil) {
+    u64 rp = r + pad, start = o * stride;
+    return rp >= start && (rp - start) % dil == 0 && (rp - start) / dil < k;
+}
+
+// Average pooling's divisor at (oy, ox), as PoolDims::avg_divisor: mode 0 the window clipped
+// to the padded input, 1 clipped to the image, 2 the fixed value.
+__device__ __forceinline__ u64 nn_avg_span(u64 o, u64 k, u64 stride, u64 pad, u64 size,
+                                           u64 valid) {
+    u64 start = o * stride;  // + pad, so the padded input is [0, size + 2·pad)
+    u64 end = start + k;
+    if (end > size + 2 * pad) end = size + 2 * pad;
+    if (valid) {
+        u64 lo = start > pad ? start : pad;
+        u64 hi = end < size + pad ? end : size + pad;
+        return hi > lo ? hi - lo : 0;
+    }
+    return end > start ? end - start : 0;
+}
+
+__device__ __forceinline__ long long nn_avg_divisor(u64 oy, u64 ox, u64 h, u64 w, u64 kh, u64 kw,
+                                              u64 sh, u64 sw, u64 ph, u64 pw, u64 mode,
+                                              u64 fixed) {
+    if (mode == 2) return (long long)fixed;  // the i64 divisor's bits
+    return (long long)nn_avg_span(oy, kh, sh, ph, h, mode) * nn_avg_span(ox, kw, sw, pw, w, mode);
+}
+
+// Max and the first winner in row-major tap order (index within the plane; u64 max for an
 // empty window). A NaN wins over any number and then keeps the place (CPU max_pool).
 extern "C" __global__ void max_pool_$S(const $T* __restrict__ x, $T* __restrict__ y,
-                                      u64* __restrict__ arg, u64 n, u64 h, u64 w, u64 kh, u64 kw,
-                                      u64 stride, u64 pad, u64 oh, u64 ow) {
+                                      u64* __restrict__ arg, u64 n, u64 h, u64 w, u64 kh, u64 kw, u64 sh, u64 sw, u64 ph, u64 pw, u64 dh, u64 dw, u64 oh, u64 ow) {
     GRID_LOOP(i, n) {
         u64 ox = i % ow;
         u64 t = i / ow;
@@ -218,12 +248,14 @@ extern "C" __global__ void max_pool_$S(const $T* __restrict__ x, $T* __restrict_
         u64 p = t / oh;
         const $T* xp = x + p * h * w;
         u64 r0, r1, c0, c1;
-        nn_window(oy, kh, stride, pad, h, &r0, &r1);
-        nn_window(ox, kw, stride, pad, w, &c0, &c1);
+        nn_taps(oy, kh, sh, ph, dh, h, &r0, &r1);
+        nn_taps(ox, kw, sw, pw, dw, w, &c0, &c1);
         $T best = NN_NEG_INF;
         u64 bi = ~0ULL;
-        for (u64 r = r0; r < r1; ++r) {
-            for (u64 c = c0; c < c1; ++c) {
+        for (u64 ky = r0; ky < r1; ++ky) {
+            u64 r = oy * sh + ky * dh - ph;
+            for (u64 kx = c0; kx < c1; ++kx) {
+                u64 c = ox * sw + kx * dw - pw;
                 $T v = xp[r * w + c];
                 if (bi == ~0ULL || max_beats(v, best)) {
                     best = v;
@@ -237,10 +269,9 @@ extern "C" __global__ void max_pool_$S(const $T* __restrict__ x, $T* __restrict_
 }
 
 // Each input cell folds, from 0 and in increasing output order, the gradients of the outputs
-// that chose it (only outputs whose window covers the cell can). n = planes·H·W.
+// that chose it (only outputs with a tap on the cell can). n = planes·H·W.
 extern "C" __global__ void max_pool_grad_$S(const $T* __restrict__ g, const u64* __restrict__ arg,
-                                           $T* __restrict__ gx, u64 n, u64 h, u64 w, u64 kh,
-                                           u64 kw, u64 stride, u64 pad, u64 oh, u64 ow) {
+                                           $T* __restrict__ gx, u64 n, u64 h, u64 w, u64 kh, u64 kw, u64 sh, u64 sw, u64 ph, u64 pw, u64 dh, u64 dw, u64 oh, u64 ow) {
     GRID_LOOP(i, n) {
         u64 c = i % w;
         u64 t = i / w;
@@ -248,8 +279,8 @@ extern "C" __global__ void max_pool_grad_$S(const $T* __restrict__ g, const u64*
         u64 p = t / h;
         u64 cell = r * w + c;
         u64 y1, x1;
-        u64 y0 = nn_covering(r, kh, stride, pad, oh, &y1);
-        u64 x0 = nn_covering(c, kw, stride, pad, ow, &x1);
+        u64 y0 = nn_covering(r, kh, sh, ph, dh, oh, &y1);
+        u64 x0 = nn_covering(c, kw, sw, pw, dw, ow, &x1);
         $T acc = ($T)0;
         for (u64 oy = y0; oy < y1; ++oy) {
             for (u64 ox = x0; ox < x1; ++ox) {
@@ -261,10 +292,9 @@ extern "C" __global__ void max_pool_grad_$S(const $T* __restrict__ g, const u64*
     }
 }
 
-// Window sum folded in row-major order, over div = KH·KW (padding counts; CPU avg_pool).
-extern "C" __global__ void avg_pool_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n, u64 h,
-                                      u64 w, u64 kh, u64 kw, u64 stride, u64 pad, u64 oh, u64 ow,
-                                      $T div) {
+// Window sum folded in row-major order, over the divisor of nn_avg_divisor (CPU avg_pool).
+extern "C" __global__ void avg_pool_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n,
+                                      u64 h, u64 w, u64 kh, u64 kw, u64 sh, u64 sw, u64 ph, u64 pw, u64 dh, u64 dw, u64 oh, u64 ow, u64 div_mode, u64 div_fixed) {
     GRID_LOOP(i, n) {
         u64 ox = i % ow;
         u64 t = i / ow;
@@ -272,31 +302,39 @@ extern "C" __global__ void avg_pool_$S(const $T* __restrict__ x, $T* __restrict_
         u64 p = t / oh;
         const $T* xp = x + p * h * w;
         u64 r0, r1, c0, c1;
-        nn_window(oy, kh, stride, pad, h, &r0, &r1);
-        nn_window(ox, kw, stride, pad, w, &c0, &c1);
+        nn_taps(oy, kh, sh, ph, dh, h, &r0, &r1);
+        nn_taps(ox, kw, sw, pw, dw, w, &c0, &c1);
         $T s = ($T)0;
-        for (u64 r = r0; r < r1; ++r)
-            for (u64 c = c0; c < c1; ++c) s = s + xp[r * w + c];
-        y[i] = s / div;
+        for (u64 ky = r0; ky < r1; ++ky) {
+            u64 r = oy * sh + ky * dh - ph;
+            for (u64 kx = c0; kx < c1; ++kx) s = s + xp[r * w + ox * sw + kx * dw - pw];
+        }
+        long long div = nn_avg_divisor(oy, ox, h, w, kh, kw, sh, sw, ph, pw, div_mode, div_fixed);
+        y[i] = s / ($T)div;
     }
 }
 
-// Each input cell folds g/div of the outputs covering it, in increasing output order: the order
-// in which the CPU's scatter loop reaches the cell.
+// Each input cell folds g/div of the outputs with a tap on it, in increasing output order: the
+// order in which the CPU's scatter loop reaches the cell.
 extern "C" __global__ void avg_pool_grad_$S(const $T* __restrict__ g, $T* __restrict__ gx, u64 n,
-                                           u64 h, u64 w, u64 kh, u64 kw, u64 stride, u64 pad,
-                                           u64 oh, u64 ow, $T div) {
+                                           u64 h, u64 w, u64 kh, u64 kw, u64 sh, u64 sw, u64 ph, u64 pw, u64 dh, u64 dw, u64 oh, u64 ow, u64 div_mode, u64 div_fixed) {
     GRID_LOOP(i, n) {
         u64 c = i % w;
         u64 t = i / w;
         u64 r = t % h;
         u64 p = t / h;
         u64 y1, x1;
-        u64 y0 = nn_covering(r, kh, stride, pad, oh, &y1);
-        u64 x0 = nn_covering(c, kw, stride, pad, ow, &x1);
+        u64 y0 = nn_covering(r, kh, sh, ph, dh, oh, &y1);
+        u64 x0 = nn_covering(c, kw, sw, pw, dw, ow, &x1);
         $T acc = ($T)0;
-        for (u64 oy = y0; oy < y1; ++oy)
-            for (u64 ox = x0; ox < x1; ++ox) acc = acc + g[(p * oh + oy) * ow + ox] / div;
+        for (u64 oy = y0; oy < y1; ++oy) {
+            if (!nn_on_tap(r, oy, kh, sh, ph, dh)) continue;
+            for (u64 ox = x0; ox < x1; ++ox) {
+                if (!nn_on_tap(c, ox, kw, sw, pw, dw)) continue;
+                long long div = nn_avg_divisor(oy, ox, h, w, kh, kw, sh, sw, ph, pw, div_mode, div_fixed);
+                acc = acc + g[(p * oh + oy) * ow + ox] / ($T)div;
+            }
+        }
         gx[i] = acc;
     }
 }

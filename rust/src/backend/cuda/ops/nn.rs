@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::backend::cuda::blas::RowMajorMatmul;
 use crate::backend::cuda::gpu::Gpu;
 use crate::backend::cuda::{Arg, DeviceBuffer, IndexBuffer};
-use crate::geometry::{ConvDims, PoolDims};
+use crate::geometry::{AvgDivisor, ConvDims, PoolDims};
 use crate::{DType, Error, Result};
 
 use super::matmul::gemm;
@@ -418,27 +418,25 @@ fn conv_args(d: &ConvDims) -> Vec<Arg<'static>> {
         .collect()
 }
 
-/// The pooling geometry as kernel arguments: h, w, kh, kw, stride, pad, oh, ow.
-fn pool_args(d: &PoolDims) -> [Arg<'static>; 8] {
-    [d.h, d.w, d.kh, d.kw, d.stride, d.pad, d.oh, d.ow].map(Arg::from)
+/// The pooling geometry as kernel arguments: h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow.
+fn pool_args(d: &PoolDims) -> [Arg<'static>; 12] {
+    [
+        d.h, d.w, d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.oh, d.ow,
+    ]
+    .map(Arg::from)
 }
 
 /// Input and output element counts, checked (the window size too: it is avg's divisor).
 fn pool_sizes(op: &'static str, d: &PoolDims) -> Result<(usize, usize)> {
-    check_stride(op, d.stride)?;
+    check_stride(op, d.sh.min(d.sw))?;
+    if d.kh == 0 || d.kw == 0 || d.dh == 0 || d.dw == 0 {
+        return Err(Error::arg(op, "expected kernel sizes and dilations >= 1"));
+    }
     numel(op, &[d.kh, d.kw])?;
     Ok((
         numel(op, &[d.planes, d.h, d.w])?,
         numel(op, &[d.planes, d.oh, d.ow])?,
     ))
-}
-
-/// Window rows (or columns) of output position `o`, clipped to the image (PoolDims::window).
-fn window(o: usize, k: usize, stride: usize, pad: usize, size: usize) -> std::ops::Range<usize> {
-    let start = o.saturating_mul(stride);
-    let lo = start.saturating_sub(pad);
-    let hi = start.saturating_add(k).saturating_sub(pad).min(size);
-    lo..hi.max(lo)
 }
 
 /// Max over each window and, on the host, the winner's index within its plane (usize::MAX for
@@ -486,10 +484,8 @@ pub fn max_pool2d_grad(g: &DeviceBuffer, arg: &[usize], d: PoolDims) -> Result<D
             continue;
         }
         let (oy, ox) = ((i % per.max(1)) / d.ow.max(1), i % d.ow.max(1));
-        let rows = window(oy, d.kh, d.stride, d.pad, d.h);
-        let cols = window(ox, d.kw, d.stride, d.pad, d.w);
         let (r, c) = (a / d.w.max(1), a % d.w.max(1));
-        if !(rows.contains(&r) && cols.contains(&c)) {
+        if !d.covers(oy, ox, r, c) {
             return Err(Error::arg(
                 op,
                 format!("argmax {a} of output {i} is not inside its pooling window"),
@@ -516,7 +512,7 @@ pub fn max_pool2d_grad_on_device(
     Ok(gx)
 }
 
-/// Mean over each window with padding cells counted: the divisor is always KH·KW
+/// Mean over each window, over the divisor `d.divisor` names
 /// (backend/cpu/pool.rs `avg_pool`).
 pub fn avg_pool2d(x: &DeviceBuffer, d: PoolDims) -> Result<DeviceBuffer> {
     let (xn, yn) = pool_sizes("avg_pool2d", &d)?;
@@ -544,7 +540,12 @@ fn avg_pool_kernel(
     let out = gpu.alloc(dtype, out_len)?;
     let mut args = vec![src.into(), (&out).into(), out_len.into()];
     args.extend(pool_args(d));
-    args.push(Arg::Scalar((d.kh * d.kw) as f64));
+    let (mode, fixed) = match d.divisor {
+        AvgDivisor::Padded => (0usize, 0),
+        AvgDivisor::Valid => (1, 0),
+        AvgDivisor::Fixed(v) => (2, v as u64),
+    };
+    args.extend([Arg::from(mode), Arg::from(fixed)]);
     launch(gpu, kernel, dtype, out_len, &args)?;
     Ok(out)
 }
