@@ -262,8 +262,12 @@ def _no_farther(actual: Any, expected: Any, precise: Any) -> bool:
     if not torch.equal(a.isnan(), e.isnan()):
         return False
     slack = 1e-5 + 1.3e-6 * p.abs()  # assert_close's float32 atol and rtol
-    ok = (a.double() - p).abs() <= (e - p).abs() + slack
-    return bool((ok | a.isnan() | (a.double() == e)).all())
+    finite = ~(a.isnan() | (a.double() == e))
+    mine, theirs = (a.double() - p).abs()[finite], (e - p).abs()[finite]
+    # Element by element, or (as test_python_ref does) summed over the tensor: a gradient summed
+    # over a broadcast axis can cancel, and then which of two fold orders lands nearer the
+    # float64 result varies by element.
+    return bool((mine <= theirs + slack[finite]).all()) or bool(mine.sum() <= theirs.sum() + slack[finite].sum())
 
 
 def reason_key(e: BaseException) -> str:

@@ -68,7 +68,7 @@ def test_matmul_batch_mismatch_message_is_accurate():
 @pytest.mark.parametrize("x, w, b, needles", [
     ((2, 3), (4, 5), None, ["[2, 3]", "[4, 5]"]),
     ((2, 5), (4, 5), (3,), ["[4]", "[3]"]),
-    ((2, 5), (5,), None, ["[5]"]),
+    ((2, 5), (4,), None, ["[2, 5]", "4 features"]),
     ((5,), (4, 6), (4,), ["[5]", "[4, 6]"]),
 ])
 def test_linear_shape_mismatch(x, w, b, needles):

@@ -79,5 +79,10 @@ def integer_arguments(fn: F) -> F:
         except OverflowError as e:
             why = out_of_range(fn, args, kwargs) or f"an integer argument is out of range ({e})"
             raise ValueError(f"{name}: {why}") from None
+        except ValueError as e:
+            # The bindings' own range check names the argument but not the function.
+            if "is out of range (expected an integer" in str(e) and not str(e).startswith(f"{name}:"):
+                raise ValueError(f"{name}: {e}") from None
+            raise
 
     return call  # type: ignore[return-value]

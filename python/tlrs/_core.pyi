@@ -129,8 +129,8 @@ class Tensor:
         """Matrix product self @ other."""
     def __neg__(self) -> Tensor:
         """Elementwise -self."""
-    def __pow__(self, exponent: float, mod: None = None, /) -> Tensor:
-        """Elementwise self ** exponent (a number)."""
+    def __pow__(self, exponent: float | Tensor, mod: None = None, /) -> Tensor:
+        """Elementwise self ** exponent (a number, or a tensor: broadcast, with its gradient)."""
     def __rpow__(self, base: float, mod: None = None, /) -> Tensor:
         """Elementwise base ** self, recorded for autograd."""
     # ---- generated from the op table by scripts/gen_stub.py: methods ----

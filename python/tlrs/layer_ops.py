@@ -168,9 +168,33 @@ def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     return _core.scatter_add(input, dim, idx.reshape(-1).tolist(), src)
 
 
-def masked_fill(input: Tensor, mask: Any, value: float) -> Tensor:
-    """`value` where the boolean `mask` (broadcast to input) is True; no gradient flows there."""
+def masked_fill(input: Tensor, mask: Any, value: float | Tensor) -> Tensor:
+    """`value` where the boolean `mask` (broadcast to input) is True; no gradient flows to
+    input there. `value` may be a 0-d tensor: its gradient is the sum of the output's gradient
+    over the filled places (PyTorch's)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"masked_fill: expected a Tensor input, got {type(input).__name__}")
     arr = np.asarray(mask)
     if arr.dtype != np.bool_:
         raise TypeError(f"masked_fill: expected a boolean mask, got dtype {arr.dtype}")
-    return _core.masked_fill(input, arr.reshape(-1).tolist(), list(arr.shape), float(value))
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise _core.ShapeError(f"masked_fill: expected a 0-d value tensor, got shape {value.shape}")
+    try:
+        shape = list(np.broadcast_shapes(tuple(input.shape), arr.shape))
+    except ValueError:
+        raise _core.ShapeError(f"masked_fill: mask {list(arr.shape)} does not broadcast with input {input.shape}") from None
+    if shape != list(input.shape):
+        # A mask with more or longer axes widens the output, as in PyTorch: x·1 is x exactly.
+        input = _core.mul(input, _core.full(shape, 1.0, input.dtype))
+    y = _core.masked_fill(input, arr.reshape(-1).tolist(), list(arr.shape), float(value))
+    if isinstance(value, Tensor) and value.requires_grad:
+        v = float(value)
+        if not np.isfinite(v):
+            raise ValueError(f"masked_fill: a value tensor that requires a gradient must be finite, got {v}")
+        # y - mask·(v.detach() - v): the subtracted term is +0 exactly (so y keeps its bits, -0
+        # included) and its gradient with respect to v is the mask.
+        m = _core.tensor_from_numpy(np.array(arr, dtype=y.dtype), copy=True)
+        if y.device != "cpu":
+            m = m.to(y.device)
+        y = _core.sub(y, _core.mul(m, _core.sub(value.detach(), value)))
+    return y

@@ -46,53 +46,123 @@ def _operand(x: Any, like: Tensor) -> Tensor:
         return x
     if isinstance(x, (int, float)):
         return _core.full([], float(x), like.dtype)
-    raise TypeError(f"expected a Tensor or a number, got {type(x).__name__}")
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
+        # Integer or boolean values (tlrs tensors are float): converted to the operand's dtype.
+        t = _core.tensor_from_numpy(np.array(x, dtype=like.dtype), copy=True)
+        return t if like.device == "cpu" else t.to(like.device)
+    raise TypeError(f"expected a Tensor, a number or a NumPy array, got {type(x).__name__}")
 
 
-def add(input: Tensor, other: Tensor | float) -> Tensor:
-    """input + other with NumPy broadcasting."""
-    return _core.add(input, _operand(other, input))
+def _operands(a: Any, b: Any, what: str) -> tuple[Tensor, Tensor]:
+    """Both operands as tensors: a number on either side (not both) becomes a 0-d tensor of the
+    other's dtype (PyTorch's promotion of a Python scalar)."""
+    if isinstance(a, Tensor):
+        return a, _operand(b, a)
+    if isinstance(b, Tensor) and isinstance(a, (int, float)):
+        return _core.full([], float(a), b.dtype), b
+    raise TypeError(f"{what}: expected a Tensor operand, got {type(a).__name__} and {type(b).__name__}")
 
 
-def sub(input: Tensor, other: Tensor | float) -> Tensor:
-    """input - other with NumPy broadcasting."""
-    return _core.sub(input, _operand(other, input))
+def _scaled(other: Tensor, alpha: float) -> Tensor:
+    return other if alpha == 1 else _core.mul(other, _core.full([], float(alpha), other.dtype))
 
 
-def mul(input: Tensor, other: Tensor | float) -> Tensor:
-    """input * other with NumPy broadcasting."""
-    return _core.mul(input, _operand(other, input))
+def add(input: Tensor | float, other: Tensor | float, *, alpha: float = 1) -> Tensor:
+    """input + alpha * other with NumPy broadcasting (either operand may be a number)."""
+    a, b = _operands(input, other, "add")
+    return _core.add(a, _scaled(b, alpha))
 
 
-def div(input: Tensor, other: Tensor | float) -> Tensor:
-    """input / other with NumPy broadcasting."""
-    return _core.div(input, _operand(other, input))
+def sub(input: Tensor | float, other: Tensor | float, *, alpha: float = 1) -> Tensor:
+    """input - alpha * other with NumPy broadcasting (either operand may be a number)."""
+    a, b = _operands(input, other, "sub")
+    return _core.sub(a, _scaled(b, alpha))
 
 
-def pow(input: Tensor, exponent: float) -> Tensor:  # noqa: A001 - the torch name
-    """input ** exponent for a scalar exponent."""
-    return _core.pow(input, float(exponent))
+def mul(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """input * other with NumPy broadcasting (either operand may be a number)."""
+    return _core.mul(*_operands(input, other, "mul"))
 
 
-def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
-    """Limits values to [min, max]; either bound may be None."""
-    return _core.clamp(input, min, max)
+def div(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """input / other with NumPy broadcasting (either operand may be a number)."""
+    return _core.div(*_operands(input, other, "div"))
 
 
-def sum(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Sum over all elements or one axis: a left fold from 0 in index order."""
-    return _core.sum(input, dim, keepdim)
+def pow(input: Tensor | float, exponent: Tensor | float) -> Tensor:  # noqa: A001 - the torch name
+    """input ** exponent (IEEE pow): a number or a tensor exponent (broadcast, with its
+    gradient), or a number base with a tensor exponent."""
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        return _core.pow(input, float(exponent))
+    a, b = _operands(input, exponent, "pow")
+    return a ** b
 
 
-def mean(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    """Mean over all elements or one axis (the left-fold sum divided by the count)."""
-    return _core.mean(input, dim, keepdim)
+def clamp(input: Tensor, min: Tensor | float | np.ndarray[Any, Any] | None = None,  # noqa: A002
+          max: Tensor | float | np.ndarray[Any, Any] | None = None) -> Tensor:  # noqa: A002
+    """Limits values to [min, max]; either bound may be None, a number or a tensor (broadcast;
+    then maximum and minimum of the op table, so a NaN bound gives NaN)."""
+    if (min is None or isinstance(min, (int, float))) and (max is None or isinstance(max, (int, float))):
+        return _core.clamp(input, min, max)
+    y = input
+    if min is not None:
+        y = _core.maximum(y, _operand(min, input))
+    if max is not None:
+        y = _core.minimum(y, _operand(max, input))
+    return y
 
 
-def max(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Maximum over all elements or one axis: a left fold of IEEE 754-2019 maximum (NaN
-    propagates, +0 beats -0); the gradient flows to the first element holding the result."""
-    return _core.max(input, dim, keepdim)
+def _dims(input: Tensor, dim: int | Sequence[int] | None) -> list[int] | None:
+    """Axes to reduce, each once, in decreasing order (so earlier removals keep the others'
+    numbers); None for all (as is an empty sequence, as in PyTorch)."""
+    if dim is None or isinstance(dim, int):
+        return None if dim is None else [dim]
+    dims = [int(d) for d in dim]
+    if not dims:
+        return None
+    rank = input.ndim if input.ndim > 0 else 1
+    norm = [d + rank if d < 0 else d for d in dims]
+    if any(not 0 <= d < rank for d in norm):
+        raise IndexError(f"dims {dims} out of range for a tensor of rank {input.ndim}")
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"dim {dims} names an axis twice")
+    return sorted(norm, reverse=True)
+
+
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Sum over all elements or the axes `dim` (an int or a sequence): a left fold from 0 in
+    index order, axis by axis from the last."""
+    dims = _dims(input, dim)
+    if dims is None or len(dims) == 1:
+        return _core.sum(input, None if dims is None else dims[0], keepdim)
+    for d in dims:
+        input = _core.sum(input, d, keepdim)
+    return input
+
+
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Mean over all elements or the axes `dim` (the left-fold sum divided by the count)."""
+    dims = _dims(input, dim)
+    if dims is None or len(dims) == 1:
+        return _core.mean(input, None if dims is None else dims[0], keepdim)
+    count = 1
+    for d in dims:
+        count *= input.shape[d]
+    return _core.div(sum(input, dims, keepdim), _core.full([], float(count), input.dtype))
+
+
+def max(input: Tensor, dim: int | Sequence[int] | Tensor | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Maximum over all elements or the axes `dim`: a left fold of IEEE 754-2019 maximum (NaN
+    propagates, +0 beats -0); the gradient flows to the first element holding the result.
+    `max(input, other)` with a tensor is `maximum` (as `torch.max`)."""
+    if isinstance(dim, Tensor):
+        return _core.maximum(input, dim)
+    dims = _dims(input, dim)
+    if dims is None or len(dims) == 1:
+        return _core.max(input, None if dims is None else dims[0], keepdim)
+    for d in dims:
+        input = _core.max(input, d, keepdim)
+    return input
 
 
 def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
@@ -136,18 +206,24 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """input @ weight.T + bias, with weight of shape [out_features, in_features]."""
+    """input @ weight.T + bias, with weight of shape [out_features, in_features] (or
+    [in_features]: one output, its axis dropped, as in PyTorch)."""
+    if isinstance(weight, Tensor) and weight.ndim == 1:
+        if not input.shape or input.shape[-1] != weight.shape[0]:
+            raise _core.ShapeError(f"linear: input {input.shape} does not end in the 1-D weight's {weight.shape[0]} features")
+        y = _core.matmul(input, weight)
+        return y if bias is None else _core.add(y, bias)
     return _core.linear(input, weight, bias)
 
 
-def softmax(input: Tensor, dim: int = -1) -> Tensor:
-    """exp(x - max) / sum(exp(x - max)) along `dim`."""
-    return _core.softmax(input, dim)
+def softmax(input: Tensor, dim: int = -1, dtype: str | None = None) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) along `dim`; `dtype` casts the input first."""
+    return _core.softmax(input if dtype is None else input.to(dtype), dim)
 
 
-def log_softmax(input: Tensor, dim: int = -1) -> Tensor:
-    """(x - max) - log(sum(exp(x - max))) along `dim`."""
-    return _core.log_softmax(input, dim)
+def log_softmax(input: Tensor, dim: int = -1, dtype: str | None = None) -> Tensor:
+    """(x - max) - log(sum(exp(x - max))) along `dim`; `dtype` casts the input first."""
+    return _core.log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def cross_entropy(input: Tensor, target: Any) -> Tensor:

@@ -14,7 +14,7 @@ use crate::ops::pool::{avg_pool2d_grad, max_pool2d_grad};
 use crate::ops::reduce::{max_grad, reduced_shape};
 use crate::ops::softmax::softmax_grad;
 use crate::ops::{
-    binary, broadcast_to, div, log, matmul_t, mul, neg, slice, sub, sum_to_shape, BinaryOp, UnaryOp,
+    binary, broadcast_to, div, matmul_t, mul, neg, slice, sum_to_shape, BinaryOp, UnaryOp,
 };
 use crate::{Result, Tensor};
 
@@ -27,6 +27,14 @@ fn expand_reduced(x: &Tensor, axis: Option<usize>, g: &Tensor) -> Result<Tensor>
 /// The gradient of a batched matmul operand, summed over batches it was broadcast across.
 fn fit(t: Tensor, like: &Tensor) -> Result<Tensor> {
     sum_to_shape(&t, like.shape())
+}
+
+/// The refusal of ops that are themselves gradients (tensor_pow's partial derivatives).
+fn no_second_derivative() -> crate::Error {
+    crate::Error::arg(
+        "tensor_pow",
+        "the second derivative of pow with a tensor exponent is not supported",
+    )
 }
 
 /// A rule of the binary table: (g, a, b, out) to the gradient for one input.

@@ -60,17 +60,34 @@ macro_rules! binary_ops {
                 db: |g, a, b, _out| mul(g, &select_weight(BinaryOp::Minimum, b, a)?),
             }
             // a ** b (IEEE pow from libm) for tensor exponents and `number ** tensor`:
-            // d/da = b a^(b-1); d/db = a^b ln a (from the output).
+            // d/da = b a^(b-1), 0 where b = 0; d/db = a^b ln a, 0 where a = 0 and b >= 0
+            // (PyTorch's rules, so 0 ** 0 and 0 ** 2 give no NaN gradient).
             Pow tensor_pow {
                 doc: "a ** b elementwise.",
                 py: none,
                 f: |a: T, b: T| a.powf(b),
                 cuda: "pow$F(a, b)",
-                da: |g, a, b, _out| {
-                    let bm1 = sub(b, &Tensor::scalar(1.0, b.dtype()))?;
-                    mul(g, &mul(b, &binary(BinaryOp::Pow, a, &bm1)?)?)
-                },
-                db: |g, a, _b, out| mul(g, &mul(out, &log(a)?)?),
+                da: |g, a, b, _out| mul(g, &binary(BinaryOp::PowSlopeBase, a, b)?),
+                db: |g, a, b, _out| mul(g, &binary(BinaryOp::PowSlopeExponent, a, b)?),
+            }
+            // The partial derivatives of tensor_pow, each one op so its condition is an
+            // elementwise select; the same IEEE operations in the same order as PyTorch's
+            // `exponent * self.pow(exponent - 1)` and `result * self.log()`.
+            PowSlopeBase pow_slope_base {
+                doc: "b * a ** (b - 1), and 0 where b = 0 (tensor_pow's gradient for a).",
+                py: none,
+                f: |a: T, b: T| if b == T::ZERO { T::ZERO } else { b * a.powf(b - T::ONE) },
+                cuda: "(b == ($T)0) ? ($T)0 : b * pow$F(a, b - ($T)1)",
+                da: |_g, _a, _b, _out| Err(no_second_derivative()),
+                db: |_g, _a, _b, _out| Err(no_second_derivative()),
+            }
+            PowSlopeExponent pow_slope_exponent {
+                doc: "a ** b * ln(a), and 0 where a = 0 and b >= 0 (tensor_pow's gradient for b).",
+                py: none,
+                f: |a: T, b: T| if a == T::ZERO && b >= T::ZERO { T::ZERO } else { a.powf(b) * a.ln() },
+                cuda: "(a == ($T)0 && b >= ($T)0) ? ($T)0 : pow$F(a, b) * log$F(a)",
+                da: |_g, _a, _b, _out| Err(no_second_derivative()),
+                db: |_g, _a, _b, _out| Err(no_second_derivative()),
             }
         }
     };

@@ -7,6 +7,7 @@ use super::numpy_conv::to_numpy;
 use crate::{ops, DType, Device, Tensor};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 #[pyclass(name = "Tensor", module = "tlrs._core")]
 pub struct PyTensor {
@@ -449,8 +450,30 @@ impl PyTensor {
         guard(|| ops::binary(ops::BinaryOp::Pow, &Tensor::scalar(base, t.dtype()), t))
             .map(PyTensor::new)
     }
-    fn __pow__(&self, e: f64, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    fn __pow__(
+        &self,
+        e: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         refuse_modulo(modulo)?;
-        guard(|| ops::pow(&self.inner, e)).map(PyTensor::new)
+        let py = e.py();
+        let y = if let Ok(t) = e.cast::<PyTensor>() {
+            // A tensor exponent, broadcast: IEEE pow elementwise, with its gradient. A 0-d one
+            // takes the base's dtype (PyTorch's promotion: the dimensioned operand's dtype).
+            let t = t.borrow().inner.clone();
+            guard(|| {
+                let t = if t.rank() == 0 && self.inner.rank() > 0 {
+                    t.to_dtype(self.inner.dtype())?
+                } else {
+                    t
+                };
+                ops::binary(ops::BinaryOp::Pow, &self.inner, &t)
+            })
+        } else if let Ok(e) = e.extract::<f64>() {
+            guard(|| ops::pow(&self.inner, e))
+        } else {
+            return Ok(py.NotImplemented().into_any());
+        }?;
+        PyTensor::new(y).into_py_any(py)
     }
 }
