@@ -129,3 +129,33 @@ def test_masked_fill_with_a_tensor_value_and_a_wider_mask():
         ops.masked_fill(tlrs.tensor(x), mask, tlrs.tensor(np.array(np.inf), requires_grad=True))
     with pytest.raises(tlrs.ShapeError, match="0-d value"):
         ops.masked_fill(tlrs.tensor(x), mask, tlrs.tensor(np.array([1.0])))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [[5, 4], [3, 4, 2, 3], [4]])
+def test_cross_entropy_options(shape, reduction):
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-3, 3, size=shape)
+    label_shape = [] if len(shape) == 1 else [shape[0], *shape[2:]]
+    labels = rng.integers(0, 4, size=label_shape)
+    if labels.ndim:
+        labels.flat[0] = -100  # ignored
+    w = rng.uniform(0.5, 2.0, size=[4])
+    probs = rng.dirichlet(np.ones(4), size=int(np.prod(label_shape))).reshape(*label_shape, 4)
+    probs = np.moveaxis(probs, -1, 1) if len(shape) > 1 else probs.reshape(4)
+    F = torch.nn.functional
+    for kw in [dict(), dict(weight=True), dict(label_smoothing=0.2), dict(weight=True, label_smoothing=0.1)]:
+        tw, ww = (tlrs.tensor(w), torch.tensor(w)) if kw.get("weight") else (None, None)
+        smooth = kw.get("label_smoothing", 0.0)
+        for target, ttarget in [(labels, torch.tensor(labels)), (tlrs.tensor(probs), torch.tensor(probs))]:
+            if isinstance(target, np.ndarray) and target.ndim == 0 and target == -100:
+                continue
+            got = grads(lambda a: ops.cross_entropy(a, target, weight=tw, reduction=reduction,
+                                                    label_smoothing=smooth), x)
+            want = torch_grads(lambda a: F.cross_entropy(a, ttarget, weight=ww, reduction=reduction,
+                                                         label_smoothing=smooth), x)
+            for g, t in zip(got, want):
+                assert g.shape == t.shape
+                np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-14)
+    with pytest.raises(IndexError, match="out of range"):
+        ops.cross_entropy(tlrs.tensor(x), np.full(label_shape, 4), reduction=reduction)

@@ -97,13 +97,20 @@ def batch_norm_per_image(input: Tensor, weight: Tensor | None = None, bias: Tens
 def batch_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """Batch norm over (N, H, W) per channel (PyTorch `batch_norm`).
+    """Batch norm over (N, H, W) per channel (PyTorch `batch_norm`; [N, C], [N, C, L] and
+    [N, C, D, H, W] too).
 
     In training mode (or without running statistics) the batch statistics are used, and the
     running statistics, when given, are updated in place:
     running = (1 - momentum) * running + momentum * batch (unbiased batch variance).
     In evaluation mode the running statistics are used.
     """
+    if isinstance(input, Tensor) and (input.ndim == 3 or input.ndim > 4):
+        # [N, C, L] and [N, C, D, H, W]: the positions of each channel as one [L, 1] plane.
+        shape = input.shape
+        flat = _core.reshape(input, [shape[0], shape[1], -1, 1])
+        out = batch_norm(flat, running_mean, running_var, weight, bias, training, momentum, eps)
+        return _core.reshape(out, shape)
     if training or running_mean is None or running_var is None:
         out, mean, var = _core.batch_norm_train(input, weight, bias, eps)
         if training and running_mean is not None and running_var is not None:
@@ -143,6 +150,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, key: int | Non
     sampler) and scales kept values by 1 / (1 - p). `key` defaults to the global seed stream."""
     if not training or p == 0:
         return input
+    if p == 1 and isinstance(input, Tensor):
+        # Nothing kept: input · 0, as PyTorch (NaN and infinities give NaN; no gradient).
+        return _core.mul(input, _core.full([], 0.0, input.dtype))
     return _core.dropout(input, float(p), key)
 
 

@@ -20,8 +20,8 @@ from ._core import *  # noqa: F403
 from ._core import Tensor
 
 __all__ = [
-    "add", "clamp", "concat", "cross_entropy", "div", "flatten", "index_select", "linear",
-    "log_softmax", "matmul", "max", "mean", "mse_loss", "mul", "permute", "pow", "reshape",
+    "add", "clamp", "concat", "div", "flatten", "index_select", "linear",
+    "log_softmax", "matmul", "max", "mean", "mul", "permute", "pow", "reshape",
     "slice", "softmax", "sub", "sum", "transpose",
 ]
 __all__ += _core.__all__
@@ -226,28 +226,14 @@ def log_softmax(input: Tensor, dim: int = -1, dtype: str | None = None) -> Tenso
     return _core.log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
-def cross_entropy(input: Tensor, target: Any) -> Tensor:
-    """Cross-entropy of logits [N, C] (or [C]) averaged over rows.
-
-    `target` is class indices (ints) or a float Tensor of one-hot rows / probabilities of the
-    input's shape. Raises IndexError for a class index out of range.
-    """
-    if isinstance(target, Tensor):
-        return _core.cross_entropy_probs(input, target)
-    return _core.cross_entropy_indices(input, _indices(target, "cross_entropy"))
-
-
-def mse_loss(input: Tensor, target: Tensor) -> Tensor:
-    """Mean of (input - target) ** 2 over all elements; shapes must be equal."""
-    return _core.mse_loss(input, target)
-
-
 cat = concat
 
 from .layer_ops import *  # noqa: E402,F403 - the layer ops are part of tlrs.ops
 from .layer_ops import __all__ as _layer_all  # noqa: E402
+from .loss_ops import *  # noqa: E402,F403 - and the losses
+from .loss_ops import __all__ as _loss_all  # noqa: E402
 
-__all__ += _layer_all + ["cat"]
+__all__ += _layer_all + _loss_all + ["cat"]
 
 
 # Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
