@@ -159,3 +159,28 @@ def test_cross_entropy_options(shape, reduction):
                 np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-14)
     with pytest.raises(IndexError, match="out of range"):
         ops.cross_entropy(tlrs.tensor(x), np.full(label_shape, 4), reduction=reduction)
+
+
+@pytest.mark.parametrize("groups,padding", [(2, 1), (4, "same"), (1, "valid"), (4, (0, 0))])
+def test_grouped_and_depthwise_convolution(groups, padding):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, size=[2, 4, 6, 5])
+    w = rng.uniform(-1, 1, size=[8, 4 // groups, 3, 3])
+    b = rng.uniform(-1, 1, size=[8])
+    got = grads(lambda a, k, c: ops.conv2d(a, k, c, 1, padding, groups=groups), x, w, b)
+    want = torch_grads(lambda a, k, c: torch.nn.functional.conv2d(a, k, c, 1, padding, groups=groups), x, w, b)
+    for g, t in zip(got, want):
+        assert g.shape == t.shape
+        np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-12)
+
+
+def test_convolution_options_not_yet_expressed_are_refused_by_name():
+    x, w = tlrs.tensor(np.zeros([1, 2, 5, 5])), tlrs.tensor(np.zeros([2, 2, 3, 3]))
+    with pytest.raises(ValueError, match="dilation"):
+        ops.conv2d(x, w, dilation=2)
+    with pytest.raises(ValueError, match="stride"):
+        ops.conv2d(x, w, stride=(1, 2))
+    with pytest.raises(ValueError, match="odd square kernels"):
+        ops.conv2d(x, tlrs.tensor(np.zeros([2, 2, 2, 2])), padding="same")
+    with pytest.raises(tlrs.ShapeError, match="groups"):
+        ops.conv2d(x, tlrs.tensor(np.zeros([3, 1, 3, 3])), groups=2)

@@ -29,21 +29,70 @@ def _int_array(index: Any, what: str) -> np.ndarray:
 
 
 def _pair_free(v: int | Sequence[int], what: str) -> int:
-    """A square size: an int or a pair of equal ints."""
+    """A square size: an int or one or two equal ints."""
     if isinstance(v, (tuple, list)):
-        if len(v) != 2 or v[0] != v[1]:
+        if len(v) not in (1, 2) or v[0] != v[-1]:
             raise ValueError(f"{what}: expected an int or a pair of equal ints, got {v!r}")
         return int(v[0])
     return int(v)  # type: ignore[arg-type]  # an int, or a sequence int() rejects clearly
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0) -> Tensor:
-    """Cross-correlation of [N, C, H, W] (or [C, H, W]) with weight [OC, C, KH, KW].
+def _same_padding(weight: Tensor, stride: int) -> int:
+    """padding='same' as one symmetric padding: stride 1 and odd kernels (an even kernel pads one
+    side more, which tlrs's convolution does not express)."""
+    kh, kw = weight.shape[-2], weight.shape[-1]
+    if stride != 1:
+        raise ValueError(f"conv2d: padding='same' needs stride 1 (as in PyTorch), got {stride}")
+    if kh % 2 == 0 or kw % 2 == 0 or kh != kw:
+        raise ValueError(f"conv2d: padding='same' is supported for odd square kernels, got {kh}x{kw} "
+                         "(pad the input explicitly)")
+    return (kh - 1) // 2
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
+           padding: int | Sequence[int] | str = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
+    """Cross-correlation of [N, C, H, W] (or [C, H, W]) with weight [OC, C / groups, KH, KW].
 
     Reference kernels fold each output over (input channel, kernel row, kernel column) from 0;
-    padding cells take part as zeros, then the bias is added.
+    padding cells take part as zeros, then the bias is added. `groups` splits the channels into
+    that many independent convolutions (depthwise when groups = C), each folded as one. The
+    stride and padding are one size for both axes (or 'valid' / 'same'); dilation is 1.
     """
-    return _core.conv2d(input, weight, bias, _pair_free(stride, "conv2d"), _pair_free(padding, "conv2d"))
+    if _pair_free(dilation, "conv2d: dilation") != 1:
+        raise ValueError(f"conv2d: dilation other than 1 is not supported yet, got {dilation!r}")
+    s = _pair_free(stride, "conv2d: stride")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"conv2d: padding must be a size, 'valid' or 'same', got {padding!r}")
+        p = 0 if padding == "valid" else _same_padding(weight, s)
+    else:
+        p = _pair_free(padding, "conv2d: padding")
+    if groups == 1:
+        return _core.conv2d(input, weight, bias, s, p)
+    return _grouped_conv2d(input, weight, bias, s, p, groups)
+
+
+def _grouped_conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: int, padding: int,
+                    groups: int) -> Tensor:
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise _core.ShapeError(f"conv2d: expected input [N, C, H, W] or [C, H, W] and weight [OC, C/groups, KH, KW], "
+                               f"got {input.shape} and {weight.shape}")
+    axis = input.ndim - 3
+    c, oc = input.shape[axis], weight.shape[0]
+    if c % groups or oc % groups or weight.shape[1] * groups != c:
+        raise _core.ShapeError(f"conv2d: {groups} groups need channels ({c}) and output channels ({oc}) divisible "
+                               f"by groups and a weight of {c // groups if c % groups == 0 else '?'} input channels, "
+                               f"got weight {weight.shape}")
+    cg, og = c // groups, oc // groups
+    outs = []
+    for g in range(groups):
+        x = _core.slice(input, axis, g * cg, (g + 1) * cg)
+        w = _core.slice(weight, 0, g * og, (g + 1) * og)
+        b = None if bias is None else _core.slice(bias, 0, g * og, (g + 1) * og)
+        outs.append(_core.conv2d(x, w, b, stride, padding))
+    return _core.concat(outs, axis)
 
 
 Pair = int | Sequence[int]
