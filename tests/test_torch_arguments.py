@@ -184,3 +184,30 @@ def test_convolution_options_not_yet_expressed_are_refused_by_name():
         ops.conv2d(x, tlrs.tensor(np.zeros([2, 2, 2, 2])), padding="same")
     with pytest.raises(tlrs.ShapeError, match="groups"):
         ops.conv2d(x, tlrs.tensor(np.zeros([3, 1, 3, 3])), groups=2)
+
+
+@pytest.mark.parametrize("sa,sb", [([5, 5, 5], [1, 5, 5]), ([2, 1, 3, 4], [5, 4, 2]), ([1, 3, 4], [2, 1, 4, 6])])
+def test_matmul_broadcasts_batch_axes(sa, sb):
+    rng = np.random.default_rng(6)
+    a, b = rng.uniform(-1, 1, size=sa), rng.uniform(-1, 1, size=sb)
+    for g, t in zip(grads(ops.matmul, a, b), torch_grads(torch.matmul, a, b)):
+        assert g.shape == t.shape
+        np.testing.assert_allclose(g, t, rtol=1e-13, atol=1e-14)
+
+
+def test_scatter_add_with_an_index_smaller_than_src_and_0d_dims():
+    rng = np.random.default_rng(7)
+    x, src = rng.uniform(-1, 1, size=[3, 4]), rng.uniform(-1, 1, size=[3, 5])
+    index = np.array([[0, 1, 2], [2, 0, 0]])
+    got = grads(lambda a, s: ops.scatter_add(a, 0, index, s), x, src)
+    want = torch.scatter_add(torch.tensor(x), 0, torch.tensor(index), torch.tensor(src))
+    assert np.array_equal(got[0], want.numpy())
+    # PyTorch's own backward refuses this case (its gradient comes out index-shaped); d sum / d src
+    # is 1 on the index's block of src and 0 elsewhere, and 1 everywhere for x.
+    block = np.zeros_like(src)
+    block[:2, :3] = 1
+    assert np.array_equal(got[1], np.ones_like(x)) and np.array_equal(got[2], block)
+    s = np.array(1.5)
+    assert ops.transpose(tlrs.tensor(s), 0, -1).shape == []
+    assert ops.gather(tlrs.tensor(s), 0, np.array(0)).numpy() == 1.5
+    assert ops.index_select(tlrs.tensor(s), -1, [0]).shape == list(torch.index_select(torch.tensor(s), -1, torch.tensor([0])).shape)

@@ -212,18 +212,30 @@ def embedding(input: Any, weight: Tensor) -> Tensor:
 
 
 def gather(input: Tensor, dim: int, index: Any) -> Tensor:
-    """out[i][j] = input[index[i][j]][j] for dim=0, and so on (PyTorch `gather`)."""
+    """out[i][j] = input[index[i][j]][j] for dim=0, and so on (PyTorch `gather`; the index may
+    be smaller than the input off `dim`; a 0-d input takes dim 0 or -1)."""
     idx = _int_array(index, "gather")
+    if isinstance(input, Tensor) and input.ndim == 0 and idx.ndim == 0 and dim in (0, -1):
+        return _core.reshape(_core.gather(_core.reshape(input, [1]), 0, [int(idx)], [1]), [])
     return _core.gather(input, dim, idx.reshape(-1).tolist(), list(idx.shape))
 
 
 def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
-    """input with src added at `index` along `dim`, in index order (PyTorch `scatter_add`)."""
+    """input with src added at `index` along `dim`, in index order (PyTorch `scatter_add`: the
+    index may be smaller than src along any axis, and only src's leading block of the index's
+    shape is added; a 0-d input takes dim 0 or -1)."""
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add: src must be a Tensor, got {type(src).__name__}")
     idx = _int_array(index, "scatter_add")
-    if list(idx.shape) != list(src.shape):
-        raise _core.ShapeError(f"scatter_add: expected index of shape {src.shape} (src's shape), got {list(idx.shape)}")
+    if isinstance(input, Tensor) and input.ndim == 0 and idx.ndim == 0 and src.ndim == 0 and dim in (0, -1):
+        one = _core.scatter_add(_core.reshape(input, [1]), 0, [int(idx)], _core.reshape(src, [1]))
+        return _core.reshape(one, [])
+    if idx.ndim != src.ndim or any(i > s for i, s in zip(idx.shape, src.shape)):
+        raise _core.ShapeError(f"scatter_add: expected an index no larger than src {src.shape} along each axis, "
+                               f"got {list(idx.shape)}")
+    for axis, size in enumerate(idx.shape):
+        if size != src.shape[axis]:
+            src = _core.slice(src, axis, 0, size)
     return _core.scatter_add(input, dim, idx.reshape(-1).tolist(), src)
 
 

@@ -180,8 +180,16 @@ def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     return _core.permute(input, list(dims))
 
 
+def _scalar_dim(input: Any, *dims: int) -> bool:
+    """Whether `input` is 0-d and each dim names its one pseudo-axis (0 or -1), as PyTorch
+    accepts."""
+    return isinstance(input, Tensor) and input.ndim == 0 and all(d in (0, -1) for d in dims)
+
+
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    """Swaps two axes."""
+    """Swaps two axes (a 0-d tensor's dims 0 and -1 leave it as it is)."""
+    if _scalar_dim(input, dim0, dim1):
+        return input
     return _core.transpose(input, dim0, dim1)
 
 
@@ -196,7 +204,9 @@ def slice(input: Tensor, dim: int, start: int, end: int) -> Tensor:  # noqa: A00
 
 
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
-    """Entries `index` along `dim`."""
+    """Entries `index` along `dim` (of a 0-d tensor: dim 0 or -1, one index, a 0-d result)."""
+    if _scalar_dim(input, dim):
+        return _core.reshape(_core.index_select(_core.reshape(input, [1]), 0, _indices(index, "index_select")), [])
     return _core.index_select(input, dim, _indices(index, "index_select"))
 
 

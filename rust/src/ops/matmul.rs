@@ -6,8 +6,8 @@ use crate::ops::elementwise::{add, check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
 use crate::{Error, Result, Shape, Tensor};
 
-/// Matrix product with NumPy `matmul` rules for 1-D operands; batch axes must be equal, or one
-/// operand must be a plain matrix (it is then shared by every batch).
+/// Matrix product with NumPy `matmul` rules for 1-D operands; batch axes broadcast (a plain
+/// matrix is shared by every batch).
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.rank() == 0 || b.rank() == 0 {
         return Err(Error::shape(
@@ -89,10 +89,28 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
     } else if abatch.is_empty() {
         bbatch
     } else {
-        return Err(Error::shape(
+        // Batch axes that broadcast (torch.matmul's rule, [5, 5, 5] @ [1, 5, 5]): each operand
+        // as a broadcast view of the common batch shape (its gradient sums back).
+        let full = crate::shape::broadcast_shapes(
             "matmul",
-            format!("batch axes differ: {} @ {}", a.shape(), b.shape()),
-        ));
+            &Shape(abatch.to_vec()),
+            &Shape(bbatch.to_vec()),
+        )
+        .map_err(|_| {
+            Error::shape(
+                "matmul",
+                format!("batch axes differ: {} @ {}", a.shape(), b.shape()),
+            )
+        })?;
+        let widen = |t: &Tensor, last: &[usize]| {
+            let mut dims = full.dims().to_vec();
+            dims.extend_from_slice(last);
+            crate::storage::check_alloc("matmul", &Shape(dims.clone()))?;
+            crate::ops::reduce::broadcast_to(t, &Shape(dims))
+        };
+        let a = widen(a, &ad[ra - 2..])?;
+        let b = widen(b, &bd[rb - 2..])?;
+        return matmul_t(&a, &b, ta, tb);
     };
     let batch: usize = batch_dims.iter().product();
     let d = MatmulDims {
