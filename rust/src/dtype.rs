@@ -82,13 +82,19 @@ pub trait Float:
     fn erf(self) -> Self;
     fn powf(self, e: Self) -> Self;
     fn abs(self) -> Self;
+    /// Rounds toward zero (exact).
+    fn trunc(self) -> Self;
+    /// Rounds toward negative infinity (exact).
+    fn floor(self) -> Self;
+    /// C's `fmod`: the exact remainder of `self / e` with the sign of `self`.
+    fn fmod(self, e: Self) -> Self;
     fn is_nan(self) -> bool;
     /// Whether the sign bit is set (true for -0 and negative NaNs too).
     fn is_sign_negative(self) -> bool;
 }
 
 macro_rules! impl_float {
-    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $pow:path, $abs:path) => {
+    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $pow:path, $abs:path, $trunc:path, $floor:path, $fmod:path) => {
         impl Float for $t {
             const DTYPE: DType = $d;
             const ZERO: Self = 0.0;
@@ -143,6 +149,18 @@ macro_rules! impl_float {
                 $abs(self)
             }
             #[inline(always)]
+            fn trunc(self) -> Self {
+                $trunc(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                $floor(self)
+            }
+            #[inline(always)]
+            fn fmod(self, e: Self) -> Self {
+                $fmod(self, e)
+            }
+            #[inline(always)]
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
@@ -165,7 +183,10 @@ impl_float!(
     libm::tanhf,
     libm::erff,
     libm::powf,
-    libm::fabsf
+    libm::fabsf,
+    libm::truncf,
+    libm::floorf,
+    libm::fmodf
 );
 impl_float!(
     f64,
@@ -178,7 +199,10 @@ impl_float!(
     libm::tanh,
     libm::erf,
     libm::pow,
-    libm::fabs
+    libm::fabs,
+    libm::trunc,
+    libm::floor,
+    libm::fmod
 );
 
 /// `v` in the element type of `like`: lets dtype-dispatch macros name constants without spelling `T`.
