@@ -18,6 +18,11 @@ BEGIN = "# ---- generated from the op table by scripts/gen_stub.py: {} ----"
 END = "# ---- end of generated {} ----"
 
 
+# Table ops whose binding is written by hand (rust/src/py/elementwise.rs, `HAND_WRITTEN`), with
+# the keywords it takes beyond the table's numeric parameters.
+HAND_WRITTEN = {"gelu": ['approximate: str = "none"']}
+
+
 def _default(v: float) -> str:
     return repr(float(v))
 
@@ -33,6 +38,7 @@ def _functions(table: list[tuple]) -> list[str]:
             continue
         if kind == "unary":
             args = ["input: Tensor"] + [f"{p}: float = {_default(d)}" for p, d in params]
+            args += HAND_WRITTEN.get(name, [])
         else:
             args = ["input: Tensor", "other: Tensor"]
         lines.append(f"def {name}({', '.join(args)}) -> Tensor:")

@@ -33,11 +33,11 @@ MASKS = ["[True]", "np.ones((2, 3), bool)", "[[1, 0, 1]]", "[]", "'x'"]
 PROBS = ["0.5", "0.0", "1.0", "-0.1", "float('nan')"]
 SCHEMES = ["'zeros'", "'nope'", "3"]
 UNARY = ["neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu", "softplus", "silu",
-         "leaky_relu", "elu", "hardtanh", "log1p", "expm1", "rsqrt", "erf"]
-BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
+         "leaky_relu", "elu", "hardtanh", "log1p", "expm1", "rsqrt", "erf", "gelu_tanh", "trunc", "floor"]
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "floor_divide"]
 EXACT = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.divide",
          "maximum": "ieee_maximum", "minimum": "ieee_minimum", "neg": "np.negative",
-         "abs": "np.abs", "sqrt": "np.sqrt"}
+         "abs": "np.abs", "sqrt": "np.sqrt", "trunc": "np.trunc", "floor": "np.floor"}
 
 
 def _t(r: random.Random, small: bool = False) -> str:

@@ -17,7 +17,7 @@ from tlrs.config import Backend, Options
 
 UNARY = [row[0] for row in _core._elementwise_table() if row[1] == "unary"]
 # Non-default parameters, so a step that dropped them would show.
-PARAMS = {"leaky_relu": (0.2,), "elu": (1.5,), "hardtanh": (-0.5, 2.0)}
+PARAMS = {"leaky_relu": (0.2,), "elu": (1.5,), "hardtanh": (-0.5, 2.0), "softplus": (2.0, 1.5)}
 # Ops defined on positive values only get inputs in (0.5, 2.5).
 POSITIVE = {"log", "sqrt", "rsqrt", "log1p"}
 
@@ -84,6 +84,23 @@ def test_the_running_value_on_the_right_and_division_both_ways(dtype):
     (x,) = rng_arrays(dtype, (5, 8), lo=-0.5, hi=0.5, seed=4)
     listing = check(loss, [w, v, w2], [x], fused_away=4)
     assert "fused_chain[mul(_, #3) sub(#1, _) div(_, #4) div(#0, _) tanh]" in listing
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_floor_divide_replays_bit_for_bit_beside_a_trunc_division_chain(dtype):
+    """floor_divide is no chain step (its gradient is not one of the fused rules): it replays
+    as an op of its own, between chains; trunc(a / b) and gelu(approximate='tanh') fuse."""
+    def loss(p, x):
+        w, b, v = p
+        q = ops.floor_divide(x[0] * 4.0, b)
+        t = ops.gelu(ops.trunc(x[0] * 3.0 / v) * 0.5, approximate="tanh")
+        return ops.sum(q * w + t)
+
+    w, b, v = rng_arrays(dtype, (4, 6), (4, 6), (4, 6), lo=0.5, hi=1.5, seed=5)
+    (x,) = rng_arrays(dtype, (4, 6), seed=6)
+    listing = check(loss, [w, b, v], [x], fused_away=5)
+    assert "floor_divide(%2, %3)" in listing
+    assert "fused_chain[mul(_, #1) div(_, #2) trunc mul(_, #3) gelu_tanh]" in listing
 
 
 def test_an_input_read_at_two_steps_is_read_by_one_only():

@@ -197,9 +197,12 @@ def test_a_parameter_that_changes_between_traces_is_refused():
 
 def test_every_table_op_is_public_and_tested():
     table = tlrs._core._elementwise_table()
+    # tests/test_table_ops_torch.py: trunc, floor, floor_divide, gelu_tanh (and softplus's
+    # parameters) against PyTorch.
     tested_elsewhere = {"neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu",
                         "softplus", "add", "sub", "mul", "div", "maximum", "minimum", "tensor_pow",
-                        "pow_slope_base", "pow_slope_exponent"}  # test_torch_arguments.py
+                        "pow_slope_base", "pow_slope_exponent",  # test_torch_arguments.py
+                        "trunc", "floor", "floor_divide", "gelu_tanh"}
     here = {n.split()[0] for n in NEW}
     for name, _kind, *_rest, py in table:
         assert name in here | tested_elsewhere, f"{name} has no test"
@@ -214,3 +217,17 @@ def test_the_stub_is_generated_from_the_table():
     assert gen_stub.render(text, table) == text, "run `python scripts/gen_stub.py`"
     assert "def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:" in text
     assert "def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:" in text
+    assert "def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:" in text
+    assert 'def gelu(input: Tensor, approximate: str = "none") -> Tensor:' in text
+
+
+def test_hand_written_bindings_match_the_stub_generators_list():
+    """A table op whose binding is hand-written (py/elementwise.rs `HAND_WRITTEN`) takes the
+    keywords gen_stub.HAND_WRITTEN writes into the stub, after the table's parameters."""
+    table = {r[0]: r for r in tlrs._core._elementwise_table()}
+    for name, extra in gen_stub.HAND_WRITTEN.items():
+        params = [p for p, _ in table[name][2]]
+        keywords = [e.split(":")[0] for e in extra]
+        defaults = [e.split("= ")[1].strip('"') for e in extra]
+        want = ", ".join(["input", *params, *(f'{k}="{d}"' for k, d in zip(keywords, defaults))])
+        assert getattr(tlrs._core, name).__text_signature__ == f"({want})", name

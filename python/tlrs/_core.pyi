@@ -158,6 +158,10 @@ class Tensor:
         """Elementwise 1 / sqrt(x)."""
     def erf(self) -> Tensor:
         """Elementwise error function."""
+    def trunc(self) -> Tensor:
+        """Elementwise rounding toward zero; the gradient is zero."""
+    def floor(self) -> Tensor:
+        """Elementwise rounding toward negative infinity; the gradient is zero."""
     # ---- end of generated methods ----
     def sum(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Sum over `dim` (all elements when None)."""
@@ -202,6 +206,7 @@ __all__ = [
     "tanh",
     "sigmoid",
     "gelu",
+    "gelu_tanh",
     "softplus",
     "silu",
     "leaky_relu",
@@ -211,8 +216,11 @@ __all__ = [
     "expm1",
     "rsqrt",
     "erf",
+    "trunc",
+    "floor",
     "maximum",
     "minimum",
+    "floor_divide",
 ]
 
 def neg(input: Tensor) -> Tensor:
@@ -231,10 +239,12 @@ def tanh(input: Tensor) -> Tensor:
     """Elementwise hyperbolic tangent."""
 def sigmoid(input: Tensor) -> Tensor:
     """Elementwise logistic sigmoid 1 / (1 + e ** -x)."""
-def gelu(input: Tensor) -> Tensor:
-    """Elementwise GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (the exact form)."""
-def softplus(input: Tensor) -> Tensor:
-    """Elementwise log(1 + e ** x), and x itself above 20 (PyTorch's beta=1, threshold=20)."""
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Elementwise GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (the exact form; approximate='tanh' in Python gives gelu_tanh)."""
+def gelu_tanh(input: Tensor) -> Tensor:
+    """Elementwise GELU, tanh approximation: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3))) (PyTorch's approximate='tanh')."""
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """Elementwise log(1 + e ** (beta * x)) / beta, and x itself where beta * x > threshold (PyTorch's softplus)."""
 def silu(input: Tensor) -> Tensor:
     """Elementwise SiLU (swish), x * sigmoid(x)."""
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -251,6 +261,10 @@ def rsqrt(input: Tensor) -> Tensor:
     """Elementwise 1 / sqrt(x)."""
 def erf(input: Tensor) -> Tensor:
     """Elementwise error function."""
+def trunc(input: Tensor) -> Tensor:
+    """Elementwise rounding toward zero; the gradient is zero."""
+def floor(input: Tensor) -> Tensor:
+    """Elementwise rounding toward negative infinity; the gradient is zero."""
 def add(input: Tensor, other: Tensor) -> Tensor:
     """Broadcasting a + b."""
 def sub(input: Tensor, other: Tensor) -> Tensor:
@@ -263,6 +277,8 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum (IEEE 754-2019: NaN propagates, maximum(-0, +0) = +0); ties split the gradient."""
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum (IEEE 754-2019: NaN propagates, minimum(-0, +0) = -0); ties split the gradient."""
+def floor_divide(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise floor(a / b) as PyTorch computes it (fmod-based, Python's a // b); a / b where b == 0. The gradient is zero."""
 # ---- end of generated functions ----
 
 # ---- construction and ops (ops.rs) ----

@@ -107,7 +107,17 @@ fn unary_ops_match_the_cpu() {
         ops::UnaryOp::Tanh,
         ops::UnaryOp::Sigmoid,
         ops::UnaryOp::Gelu,
-        ops::UnaryOp::Softplus,
+        ops::UnaryOp::GeluTanh,
+        ops::UnaryOp::Softplus {
+            beta: 1.0,
+            threshold: 20.0,
+        },
+        ops::UnaryOp::Softplus {
+            beta: 2.5,
+            threshold: 1.5,
+        },
+        ops::UnaryOp::Trunc,
+        ops::UnaryOp::Floor,
     ] {
         check(op.name(), std::slice::from_ref(&x), |t| {
             ops::unary(op, &t[0])
@@ -152,6 +162,7 @@ fn broadcast_binary_ops_match_the_cpu() {
             ops::BinaryOp::Div,
             ops::BinaryOp::Maximum,
             ops::BinaryOp::Minimum,
+            ops::BinaryOp::FloorDivide,
         ] {
             check(op.name(), &[xa.clone(), xb.clone()], |t| {
                 ops::binary(op, &t[0], &t[1])

@@ -37,6 +37,12 @@ fn no_second_derivative() -> crate::Error {
     )
 }
 
+/// Zeros shaped like `g`, on its device: the gradient of an op that is flat almost everywhere
+/// (PyTorch's `zeros_like(grad)`, so a NaN or infinite `g` still gives 0).
+fn zeros_like(g: &Tensor) -> Result<Tensor> {
+    Tensor::full_on(g.shape().clone(), 0.0, g.dtype(), g.device())
+}
+
 /// A rule of the binary table: (g, a, b, out) to the gradient for one input.
 fn rule<F>(f: F, g: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Tensor>
 where

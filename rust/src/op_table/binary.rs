@@ -89,7 +89,45 @@ macro_rules! binary_ops {
                 da: |_g, _a, _b, _out| Err(no_second_derivative()),
                 db: |_g, _a, _b, _out| Err(no_second_derivative()),
             }
+            // PyTorch's floor division of floats (c10::div_floor_floating): the exact remainder
+            // fmod(a, b) taken off a before dividing, then the sign fix-up and the rounding
+            // correction; b == 0 gives the IEEE a / b. The gradient is zero for both operands,
+            // NaN or infinite g included, as for PyTorch's div(..., rounding_mode='floor').
+            FloorDivide floor_divide {
+                doc: "Elementwise floor(a / b) as PyTorch computes it (fmod-based, Python's a // b); a / b where b == 0. The gradient is zero.",
+                py: export,
+                f: |a: T, b: T| crate::op_table::div_floor(a, b),
+                cuda: "tlrs_div_floor(a, b)",
+                da: |g, _a, _b, _out| zeros_like(g),
+                db: |g, _a, _b, _out| zeros_like(g),
+            }
         }
     };
 }
 pub(crate) use binary_ops;
+
+/// Floor division of two floats, step for step PyTorch's `c10::div_floor_floating`
+/// (c10/util/generic_math.h), whose CUDA twin is `tlrs_div_floor` (backend/cuda/kernels.rs).
+#[inline(always)]
+pub fn div_floor<T: crate::dtype::Float>(a: T, b: T) -> T {
+    if b == T::ZERO {
+        return a / b;
+    }
+    let rem = a.fmod(b);
+    let mut div = (a - rem) / b;
+    if rem != T::ZERO && (b < T::ZERO) != (rem < T::ZERO) {
+        div = div - T::ONE;
+    }
+    if div != T::ZERO {
+        let floor = div.floor();
+        if div - floor > T::from_f64(0.5) {
+            floor + T::ONE
+        } else {
+            floor
+        }
+    } else if (a / b).is_sign_negative() {
+        -T::ZERO
+    } else {
+        T::ZERO
+    }
+}

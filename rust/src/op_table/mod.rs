@@ -31,9 +31,9 @@ mod binary;
 mod chain;
 mod unary;
 
-pub(crate) use binary::binary_ops;
+pub(crate) use binary::{binary_ops, div_floor};
 pub use chain::{ChainGrad, ChainStep};
-pub(crate) use unary::unary_ops;
+pub(crate) use unary::{unary_ops, GELU_TANH_BETA};
 
 /// Where a unary op's gradient reads from besides `g`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

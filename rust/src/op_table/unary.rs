@@ -93,7 +93,7 @@ macro_rules! unary_ops {
             }
             // The exact GELU with erf (PyTorch's default), (0.5 x)(1 + erf(x / sqrt 2)).
             Gelu gelu {
-                doc: "Elementwise GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (the exact form).",
+                doc: "Elementwise GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (the exact form; approximate='tanh' in Python gives gelu_tanh).",
                 method: [],
                 params: [],
                 require: [],
@@ -106,16 +106,45 @@ macro_rules! unary_ops {
                 cuda: "($T)0.5 * v * (($T)1 + erf$F(v * ($T)0.70710678118654752440))",
                 cuda_df: "g * (($T)0.5 * (($T)1 + erf$F(x * ($T)0.70710678118654752440)) + x * (($T)0.39894228040143267794 * exp$F(-(($T)0.5 * x * x))))",
             }
-            // PyTorch's beta = 1, threshold = 20: above 20, softplus(x) is x to working precision.
-            Softplus softplus {
-                doc: "Elementwise log(1 + e ** x), and x itself above 20 (PyTorch's beta=1, threshold=20).",
+            // PyTorch's tanh approximation (approximate='tanh'), with its constants and operation
+            // order (aten/src/ATen/native/cpu/Activation.cpp, GeluKernelImpl and
+            // GeluBackwardKernelImpl): kBeta = sqrt(2) * (2 / sqrt(pi)) * 0.5 rounded once from
+            // f64, kKappa = 0.044715, and 3 * kKappa rounded in T.
+            GeluTanh gelu_tanh {
+                doc: "Elementwise GELU, tanh approximation: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3))) (PyTorch's approximate='tanh').",
                 method: [],
                 params: [],
                 require: [],
-                f: |x| if x > T::from_f64(20.0) { x } else { x.exp().log1p() },
-                df: input |g, x| if x > T::from_f64(20.0) { g } else { g * (T::ONE / (T::ONE + (-x).exp())) },
-                cuda: "(v > ($T)20) ? v : log1p$F(exp$F(v))",
-                cuda_df: "(x > ($T)20) ? g : g * (($T)1 / (($T)1 + exp$F(-x)))",
+                f: |x| {
+                    let inner = T::from_f64(crate::op_table::GELU_TANH_BETA) * (x + T::from_f64(0.044715) * (x * x * x));
+                    T::from_f64(0.5) * x * (T::ONE + inner.tanh())
+                },
+                df: input |g, x| {
+                    let (beta, kappa) = (T::from_f64(crate::op_table::GELU_TANH_BETA), T::from_f64(0.044715));
+                    let x_sq = x * x;
+                    let t = (beta * (x + kappa * (x_sq * x))).tanh();
+                    let left_derivative = T::from_f64(0.5) * (T::ONE + t);
+                    let inner_derivative = beta * (T::ONE + T::from_f64(3.0) * kappa * x_sq);
+                    let right_derivative = T::from_f64(0.5) * x * (T::ONE - t * t) * inner_derivative;
+                    g * (left_derivative + right_derivative)
+                },
+                cuda: "($T)0.5 * v * (($T)1 + tanh$F(($T)0.7978845608028654 * (v + ($T)0.044715 * (v * v * v))))",
+                cuda_df: "g * (($T)0.5 * (($T)1 + tanh$F(($T)0.7978845608028654 * (x + ($T)0.044715 * (x * x * x)))) + ($T)0.5 * x * (($T)1 - tanh$F(($T)0.7978845608028654 * (x + ($T)0.044715 * (x * x * x))) * tanh$F(($T)0.7978845608028654 * (x + ($T)0.044715 * (x * x * x)))) * (($T)0.7978845608028654 * (($T)1 + ($T)3 * ($T)0.044715 * (x * x))))",
+            }
+            // PyTorch's softplus(x, beta, threshold): x itself where x * beta > threshold, else
+            // log1p(e^(x beta)) / beta. With beta = 1 the product and the quotient are exact, so
+            // the defaults give the bits of log1p(e^x) and x above 20. The gradient is the
+            // sigmoid of x beta, written 1 / (1 + e^-(x beta)) (PyTorch writes z / (z + 1) with
+            // z = e^(x beta): the same value, not always the same bits).
+            Softplus softplus {
+                doc: "Elementwise log(1 + e ** (beta * x)) / beta, and x itself where beta * x > threshold (PyTorch's softplus).",
+                method: [],
+                params: [beta = 1.0, threshold = 20.0],
+                require: [],
+                f: |x| if x * beta > threshold { x } else { (x * beta).exp().log1p() / beta },
+                df: input |g, x| if x * beta > threshold { g } else { g * (T::ONE / (T::ONE + (-(x * beta)).exp())) },
+                cuda: "(v * beta > threshold) ? v : log1p$F(exp$F(v * beta)) / beta",
+                cuda_df: "(x * beta > threshold) ? g : g * (($T)1 / (($T)1 + exp$F(-(x * beta))))",
             }
             // x / (1 + e^-x) as PyTorch computes it; the sigmoid is recomputed in the gradient.
             Silu silu {
@@ -204,7 +233,34 @@ macro_rules! unary_ops {
                 cuda: "erf$F(v)",
                 cuda_df: "g * (($T)1.12837916709551257390 * exp$F(-(x * x)))",
             }
+            // Exact roundings; the gradient is zero everywhere, NaN or infinite g included (PyTorch's
+            // zeros_like(grad)).
+            Trunc trunc {
+                doc: "Elementwise rounding toward zero; the gradient is zero.",
+                method: [trunc],
+                params: [],
+                require: [],
+                f: |x| x.trunc(),
+                df: input |_g, _x| T::ZERO,
+                cuda: "trunc$F(v)",
+                cuda_df: "($T)0",
+            }
+            Floor floor {
+                doc: "Elementwise rounding toward negative infinity; the gradient is zero.",
+                method: [floor],
+                params: [],
+                require: [],
+                f: |x| x.floor(),
+                df: input |_g, _x| T::ZERO,
+                cuda: "floor$F(v)",
+                cuda_df: "($T)0",
+            }
         }
     };
 }
 pub(crate) use unary_ops;
+
+/// sqrt(2 / pi) as PyTorch spells it, M_SQRT2 * M_2_SQRTPI * 0.5 in f64 (0.7978845608028654,
+/// the literal the CUDA source of `gelu_tanh` repeats).
+pub(crate) const GELU_TANH_BETA: f64 =
+    std::f64::consts::SQRT_2 * std::f64::consts::FRAC_2_SQRT_PI * 0.5;

@@ -9,6 +9,7 @@ use crate::op_table::{
     binary_ops, unary_ops, BinaryOp, GradSource, PyExposure, UnaryOp, BINARY_INFO, UNARY_INFO,
 };
 use crate::{ops, Tensor};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 fn run(py: Python<'_>, f: impl FnOnce() -> crate::Result<Tensor> + Send) -> PyResult<PyTensor> {
@@ -27,6 +28,33 @@ macro_rules! tensor_method {
             }
         }
     };
+}
+
+/// Table ops whose Python function is written by hand (below) rather than generated, for a
+/// keyword the table's numeric parameters cannot express; `scripts/gen_stub.py` knows their
+/// extra keywords (`HAND_WRITTEN`), and tests/test_op_table.py checks the two lists agree.
+const HAND_WRITTEN: &[&str] = &["gelu"];
+
+/// Elementwise GELU as PyTorch's `gelu(input, approximate='none')`: 'none' is the exact erf
+/// form (`gelu`), 'tanh' the tanh approximation (`gelu_tanh`).
+#[pyfunction]
+#[pyo3(name = "gelu", signature = (input, approximate = "none"))]
+pub fn gelu_approximate(
+    py: Python<'_>,
+    input: PyRef<'_, PyTensor>,
+    approximate: &str,
+) -> PyResult<PyTensor> {
+    let op = match approximate {
+        "none" => UnaryOp::Gelu,
+        "tanh" => UnaryOp::GeluTanh,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "gelu: expected approximate to be 'none' or 'tanh', got '{other}'"
+            )))
+        }
+    };
+    let x = input.inner.clone();
+    run(py, move || ops::unary(op, &x))
 }
 
 macro_rules! unary_bindings {
@@ -52,8 +80,10 @@ macro_rules! unary_bindings {
         )*
 
         fn register_unary(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            $( m.add_function(wrap_pyfunction!($name, m)?)?; )*
-            Ok(())
+            $( if !HAND_WRITTEN.contains(&stringify!($name)) {
+                m.add_function(wrap_pyfunction!($name, m)?)?;
+            } )*
+            m.add_function(wrap_pyfunction!(gelu_approximate, m)?)
         }
     };
 }

@@ -152,3 +152,143 @@ macro_rules! binary_kernels {
     };
 }
 binary_ops!(binary_kernels);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs<T: Float>() -> Vec<T> {
+        let mut v: Vec<T> = (-400..=400)
+            .map(|i| T::from_f64(i as f64 * 0.0625))
+            .collect();
+        v.extend(
+            [
+                0.0,
+                -0.0,
+                19.999,
+                20.0,
+                20.001,
+                1e-30,
+                -1e-30,
+                88.0,
+                700.0,
+                -700.0,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+            ]
+            .map(T::from_f64),
+        );
+        v
+    }
+
+    fn same_bits<T: Float>(got: &[T], want: &[T], what: &str) {
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!(
+                a.to_f64().to_bits() == b.to_f64().to_bits(),
+                "{what} [{i}]: {a:?} != {b:?}"
+            );
+        }
+    }
+
+    /// softplus gained beta and threshold; at the defaults (1, 20) the forward and the
+    /// gradient keep the bits of the formulas they had before (x * 1 and y / 1 are exact).
+    fn softplus_defaults_keep_the_old_bits<T: Float>() {
+        let x = inputs::<T>();
+        let g: Vec<T> = (0..x.len())
+            .map(|i| T::from_f64(0.25 + i as f64 * 0.001))
+            .collect();
+        let op = UnaryOp::Softplus {
+            beta: 1.0,
+            threshold: 20.0,
+        };
+        let twenty = T::from_f64(20.0);
+        let old_f: Vec<T> = x
+            .iter()
+            .map(|&x| if x > twenty { x } else { x.exp().log1p() })
+            .collect();
+        let old_df: Vec<T> = x
+            .iter()
+            .zip(&g)
+            .map(|(&x, &g)| {
+                if x > twenty {
+                    g
+                } else {
+                    g * (T::ONE / (T::ONE + (-x).exp()))
+                }
+            })
+            .collect();
+        let y = unary(op, &x);
+        same_bits(&y, &old_f, "softplus");
+        same_bits(&unary_grad(op, &x, &y, &g), &old_df, "softplus grad");
+    }
+
+    #[test]
+    fn softplus_defaults_keep_the_old_bits_f32_f64() {
+        softplus_defaults_keep_the_old_bits::<f32>();
+        softplus_defaults_keep_the_old_bits::<f64>();
+    }
+
+    #[test]
+    fn softplus_beta_and_threshold() {
+        let op = UnaryOp::Softplus {
+            beta: 2.0,
+            threshold: 3.0,
+        };
+        // 2 * 1.6 > 3: x itself; 2 * 1.5 = 3 is not above: log1p(e^3) / 2.
+        let y = unary(op, &[1.6f64, 1.5, -1.0]);
+        assert_eq!(y[0], 1.6);
+        assert_eq!(y[1], libm::log1p(libm::exp(3.0)) / 2.0);
+        assert_eq!(y[2], libm::log1p(libm::exp(-2.0)) / 2.0);
+        let g = unary_grad(op, &[1.6f64, -1.0], &[0.0, 0.0], &[0.5, 0.5]);
+        assert_eq!(g, vec![0.5, 0.5 * (1.0 / (1.0 + libm::exp(2.0)))]);
+    }
+
+    #[test]
+    fn floor_divide_follows_python_and_pytorch() {
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        let cases: [(f64, f64, f64); 16] = [
+            (7.0, 2.0, 3.0),
+            (-7.0, 2.0, -4.0),
+            (7.0, -2.0, -4.0),
+            (-7.0, -2.0, 3.0),
+            (6.0, 3.0, 2.0),
+            (-6.0, 3.0, -2.0),
+            (0.0, 3.0, 0.0),
+            (-0.0, 3.0, -0.0),
+            (0.0, -3.0, -0.0),
+            (1.0, 3.0, 0.0),
+            (-1.0, 3.0, -1.0),
+            (3.0, inf, 0.0),
+            (-3.0, inf, -1.0),
+            (1.0, 0.0, inf),
+            (-1.0, 0.0, -inf),
+            // Python: 1 // 0.1 == 9.0 (0.1 is a little more than 1/10).
+            (1.0, 0.1, 9.0),
+        ];
+        for (a, b, want) in cases {
+            let got = crate::op_table::div_floor(a, b);
+            assert_eq!(got.to_bits(), want.to_bits(), "{a} // {b}: {got}");
+        }
+        assert!(crate::op_table::div_floor(0.0, 0.0).is_nan());
+        assert!(crate::op_table::div_floor(inf, 2.0).is_nan());
+        assert!(crate::op_table::div_floor(nan, 2.0).is_nan());
+        assert!(crate::op_table::div_floor(2.0, nan).is_nan());
+        assert_eq!(crate::op_table::div_floor(7.0f32, -2.0), -4.0);
+    }
+
+    #[test]
+    fn trunc_and_floor_and_their_zero_gradients() {
+        let x = [-2.5f64, -0.5, -0.0, 0.5, 2.5, f64::INFINITY];
+        let t = unary(UnaryOp::Trunc, &x);
+        let f = unary(UnaryOp::Floor, &x);
+        assert_eq!(t, vec![-2.0, -0.0, -0.0, 0.0, 2.0, f64::INFINITY]);
+        assert!(t[1].is_sign_negative());
+        assert_eq!(f, vec![-3.0, -1.0, -0.0, 0.0, 2.0, f64::INFINITY]);
+        let g = [1.0, f64::NAN, f64::INFINITY, -1.0, 2.0, 3.0];
+        for op in [UnaryOp::Trunc, UnaryOp::Floor] {
+            let d = unary_grad(op, &x, &t, &g);
+            assert!(d.iter().all(|&v| v.to_bits() == 0), "{op:?}: {d:?}");
+        }
+    }
+}

@@ -45,6 +45,23 @@ __device__ __forceinline__ bool max_beats($T v, $T best) {
 }
 "#;
 
+/// Helpers the op table's CUDA expressions call (elementwise family only).
+const TABLE_HELPERS: &str = r#"
+// Floor division, step for step PyTorch's c10::div_floor_floating (op_table/binary.rs
+// `div_floor` on the CPU).
+__device__ __forceinline__ $T tlrs_div_floor($T a, $T b) {
+    if (b == ($T)0) return a / b;
+    $T rem = fmod$F(a, b);
+    $T div = (a - rem) / b;
+    if (rem != ($T)0 && (b < ($T)0) != (rem < ($T)0)) div = div - ($T)1;
+    if (div != ($T)0) {
+        $T fl = floor$F(div);
+        return (div - fl > ($T)0.5) ? fl + ($T)1 : fl;
+    }
+    return signbit(a / b) ? -($T)0 : ($T)0;
+}
+"#;
+
 // The unary templates take the op's scalar parameters after `n` ($PARAMS: ", $T name" each).
 const UNARY_TEMPLATE: &str = r#"
 extern "C" __global__ void $NAME_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n$PARAMS) {
@@ -137,6 +154,7 @@ pub fn source(family: &str, dtype: DType) -> Option<String> {
     let mut src = instantiate(PRELUDE, "", "", dtype);
     if family == "elementwise" {
         // The op table (op_table/) gives each op's expressions; the templates add the loop.
+        src.push_str(&instantiate(TABLE_HELPERS, "", "", dtype));
         for op in UNARY_INFO {
             let params: String = op.params.iter().map(|(p, _)| format!(", $T {p}")).collect();
             for (template, expr) in [(UNARY_TEMPLATE, op.cuda), (UNARY_GRAD_TEMPLATE, op.cuda_df)] {
@@ -414,7 +432,7 @@ mod tests {
         let f = source("elementwise", DType::F32).unwrap();
         let d = source("elementwise", DType::F64).unwrap();
         assert!(f.contains("expf(v)") && f.contains("erff(") && !f.contains("exp(v)"));
-        assert!(d.contains("exp(v)") && d.contains("log1p(exp(v))") && !d.contains("expf("));
+        assert!(d.contains("exp(v)") && d.contains("log1p(exp(v * beta))") && !d.contains("expf("));
         // Only the cast kernel names the other type.
         assert!(f.contains("double* __restrict__ y") && d.contains("float* __restrict__ y"));
     }
