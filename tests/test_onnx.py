@@ -166,6 +166,14 @@ def elementwise_ops(p, x):
     return y + ops.tanh(ops.sqrt(ops.relu(x))) + 1.5 ** x - x / (p[0] * p[0] + 1.0)
 
 
+def table_ops(p, x):
+    # No divisor is 0 here (the parity check needs finite outputs); the special values are
+    # test_floor_divide_gives_tlrs_bits's.
+    y = ops.gelu(x, approximate="tanh") + ops.softplus(x, 2.0, 1.5) + ops.softplus(x * 3.0, -0.5, 4.0)
+    y = y + ops.trunc(x * 3.0) + ops.floor(x * 3.0) + ops.floor_divide(x * 7.0, p[0] * p[0] + 0.25)
+    return y + ops.floor_divide(x * -4.0, p[0] - 2.0)
+
+
 def layout_ops(p, x):
     b = x.shape[0]
     stats = ops.sum(x, 1, True) + ops.mean(x, 1, True) - ops.max(x, 1, True) + ops.sum(x) + ops.mean(x) + ops.max(x)
@@ -193,6 +201,7 @@ def image_ops(p, x):
 OP_FORWARDS = {
     "smooth": (smooth_ops, [[4]], ["float32"]),
     "elementwise": (elementwise_ops, [[4]], ["float32", "float64"]),
+    "table": (table_ops, [[4]], ["float32", "float64"]),
     "layout": (layout_ops, [[4, 4], [4, 4]], ["float32", "float64"]),
     "index": (index_ops, [[4], [3, 2]], ["float32", "float64"]),
     "image": (image_ops, [[4]], ["float32"]),
@@ -236,6 +245,39 @@ def test_ops_a_forward_never_records_match_numpy(tmp_path):
         summed = np.broadcast_to(x, (batch, 2, 3)).sum(axis=0).sum(axis=1, keepdims=True)
         ref = np.broadcast_to(summed, (2 * batch, 2, 3)).reshape(batch, 12)
         assert_close(ref, sess.run(None, {"x": x})[0], "float64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_floor_divide_and_trunc_give_tlrs_bits(dtype):
+    # Every pair of special values (b == 0, signed zeros, infinities, NaN) and a spread of
+    # ordinary ones: the exported algorithm is exact step for step, so the bits match.
+    special = [0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 7.0, -7.0, 1e-30, np.inf, -np.inf, np.nan]
+    sa, sb = (m.ravel() for m in np.meshgrid(special, special))
+    rng = np.random.default_rng(5)
+    a = np.concatenate([sa, rng.uniform(-50, 50, 200)]).astype(dtype)
+    b = np.concatenate([sb, rng.uniform(-5, 5, 200)]).astype(dtype)
+    ir = [Node("input", [1, len(a)], dtype, index=0),
+          Node("const", [len(b)], dtype, value=b),
+          Node("op", [1, len(a)], dtype, op="floor_divide", inputs=[0, 1]),
+          Node("op", [1, len(a)], dtype, op="trunc", inputs=[2]),
+          Node("op", [1, len(a)], dtype, op="trunc", inputs=[0]),
+          Node("op", [1, len(a)], dtype, op="add", inputs=[3, 4])]
+    model = build_model(ir, 5, [], [], 18)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = (ops.trunc(ops.floor_divide(tlrs.tensor(a), tlrs.tensor(b))) + ops.trunc(tlrs.tensor(a))).numpy()
+    got = sess.run(None, {"x": a[None, :]})[0][0]
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    kind = np.uint32 if dtype == "float32" else np.uint64
+    assert np.array_equal(got[~nan].view(kind), want[~nan].view(kind))
+
+
+def test_every_table_op_has_an_onnx_form_or_a_documented_refusal():
+    from tlrs.interop.onnx_ops import EMITTERS, REFUSED
+
+    for name, *_ in tlrs._core._elementwise_table():
+        assert name in EMITTERS or name in REFUSED, f"{name}: add an emitter to onnx_ops.py or a reason to REFUSED"
 
 
 def test_an_output_axis_of_twice_the_batch(tmp_path):

@@ -127,11 +127,60 @@ def _gelu(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Mul", [em.add("Mul", [em.scalar(0.5, dt), x]), em.add("Add", [em.scalar(1.0, dt), erf])], out)
 
 
+def _gelu_tanh(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # (0.5 x)(1 + tanh(k (x + 0.044715 ((x x) x)))), k = M_SQRT2 · M_2_SQRTPI · 0.5 in f64
+    # (op_table/unary.rs GELU_TANH_BETA), rounded once to the dtype.
+    x, dt = ins[0], n.dtype
+    cube = em.add("Mul", [em.add("Mul", [x, x]), x])
+    inner = em.add("Add", [x, em.add("Mul", [em.scalar(0.044715, dt), cube])])
+    tanh = em.add("Tanh", [em.add("Mul", [em.scalar(0.7978845608028654, dt), inner])])
+    return em.add("Mul", [em.add("Mul", [em.scalar(0.5, dt), x]), em.add("Add", [em.scalar(1.0, dt), tanh])], out)
+
+
 def _softplus(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    # PyTorch's threshold: x itself above 20 (ONNX Softplus alone would overflow to inf).
+    # x where x·beta > threshold, else Softplus(x·beta) / beta (ONNX Softplus alone would
+    # overflow to inf); with beta = 1 the product and the quotient are left out (exact in tlrs).
+    x, dt, beta = ins[0], n.dtype, n.attrs["beta"]
+    scaled = x if beta == 1.0 else em.add("Mul", [x, em.scalar(beta, dt)])
+    soft = em.add("Softplus", [scaled])
+    soft = soft if beta == 1.0 else em.add("Div", [soft, em.scalar(beta, dt)])
+    above = em.add("Greater", [scaled, em.scalar(n.attrs["threshold"], dt)])
+    return em.add("Where", [above, x, soft], out)
+
+
+# onnxruntime's Where (1.32, CPU) turns a -0 taken from its second input (the "true" side) into
+# +0, while its third input keeps it; so where a result may be -0, it comes from the third.
+
+
+def _trunc(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # ONNX has no Trunc: Floor above zero, Ceil elsewhere (exact; -0.5 and -0 give -0, NaN
+    # stays NaN). Only the Ceil side can be -0 (see above).
     x = ins[0]
-    above = em.add("Greater", [x, em.scalar(20.0, n.dtype)])
-    return em.add("Where", [above, x, em.add("Softplus", [x])], out)
+    above = em.add("Greater", [x, em.scalar(0.0, n.dtype)])
+    return em.add("Where", [above, em.add("Floor", [x]), em.add("Ceil", [x])], out)
+
+
+def _floor_divide(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """PyTorch's floor division (c10::div_floor_floating) step for step, as tlrs computes it:
+    every step is exact or one IEEE division, so the bits are tlrs's."""
+    a, b = ins
+    zero, one = em.scalar(0.0, n.dtype), em.scalar(1.0, n.dtype)
+    quotient = em.add("Div", [a, b])
+    rem = em.add("Mod", [a, b], fmod=1)
+    div = em.add("Div", [em.add("Sub", [a, rem]), b])
+    signs_differ = em.add("Xor", [em.add("Less", [b, zero]), em.add("Less", [rem, zero])])
+    fix = em.add("And", [em.add("Not", [em.add("Equal", [rem, zero])]), signs_differ])
+    div = em.add("Where", [fix, em.add("Sub", [div, one]), div])
+    floor = em.add("Floor", [div])
+    up = em.add("Greater", [em.add("Sub", [div, floor]), em.scalar(0.5, n.dtype)])
+    floor = em.add("Where", [up, em.add("Add", [floor, one]), floor])
+    # Where div is 0, |a| < |b| (or b is infinite), so a / b is finite and quotient·0 is
+    # copysign(0, a / b). Every value that can be -0 is on Where's third side (see above).
+    # (|div| > 0 rather than Not(div == 0): onnxruntime fuses Not into Where by swapping its
+    # sides. NaN takes the third side, where NaN·0 is NaN as well.)
+    nonzero = em.add("Greater", [em.add("Abs", [div]), zero])
+    rounded = em.add("Where", [nonzero, floor, em.add("Mul", [quotient, zero])])
+    return em.add("Where", [em.add("Equal", [b, zero]), quotient, rounded], out)
 
 
 def _silu(em: Emitter, n: Node, ins: list[str], out: str) -> str:
@@ -334,6 +383,7 @@ EMITTERS: dict[str, Emit] = {
     "sigmoid": _plain("Sigmoid"),
     "erf": _plain("Erf"),
     "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
     "softplus": _softplus,
     "silu": _silu,
     "leaky_relu": _leaky_relu,
@@ -342,6 +392,8 @@ EMITTERS: dict[str, Emit] = {
     "log1p": _log1p,
     "expm1": _expm1,
     "rsqrt": _rsqrt,
+    "trunc": _trunc,
+    "floor": _plain("Floor"),
     "pow": _pow,
     "clamp": _clamp,
     "add": _plain("Add"),
@@ -351,6 +403,7 @@ EMITTERS: dict[str, Emit] = {
     "maximum": _plain("Max"),
     "minimum": _plain("Min"),
     "tensor_pow": _plain("Pow"),
+    "floor_divide": _floor_divide,
     "sum": _reduce("ReduceSum"),
     "mean": _reduce("ReduceMean"),
     "max": _reduce("ReduceMax"),
