@@ -220,7 +220,6 @@ __all__ = [
     "floor",
     "maximum",
     "minimum",
-    "floor_divide",
 ]
 
 def neg(input: Tensor) -> Tensor:

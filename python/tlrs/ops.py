@@ -20,7 +20,7 @@ from ._core import *  # noqa: F403
 from ._core import Tensor
 
 __all__ = [
-    "add", "clamp", "concat", "div", "flatten", "index_select", "linear",
+    "add", "clamp", "concat", "div", "flatten", "floor_divide", "index_select", "linear",
     "log_softmax", "matmul", "max", "mean", "mul", "permute", "pow", "reshape",
     "slice", "softmax", "sub", "sum", "transpose",
 ]
@@ -84,9 +84,23 @@ def mul(input: Tensor | float, other: Tensor | float) -> Tensor:
     return _core.mul(*_operands(input, other, "mul"))
 
 
-def div(input: Tensor | float, other: Tensor | float) -> Tensor:
-    """input / other with NumPy broadcasting (either operand may be a number)."""
-    return _core.div(*_operands(input, other, "div"))
+def div(input: Tensor | float, other: Tensor | float, *, rounding_mode: str | None = None) -> Tensor:
+    """input / other with NumPy broadcasting (either operand may be a number); rounding_mode
+    'trunc' rounds the quotient toward zero, 'floor' down (PyTorch's floor division, which
+    also gives it sign rules at zero and infinities); no gradient flows through a rounded one."""
+    a, b = _operands(input, other, "div")
+    if rounding_mode is None:
+        return _core.div(a, b)
+    if rounding_mode == "trunc":
+        return _core.trunc(_core.div(a, b))
+    if rounding_mode == "floor":
+        return _core.floor_divide(a, b)
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def floor_divide(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """PyTorch's floor division, input // other (either operand may be a number)."""
+    return _core.floor_divide(*_operands(input, other, "floor_divide"))
 
 
 def pow(input: Tensor | float, exponent: Tensor | float) -> Tensor:  # noqa: A001 - the torch name

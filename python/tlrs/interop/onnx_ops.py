@@ -25,6 +25,8 @@ ELEM_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}
 REFUSED = {
     "cross_entropy": "has no ONNX form: it is a loss with the trace's targets baked in (export the "
                      "forward that feeds it)",
+    **dict.fromkeys(("pow_slope_base", "pow_slope_exponent"),
+                    "has no ONNX form: it is pow's gradient, which only a backward pass records"),
 }
 
 

@@ -95,7 +95,7 @@ macro_rules! binary_ops {
             // NaN or infinite g included, as for PyTorch's div(..., rounding_mode='floor').
             FloorDivide floor_divide {
                 doc: "Elementwise floor(a / b) as PyTorch computes it (fmod-based, Python's a // b); a / b where b == 0. The gradient is zero.",
-                py: export,
+                py: wrapped,
                 f: |a: T, b: T| crate::op_table::div_floor(a, b),
                 cuda: "tlrs_div_floor(a, b)",
                 da: |g, _a, _b, _out| zeros_like(g),
