@@ -25,6 +25,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
+# PyTorch's OpInfo database needs expecttest (scripts/test installs it): without it the workers
+# could not start, so fail here, once, rather than per op.
+import expecttest  # noqa: E402,F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
