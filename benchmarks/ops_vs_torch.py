@@ -2,11 +2,12 @@
 4 heads, block 64, d_model 128, vocabulary 95), f32, forward and forward + backward; each
 framework runs in its own process, the best of ROUNDS rounds is kept, ratios are tlrs / torch.
 
-    python benchmarks/ops_vs_torch.py [ROUNDS]
+    python benchmarks/ops_vs_torch.py [ROUNDS] [--ops gelu,softmax]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -84,10 +85,21 @@ def side(name: str, rounds: int) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    ours, theirs = side("tlrs", rounds), side("torch", rounds)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rounds", nargs="?", type=int, default=20, help="timed rounds per op (best kept)")
+    ap.add_argument("--ops", help=f"comma-separated subset of: {', '.join(CASES.values())}")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"rounds must be at least 1, got {args.rounds}")
+    keys = list(CASES.values()) if not args.ops else args.ops.split(",")
+    unknown = [k for k in keys if k not in CASES.values()]
+    if unknown:
+        ap.error(f"unknown ops: {', '.join(unknown)} (known: {', '.join(CASES.values())})")
+    ours, theirs = side("tlrs", args.rounds), side("torch", args.rounds)
     print(f"{'op':60} {'fwd ms':>14} {'ratio':>6} {'fwd+bwd ms':>16} {'ratio':>6}")
     for label, key in CASES.items():
+        if key not in keys:
+            continue
         (f1, b1), (f2, b2) = ours[key], theirs[key]
         print(f"{label:60} {f1:6.3f}/{f2:6.3f} {f1 / f2:6.2f} {b1:7.3f}/{b2:7.3f} {b1 / b2:6.2f}")
 

@@ -7,6 +7,7 @@ mod conv_act_tests;
 mod conv_direct;
 pub mod conv_grad;
 pub mod elementwise;
+pub mod erf_lanes;
 pub mod exp_lanes;
 pub mod fused;
 pub mod gemm_ref;

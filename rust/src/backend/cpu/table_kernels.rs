@@ -32,6 +32,28 @@ fn zip_to<T: Float>(a: &[T], b: &[T], out: &mut [T], f: impl Fn(T, T) -> T) {
     }
 }
 
+/// `v` as f32 values, where T is f32 (GELU's vector kernels, `erf_lanes.rs`, are f32 only).
+fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32, so the slice is one of f32 values.
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
+}
+
+/// `v` as f32 values; called only where T is f32 (`as_f32` of the same call's input said so).
+fn as_f32_mut<T: Float>(v: &mut [T]) -> &mut [f32] {
+    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
+    // SAFETY: T is f32 (asserted).
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) }
+}
+
+/// An f32 vector as a `Vec<T>`; called only where T is f32 (`as_f32` said so).
+fn from_f32<T: Float>(v: Vec<f32>) -> Vec<T> {
+    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // SAFETY: T is f32 (asserted): same layout, and the allocation moves over whole.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
+}
+
 macro_rules! unary_kernels {
     ($( $V:ident $name:ident {
         doc: $doc:literal,
@@ -45,6 +67,9 @@ macro_rules! unary_kernels {
     } )*) => {
         /// `op` applied to every element of `x`.
         pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
+            if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
+                return from_f32(super::erf_lanes::gelu(x));
+            }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
                     $( let $p = T::from_f64($p); )*
@@ -55,6 +80,9 @@ macro_rules! unary_kernels {
 
         /// d(op)/dx times `g`, from the op's input `x` or its output `y` (the table says which).
         pub fn unary_grad<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T]) -> Vec<T> {
+            if let (UnaryOp::Gelu, Some(x), Some(g)) = (op, as_f32(x), as_f32(g)) {
+                return from_f32(super::erf_lanes::gelu_grad(x, g));
+            }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
                     $( let $p = T::from_f64($p); )*
@@ -67,6 +95,9 @@ macro_rules! unary_kernels {
         /// the widest vectors.
         #[inline(always)]
         pub fn unary_block<T: Float>(op: UnaryOp, x: &[T], out: &mut [T]) {
+            if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
+                return super::erf_lanes::gelu_into(x, as_f32_mut(out));
+            }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
                     $( let $p = T::from_f64($p); )*
@@ -78,6 +109,9 @@ macro_rules! unary_kernels {
         /// `g` times d(op)/dx into `out`, for one block whose input is `x` and output `y`.
         #[inline(always)]
         pub fn unary_grad_block<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T], out: &mut [T]) {
+            if let (UnaryOp::Gelu, Some(x), Some(g)) = (op, as_f32(x), as_f32(g)) {
+                return super::erf_lanes::gelu_grad_into(x, g, as_f32_mut(out));
+            }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
                     $( let $p = T::from_f64($p); )*
