@@ -79,6 +79,52 @@ def test_the_op_layer_never_picks_a_device():
     assert not bad, "ops/ dispatches on the device itself:\n" + "\n".join(bad)
 
 
+# The places that may name a device (`Device::...`, `is_cuda`): everywhere else asks storage.rs a
+# device-neutral question (`Tensor::on_host`) or calls a device-neutral constructor
+# (`Storage::full`, `Storage::filled`, `Storage::to_device`). Each entry with its reason.
+DEVICE_NAMERS = {
+    "storage.rs": "the one place an operation or a new storage picks its device",
+    "device.rs": "defines `Device`: its variants, parsing and printing",
+    "backend/": "each backend is one device and runs there",
+    "py/": "the bindings parse and print device strings and hand device buffers to DLPack and NCCL",
+}
+NAMES_A_DEVICE = re.compile(r"\bDevice::|\bis_cuda\b")
+
+
+def _device_namers(paths):
+    bad = []
+    for path in paths:
+        rel = path.relative_to(SRC).as_posix()
+        if any(rel == a or (a.endswith("/") and rel.startswith(a)) for a in DEVICE_NAMERS):
+            continue
+        for n, code in _code_lines(path):
+            if NAMES_A_DEVICE.search(code):
+                bad.append(f"{rel}:{n}: {code.strip()}")
+    return bad
+
+
+def test_only_storage_picks_a_device():
+    """Outside storage.rs (and the device's definition, the backends and the bindings) no code
+    names a device: a new device then means new arms in storage.rs, not a hunt through the crate."""
+    bad = _device_namers(sorted(SRC.rglob("*.rs")))
+    assert not bad, (
+        "device named outside storage.rs (ask storage.rs instead, or add the file to DEVICE_NAMERS "
+        "with its reason):\n" + "\n".join(bad)
+    )
+    # Every allowed entry exists, so a rename cannot silently widen the rule.
+    for entry in DEVICE_NAMERS:
+        assert (SRC / entry).exists(), entry
+
+
+def test_the_device_reader_catches_a_device_name():
+    for code in ("if p.is_cuda() {", "let crate::Device::Cuda(n) = d else {", "(Device::Cpu, d) => 1,",
+                 "inputs.iter().any(Tensor::is_cuda)"):
+        assert NAMES_A_DEVICE.search(code), code
+    # Naming the type (a parameter, the error variant) is not choosing a device.
+    for code in ("crate::Error::Device {", "device: crate::Device,", "fn to_device(&self, d: Device)"):
+        assert not NAMES_A_DEVICE.search(code), code
+
+
 def test_backend_modules_import_each_other_without_cycles():
     graph: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
     for mod, target, *_ in _edges():

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::rng::{lcg_units, runtime_init_unit, runtime_init_unit_f32};
+use crate::storage::Fill;
 
 /// Which fan-based scheme a rank error is about (the reference names it in the message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,13 +157,6 @@ pub enum FloatInit {
     Flat(Vec<f64>),
 }
 
-/// What a `FloatInit` does per element, with the Xavier/Kaiming bounds already worked out.
-enum Fill<'a> {
-    Constant(f64),
-    Payload(&'a [f64]),
-    Sampled { lo: f64, hi: f64, seed: u64 },
-}
-
 impl FloatInit {
     fn fill(&self) -> Fill<'_> {
         match *self {
@@ -253,42 +247,23 @@ impl FloatInit {
 
 impl FloatInit {
     /// The values as a tensor on `device`. On a CUDA device sampled and constant fills are made
-    /// by a kernel there (no host copy), equal to `values_f32`/`values_f64`; `Flat` is uploaded.
+    /// by a kernel there (no host copy), equal to `values_f32`/`values_f64`; `Flat` is uploaded
+    /// (`Storage::filled`).
     pub fn tensor_on(
         &self,
         shape: &[usize],
         dtype: crate::DType,
         device: crate::Device,
     ) -> crate::Result<crate::Tensor> {
-        use crate::backend::cuda::{gpu, ops};
+        use crate::storage::{CpuStorage, Storage};
         let bad = |e: InitError| crate::Error::arg("init", e.to_string());
         let n = numel(shape).map_err(bad)?;
         self.check_len(n).map_err(bad)?;
-        let crate::Device::Cuda(ordinal) = device else {
-            let s = match dtype {
-                crate::DType::F64 => crate::storage::CpuStorage::F64((self.fill_f64(n)).into()),
-                crate::DType::F32 => crate::storage::CpuStorage::F32((self.fill_f32(n)).into()),
-            };
-            return crate::Tensor::from_cpu(s, shape.to_vec());
-        };
-        let g = gpu(ordinal)?;
-        let buf = match self.fill() {
-            Fill::Constant(c) => {
-                let b = g.alloc(dtype, n)?;
-                ops::fill_into(&b, c)?;
-                b
-            }
-            Fill::Payload(v) => match dtype {
-                crate::DType::F64 => g.upload(dtype, v)?,
-                crate::DType::F32 => {
-                    g.upload(dtype, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())?
-                }
-            },
-            Fill::Sampled { lo, hi, seed } => {
-                ops::init_uniform(&g, dtype, n, crate::rng::key_of(seed, 0), lo, hi - lo)?
-            }
-        };
-        crate::Tensor::from_storage(buf, shape.to_vec())
+        let s = Storage::filled(device, dtype, n, self.fill(), || match dtype {
+            crate::DType::F64 => CpuStorage::F64((self.fill_f64(n)).into()),
+            crate::DType::F32 => CpuStorage::F32((self.fill_f32(n)).into()),
+        })?;
+        crate::Tensor::from_storage(s, shape.to_vec())
     }
 }
 

@@ -1,8 +1,12 @@
 //! Where a tensor's elements live: one enum over the devices, each variant a backend's storage
 //! (backend/cpu/storage.rs, backend/cuda/storage.rs). Matching on it here, once per operation,
-//! is the one place the device is chosen (see `Storage::unary` and friends).
+//! is the one place the device is chosen (see `Storage::unary` and friends). New storage on a
+//! given device is made here too (`Storage::full`, `Storage::filled`, `Storage::to_device`), and
+//! code elsewhere that must know whether CPU-only kernels apply asks `Storage::on_host`: outside
+//! this file, the device's definition, the backends and the bindings, nothing names a device
+//! (tests/test_layering.py checks it).
 
-use crate::backend::cuda::DeviceBuffer;
+use crate::backend::cuda::{gpu, ops as cuda_ops, DeviceBuffer};
 use crate::backend::BackendStorage;
 use crate::geometry::{Activation, ConvDims, PlaneDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
@@ -91,6 +95,70 @@ impl Storage {
             Storage::Cuda(c) => Ok(Cow::Owned(c.download()?)),
         }
     }
+    /// Whether the elements are in host memory, where the CPU-only paths (the fused chains, the
+    /// per-image batch norm, the optimisers' in-place updates) read them.
+    pub fn on_host(&self) -> bool {
+        matches!(self, Storage::Cpu(_))
+    }
+    /// A copy of these values on `device`, through the host (copied back from a device first).
+    pub fn to_device(&self, device: Device) -> Result<Storage> {
+        let host = self.host()?;
+        Ok(match device {
+            Device::Cpu => host.into_owned().into(),
+            Device::Cuda(n) => CudaStorage::upload(n, &host)?.into(),
+        })
+    }
+    /// `n` elements of `dtype`, each `value`, on `device` (filled there by a kernel on a CUDA
+    /// device). A failed allocation is an error, not an abort.
+    pub fn full(device: Device, dtype: DType, n: usize, value: f64) -> Result<Storage> {
+        match device {
+            Device::Cpu => CpuStorage::try_full(dtype, n, value).map(Storage::Cpu),
+            Device::Cuda(ordinal) => {
+                let buf = gpu(ordinal)?.alloc(dtype, n)?;
+                cuda_ops::fill_into(&buf, value)?;
+                Ok(buf.into())
+            }
+        }
+    }
+    /// `n` elements of `dtype` on `device` as `fill` describes them. On the CPU they are the
+    /// values `host` computes (init.rs's binary64 and binary32 formulas). On a CUDA device a
+    /// kernel makes constant and sampled fills there, with no host copy and the same bits as
+    /// `host` (rust/tests/cuda_emu_ops.rs checks it), and a payload is rounded to `dtype` and
+    /// uploaded.
+    pub(crate) fn filled(
+        device: Device,
+        dtype: DType,
+        n: usize,
+        fill: Fill<'_>,
+        host: impl FnOnce() -> CpuStorage,
+    ) -> Result<Storage> {
+        let Device::Cuda(ordinal) = device else {
+            return Ok(Storage::Cpu(host()));
+        };
+        let g = gpu(ordinal)?;
+        let buf = match fill {
+            Fill::Constant(c) => return Storage::full(device, dtype, n, c),
+            Fill::Payload(v) => match dtype {
+                DType::F64 => g.upload(dtype, v)?,
+                DType::F32 => g.upload(dtype, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())?,
+            },
+            Fill::Sampled { lo, hi, seed } => {
+                cuda_ops::init_uniform(&g, dtype, n, crate::rng::key_of(seed, 0), lo, hi - lo)?
+            }
+        };
+        Ok(buf.into())
+    }
+}
+
+/// What an initialiser puts in each element (`Storage::filled`), with the Xavier/Kaiming bounds
+/// already worked out.
+pub(crate) enum Fill<'a> {
+    /// Every element this value.
+    Constant(f64),
+    /// These values, row-major, rounded once to the dtype.
+    Payload(&'a [f64]),
+    /// Uniform on [lo, hi) from the runtime-init sampler (`rng::runtime_init_unit*`) with `seed`.
+    Sampled { lo: f64, hi: f64, seed: u64 },
 }
 
 /// A gradient on another device than the winners its forward kept.

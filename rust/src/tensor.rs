@@ -157,7 +157,7 @@ impl Tensor {
         let s = CpuStorage::try_full(dtype, shape.checked_numel()?, value)?;
         Tensor::from_cpu(s, shape)
     }
-    /// `full` on `device` (filled there by a kernel for a CUDA device).
+    /// `full` on `device` (filled there by a kernel for a CUDA device: `Storage::full`).
     pub fn full_on(
         shape: impl Into<Shape>,
         value: f64,
@@ -165,15 +165,8 @@ impl Tensor {
         device: Device,
     ) -> Result<Tensor> {
         let shape = shape.into();
-        match device {
-            Device::Cpu => Tensor::try_full(shape, value, dtype),
-            Device::Cuda(n) => {
-                let gpu = crate::backend::cuda::gpu(n)?;
-                let buf = gpu.alloc(dtype, shape.checked_numel()?)?;
-                crate::backend::cuda::ops::fill_into(&buf, value)?;
-                Tensor::from_storage(buf, shape)
-            }
-        }
+        let s = Storage::full(device, dtype, shape.checked_numel()?, value)?;
+        Tensor::from_storage(s, shape)
     }
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
         Tensor::full(Shape::scalar(), value, dtype)
@@ -297,8 +290,10 @@ impl Tensor {
     pub fn device(&self) -> Device {
         self.base_storage().device()
     }
-    pub fn is_cuda(&self) -> bool {
-        matches!(self.base_storage(), Storage::Cuda(_))
+    /// Whether the elements are in host memory, where the CPU-only paths read them
+    /// (`Storage::on_host`).
+    pub fn on_host(&self) -> bool {
+        self.base_storage().on_host()
     }
     /// The device storage, when the tensor lives on a CUDA device.
     pub fn cuda(&self) -> Option<&CudaStorage> {
@@ -435,11 +430,7 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
-        let host = self.host()?;
-        let s: Storage = match device {
-            Device::Cpu => host.into_owned().into(),
-            Device::Cuda(n) => CudaStorage::upload(n, &host)?.into(),
-        };
+        let s = self.storage().to_device(device)?;
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),

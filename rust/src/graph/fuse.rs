@@ -56,7 +56,7 @@ fn value_positions(g: &Graph, i: usize) -> Vec<usize> {
         return vec![];
     };
     let same = |j: usize| g.nodes[j].shape == n.shape && g.nodes[j].dtype == n.dtype;
-    let on_cpu = op.inputs().iter().all(|t| !t.is_cuda());
+    let on_cpu = op.inputs().iter().all(|t| t.on_host());
     match op {
         Op::Unary(..) if on_cpu && same(inputs[0]) => vec![0],
         Op::Binary(b, ..) if on_cpu && ChainStep::fusable_binary(*b) => (0..2)

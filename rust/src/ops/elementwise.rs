@@ -6,7 +6,7 @@
 use crate::autograd::Op;
 use crate::shape::broadcast_shapes;
 use crate::storage::Storage;
-use crate::{Device, Result, Tensor};
+use crate::{Result, Tensor};
 
 pub use crate::op_table::{BinaryOp, UnaryOp};
 
@@ -113,14 +113,23 @@ pub(crate) fn check_same_dtype(op: &'static str, ts: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `t` is a host scalar (rank 0) that may meet a tensor on another device: it moves to
+/// that device, as PyTorch allows.
+fn host_scalar(t: &Tensor) -> bool {
+    t.on_host() && t.rank() == 0
+}
+
 /// A CPU scalar (rank 0) meeting a device tensor moves to that device, as PyTorch allows;
 /// any other device mismatch is an error.
 fn align_scalar(op: &'static str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
-    match (a.device(), b.device()) {
-        (da, db) if da == db => Ok((a.clone(), b.clone())),
-        (Device::Cpu, d) if a.rank() == 0 => Ok((a.to_device(d)?, b.clone())),
-        (d, Device::Cpu) if b.rank() == 0 => Ok((a.clone(), b.to_device(d)?)),
-        _ => check_same_device(op, a, b).map(|_| (a.clone(), b.clone())),
+    if a.device() == b.device() {
+        Ok((a.clone(), b.clone()))
+    } else if host_scalar(a) {
+        Ok((a.to_device(b.device())?, b.clone()))
+    } else if host_scalar(b) {
+        Ok((a.clone(), b.to_device(a.device())?))
+    } else {
+        check_same_device(op, a, b).map(|_| (a.clone(), b.clone()))
     }
 }
 
@@ -130,10 +139,13 @@ fn scalar_by_value(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Option<Storag
     if a.dtype() != b.dtype() || a.device() == b.device() {
         return Ok(None);
     }
-    let (x, s, left) = match (a.device(), b.device()) {
-        (Device::Cuda(_), Device::Cpu) if b.rank() == 0 => (a, b, false),
-        (Device::Cpu, Device::Cuda(_)) if a.rank() == 0 => (b, a, true),
-        _ => return Ok(None),
+    // The devices differ, so the other operand of a host scalar is on a device.
+    let (x, s, left) = if host_scalar(b) {
+        (a, b, false)
+    } else if host_scalar(a) {
+        (b, a, true)
+    } else {
+        return Ok(None);
     };
     Ok(Some(x.storage().binary_scalar(op, s.item()?, left)?))
 }

@@ -88,7 +88,7 @@ fn check(steps: &[ChainStep], inputs: &[Tensor], head: usize) -> Result<()> {
 /// `steps` applied to `inputs[head]`, the binary steps taking their other operand from `inputs`.
 pub fn fused_chain(steps: &Arc<[ChainStep]>, inputs: &[Tensor], head: usize) -> Result<Tensor> {
     check(steps, inputs, head)?;
-    if inputs.iter().any(Tensor::is_cuda) {
+    if !inputs.iter().all(Tensor::on_host) {
         return steps_one_by_one(steps, inputs, head);
     }
     let shape = inputs[head].shape().clone();

@@ -20,7 +20,7 @@ fn dims(x: &Tensor) -> PlaneDims {
 
 /// Whether the fused form applies: every tensor on the CPU in `x`'s dtype.
 pub(crate) fn fusable(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> bool {
-    let same = |t: &Tensor| !t.is_cuda() && t.dtype() == x.dtype();
+    let same = |t: &Tensor| t.on_host() && t.dtype() == x.dtype();
     same(x) && weight.is_none_or(same) && bias.is_none_or(same)
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn batch_norm_per_image_grads(
     stats: &Tensor,
     g: &Tensor,
 ) -> Result<Vec<Option<Tensor>>> {
-    if g.shape() != x.shape() || g.dtype() != x.dtype() || g.is_cuda() {
+    if g.shape() != x.shape() || g.dtype() != x.dtype() || !g.on_host() {
         return Err(Error::shape(
             "batch_norm",
             format!(

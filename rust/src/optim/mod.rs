@@ -188,7 +188,7 @@ fn update_with(
         DType::F32 => Consts::of::<f32>(kind, t),
         DType::F64 => Consts::of::<f64>(kind, t),
     };
-    if p.is_cuda() {
+    if !p.on_host() {
         let (q, out) = crate::autograd::no_grad(|| on_tensors(kind, &k, p, g, slots))?;
         *p = q;
         slots.iter_mut().zip(out).for_each(|(s, o)| *s = o);

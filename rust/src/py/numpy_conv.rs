@@ -181,7 +181,7 @@ pub fn array_protocol<'py>(
         Some(w) if !a.getattr("dtype")?.eq(&w)? => Some(w),
         _ => None,
     };
-    if copy == Some(false) && (cast.is_some() || t.is_cuda()) {
+    if copy == Some(false) && (cast.is_some() || !t.on_host()) {
         let why = match &cast {
             Some(w) => format!("a conversion from {} to {w}", t.dtype()),
             None => format!("a copy from {} to the host", t.device()),

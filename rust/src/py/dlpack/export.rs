@@ -165,7 +165,7 @@ pub fn dlpack<'py>(
         }
     }
     let has_stream = stream.is_some_and(|s| !s.is_none());
-    if t.is_cuda() {
+    if !t.on_host() {
         // tlrs runs everything on one stream: finishing it makes the values visible on any
         // stream the consumer names.
         if !matches!(stream.map(|s| s.extract::<i64>()), Some(Ok(-1))) {
