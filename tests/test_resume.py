@@ -214,9 +214,17 @@ def test_keyboard_interrupt_leaves_the_module_at_the_last_completed_step(backend
         return instantiate_with_options(defn, "float64", Options(backend=backend))
 
     whole = fresh()
+    started = time.monotonic()
     _, want = whole.train_steps(opt, whole.init_optim(opt), batches)
+    took = time.monotonic() - started
     module = fresh()
-    timer = threading.Timer(random.uniform(0.02, 0.1),
+    if backend == "compiled":
+        # Trace before the timer starts, so the signal lands in the training loop rather than
+        # in the tracing before it (whose length varies with the machine's load).
+        assert module._compiled is not None
+        module._compiled.graph_for([list(x.shape) for x in batches[0]])
+    # At a random moment inside the run, whatever this machine's speed.
+    timer = threading.Timer(random.uniform(0.05, 0.4) * took,
                             lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt) as info:
