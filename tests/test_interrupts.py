@@ -68,26 +68,3 @@ def test_an_interrupted_loss_backward_leaves_grad_untouched():
     assert stopped - sent[0] < whole / 2, (stopped - sent[0], whole)
     # Gradients are added to .grad only when the walk completes: still the first pass's.
     assert w.grad.numpy().tobytes() == first.tobytes()
-
-
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowing itself
-def test_an_interrupt_swallowed_where_it_landed_is_raised_at_the_next_commit():
-    # Python drops an exception raised in a finaliser or a garbage-collector callback; a SIGINT
-    # whose handler ran there must still stop the loop, at its next commit.
-    import signal as sig
-
-    from tlrs import interrupts
-
-    class Finaliser:
-        def __del__(self) -> None:
-            sig.raise_signal(sig.SIGINT)  # the handler raises here, and Python swallows it
-
-    with interrupts.handled():
-        f = Finaliser()
-        del f
-        with pytest.raises(interrupts.Interrupted) as err:
-            with interrupts.deferred():
-                pass
-        assert err.value.signum == sig.SIGINT
-        with interrupts.deferred():  # raised once, not again
-            pass

@@ -11,13 +11,12 @@ completed step, which the exception carries.
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Interrupted", "deferred", "handled", "signal_name", "taken"]
+__all__ = ["Interrupted", "deferred", "handled", "signal_name"]
 
 
 def signal_name(signum: int) -> str:
@@ -52,17 +51,12 @@ class Interrupted(KeyboardInterrupt):
     def during(cls, err: BaseException, state: Any, losses: Sequence[float]) -> Interrupted:
         """`err` (an interrupt) as an `Interrupted` carrying the loop's progress."""
         signum = err.signum if isinstance(err, Interrupted) else int(signal.SIGINT)
-        _held.raised = None
         return cls(signum, state, losses)
 
 
 class _Held:
     depth = 0
     pending: int | None = None
-    # The signal last raised as Interrupted, until a loop takes it (`Interrupted.during`): Python
-    # swallows an exception raised inside a garbage-collector callback or a finaliser, and the
-    # next commit (`deferred()`) then raises it instead of the stop being lost.
-    raised: int | None = None
 
 
 _held = _Held()
@@ -73,7 +67,6 @@ def _handler(signum: int, frame: Any) -> None:
         if _held.pending is None:
             _held.pending = signum
         return
-    _held.raised = signum
     raise Interrupted(signum)
 
 
@@ -103,29 +96,17 @@ def handled(sigterm: bool = False) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if previous:
-            _held.raised = None
-
-
-def taken() -> None:
-    """Says that the interrupt the handler raised reached its loop (a native loop returns it
-    rather than raising it), so no later `deferred()` section raises it again."""
-    _held.raised = None
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
     """A section a signal does not cut: under `handled()`, a signal that arrives inside waits
     until the section ends, then raises `Interrupted`."""
-    if _held.raised is not None and isinstance(sys.exc_info()[1], KeyboardInterrupt):
-        _held.raised = None  # the interrupt did arrive: this section runs while it is handled
     _held.depth += 1
     try:
         yield
     finally:
         _held.depth -= 1
-        if _held.depth == 0 and _held.pending is None and _held.raised is not None:
-            _held.pending = _held.raised  # raised earlier, and swallowed where it landed
         if _held.depth == 0 and _held.pending is not None:
-            signum, _held.pending, _held.raised = _held.pending, None, None
+            signum, _held.pending = _held.pending, None
             raise Interrupted(signum)

@@ -321,8 +321,6 @@ class Module:
                 self._params, list(self.requires_grad), samples, steps, opt.kind,
                 dict(opt.hyper), slots_to_native(st, len(self._params), names), st.step,
                 self.opts.fast_kernels)
-            if interrupt is not None:
-                interrupts.taken()
             with interrupts.deferred():
                 self._params = list(params)
                 st = optim.OptimState(opt.kind, step, slots_from_native(slots, names))
