@@ -143,15 +143,19 @@ def _dims(input: Tensor, dim: int | Sequence[int] | None) -> list[int] | None:
     return sorted(norm, reverse=True)
 
 
+def _over_axes(reduce: Any, input: Tensor, dims: list[int] | None, keepdim: bool) -> Tensor:
+    """`reduce` over all elements (None) or over each of `dims` in turn (from `_dims`)."""
+    if dims is None:
+        return reduce(input, None, keepdim)  # type: ignore[no-any-return]
+    for d in dims:
+        input = reduce(input, d, keepdim)
+    return input
+
+
 def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Sum over all elements or the axes `dim` (an int or a sequence): a left fold from 0 in
     index order, axis by axis from the last."""
-    dims = _dims(input, dim)
-    if dims is None or len(dims) == 1:
-        return _core.sum(input, None if dims is None else dims[0], keepdim)
-    for d in dims:
-        input = _core.sum(input, d, keepdim)
-    return input
+    return _over_axes(_core.sum, input, _dims(input, dim), keepdim)
 
 
 def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -171,12 +175,7 @@ def max(input: Tensor, dim: int | Sequence[int] | Tensor | None = None, keepdim:
     `max(input, other)` with a tensor is `maximum` (as `torch.max`)."""
     if isinstance(dim, Tensor):
         return _core.maximum(input, dim)
-    dims = _dims(input, dim)
-    if dims is None or len(dims) == 1:
-        return _core.max(input, None if dims is None else dims[0], keepdim)
-    for d in dims:
-        input = _core.max(input, d, keepdim)
-    return input
+    return _over_axes(_core.max, input, _dims(input, dim), keepdim)
 
 
 def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
