@@ -173,8 +173,8 @@ impl Tensor {
     }
 
     /// The result of an op: records `op` only when grad mode is on and an input needs a grad.
-    pub(crate) fn from_op(storage: impl Into<Storage>, shape: Shape, op: Op) -> Tensor {
-        Tensor::from_op_values(Values::Dense(Arc::new(storage.into())), shape, op)
+    pub(crate) fn from_op(storage: impl Into<Storage>, shape: Shape, op: impl Into<Op>) -> Tensor {
+        Tensor::from_op_values(Values::Dense(Arc::new(storage.into())), shape, op.into())
     }
 
     fn from_op_values(values: Values, shape: Shape, op: Op) -> Tensor {
@@ -192,7 +192,7 @@ impl Tensor {
     /// view sharing the base storage, no copy. Only for CPU tensors (`viewable`).
     /// A layout that reads all of the base in order (a slice over a whole axis, a permute of
     /// axes of length 1) is the base's own values: the result is then row-major, sharing it.
-    pub(crate) fn view_as(&self, shape: Shape, layout: Strided, op: Op) -> Tensor {
+    pub(crate) fn view_as(&self, shape: Shape, layout: Strided, op: impl Into<Op>) -> Tensor {
         let base = match &self.0.values {
             Values::Dense(s) => s,
             Values::View(v) => &v.base,
@@ -207,7 +207,7 @@ impl Tensor {
                 dense: OnceLock::new(),
             }))
         };
-        Tensor::from_op_values(values, shape, op)
+        Tensor::from_op_values(values, shape, op.into())
     }
 
     /// Whether layout ops may return views of this tensor: CPU tensors over memory tlrs owns. A
@@ -258,12 +258,12 @@ impl Tensor {
     }
 
     /// Same storage, new shape (no copy of a row-major tensor); used by reshape.
-    pub(crate) fn share_storage(&self, shape: Shape, op: Op) -> Tensor {
+    pub(crate) fn share_storage(&self, shape: Shape, op: impl Into<Op>) -> Tensor {
         let track = grad_enabled() && self.requires_grad();
         Tensor::build_traced(
             shape,
             Values::Dense(self.dense().clone()),
-            if track { Some(op) } else { None },
+            if track { Some(op.into()) } else { None },
             track,
             self.traced(),
         )
@@ -421,7 +421,10 @@ impl Tensor {
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),
-            Op::Cast(self.clone(), dtype),
+            crate::ops::convert::Cast {
+                x: self.clone(),
+                to: dtype,
+            },
         ))
     }
 
@@ -434,7 +437,7 @@ impl Tensor {
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),
-            Op::ToDevice(self.clone()),
+            crate::ops::convert::ToDevice { x: self.clone() },
         ))
     }
 }

@@ -27,6 +27,10 @@ REFUSED = {
                      "forward that feeds it)",
     **dict.fromkeys(("pow_slope_base", "pow_slope_exponent"),
                     "has no ONNX form: it is pow's gradient, which only a backward pass records"),
+    # Made by the compiled backend's fusion passes, after tracing; the export reads the traced
+    # graph, where these are still their separate ops.
+    **dict.fromkeys(("conv2d_relu", "fused_chain"),
+                    "is a fused form the export never sees (it reads the graph as traced)"),
 }
 
 

@@ -1,7 +1,7 @@
 //! Graph traversal for reverse mode: a deterministic topological order, one rule per node, and
 //! gradient accumulation in that fixed order (so `x + x` gives 2 and results repeat bit for bit).
 
-use super::{no_grad, rules};
+use super::no_grad;
 use crate::ops::add;
 use crate::{Error, Result, Tensor};
 use std::collections::{HashMap, HashSet};
@@ -68,7 +68,7 @@ fn run(roots: &[(Tensor, Tensor)], keep: &HashSet<usize>) -> Result<HashMap<usiz
             if keep.contains(&node.id()) {
                 found.insert(node.id(), g.clone());
             }
-            let input_grads = rules::input_grads(op, node, &g)?;
+            let input_grads = op.input_grads(node, &g)?;
             for (input, ig) in op.inputs().into_iter().zip(input_grads) {
                 let Some(ig) = ig else { continue };
                 if !input.requires_grad() {

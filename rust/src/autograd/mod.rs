@@ -4,10 +4,11 @@
 mod backward;
 pub mod gradcheck;
 mod op;
-mod rules;
+pub mod record;
 
 pub use backward::{backward, grad, grad_of};
-pub use op::{Argmax, Op};
+pub use op::{recorded_op_names, Argmax, Op};
+pub use record::{Attr, Record};
 
 use std::cell::Cell;
 

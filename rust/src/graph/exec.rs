@@ -2,7 +2,6 @@
 //! the same autograd rules as eager, and whole training loops with native optimizer updates.
 
 use super::ir::{Graph, NodeKind, Source};
-use super::replay::replay;
 use crate::optim::{update_spending, OptimKind};
 use crate::{autograd, Error, Result, Tensor};
 
@@ -46,7 +45,7 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
                             .ok_or_else(|| Error::arg("graph", "node used after release"))
                     })
                     .collect::<Result<_>>()?;
-                let y = replay(op, &xs, &n.shape)?;
+                let y = op.replay(&xs, &n.shape)?;
                 for &j in inputs {
                     if last_use[j] == i && j != g.output {
                         vals[j] = None;

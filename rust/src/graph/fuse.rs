@@ -15,7 +15,7 @@
 use super::ir::{Graph, Node, NodeKind, Source};
 use crate::autograd::Op;
 use crate::op_table::ChainStep;
-use crate::ops::fused::repeats_over;
+use crate::ops::fused::{repeats_over, Chain};
 use crate::Tensor;
 use std::sync::Arc;
 
@@ -59,7 +59,7 @@ fn value_positions(g: &Graph, i: usize) -> Vec<usize> {
     let on_cpu = op.inputs().iter().all(|t| t.on_host());
     match op {
         Op::Unary(..) if on_cpu && same(inputs[0]) => vec![0],
-        Op::Binary(b, ..) if on_cpu && ChainStep::fusable_binary(*b) => (0..2)
+        Op::Binary(b) if on_cpu && ChainStep::fusable_binary(b.op) => (0..2)
             .filter(|&p| {
                 let other = &g.nodes[inputs[1 - p]];
                 same(inputs[p]) && other.dtype == n.dtype && repeats_over(&other.shape, &n.shape)
@@ -128,9 +128,9 @@ fn chain_op(g: &Graph, links: &[Link], uses: &[usize]) -> Option<(Op, Vec<usize>
             return None;
         };
         steps.push(match op {
-            Op::Unary(u, _) => ChainStep::Unary(*u),
-            Op::Binary(b, ..) => ChainStep::Binary {
-                op: *b,
+            Op::Unary(u) => ChainStep::Unary(u.op),
+            Op::Binary(b) => ChainStep::Binary {
+                op: b.op,
                 operand: at(inputs[1 - l.value_at]),
                 value_left: l.value_at == 0,
             },
@@ -143,11 +143,11 @@ fn chain_op(g: &Graph, links: &[Link], uses: &[usize]) -> Option<(Op, Vec<usize>
     };
     let head = at(inputs[first.value_at]);
     let (nodes, tensors): (Vec<usize>, Vec<Tensor>) = order.into_iter().unzip();
-    let op = Op::Chain {
+    let op = Op::Chain(Chain {
         steps: Arc::from(steps),
         inputs: tensors,
         head,
-    };
+    });
     Some((op, nodes))
 }
 

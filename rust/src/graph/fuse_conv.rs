@@ -22,30 +22,27 @@ pub fn fuse_conv_relu(g: &Graph) -> Graph {
     let mut absorbed = vec![false; g.nodes.len()];
     for (i, n) in g.nodes.iter().enumerate() {
         let NodeKind::Op {
-            op: Op::Unary(UnaryOp::Relu, _),
+            op: Op::Unary(relu),
             inputs,
         } = &n.kind
         else {
             continue;
         };
         let j = inputs[0];
-        if uses[j] != 1 {
+        if relu.op != UnaryOp::Relu || uses[j] != 1 {
             continue;
         }
         if let NodeKind::Op {
-            op:
-                conv @ Op::Conv2d {
-                    act: Activation::None,
-                    ..
-                },
+            op: Op::Conv2d(conv),
             inputs: conv_inputs,
         } = &g.nodes[j].kind
         {
-            let mut fused = conv.clone();
-            if let Op::Conv2d { act, .. } = &mut fused {
-                *act = Activation::Relu;
+            if conv.act != Activation::None {
+                continue;
             }
-            replaced[i] = Some((fused, conv_inputs.clone()));
+            let mut fused = conv.clone();
+            fused.act = Activation::Relu;
+            replaced[i] = Some((Op::Conv2d(fused), conv_inputs.clone()));
             absorbed[j] = true;
         }
     }

@@ -173,8 +173,9 @@ impl Graph {
                     let args: Vec<String> = inputs.iter().map(|j| format!("%{j}")).collect();
                     let name = match op {
                         // The steps, operands numbered by argument (#k), `_` the running value.
-                        Op::Chain { steps, .. } => {
-                            let steps: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+                        Op::Chain(chain) => {
+                            let steps: Vec<String> =
+                                chain.steps.iter().map(|s| s.to_string()).collect();
                             format!("fused_chain[{}]", steps.join(" "))
                         }
                         op => op.name().to_string(),

@@ -7,7 +7,6 @@ pub mod exec;
 pub mod fuse;
 pub mod fuse_conv;
 pub mod ir;
-pub mod replay;
 
 pub use ir::Graph;
 

@@ -8,7 +8,7 @@
 //! | `backend/cpu/table_kernels.rs` | the CPU forward and gradient kernels |
 //! | `backend/cuda/kernels.rs` | the CUDA C kernels (from `UNARY_INFO`/`BINARY_INFO`) |
 //! | `ops/elementwise.rs` | the public functions `ops::silu(&x)`, `ops::leaky_relu(&x, 0.01)` |
-//! | `autograd/rules.rs` | the binary gradient rules |
+//! | `ops/elementwise.rs` (the `Binary` record) | the binary gradient rules |
 //! | `py/elementwise.rs` | the Python functions, `Tensor` methods and `_elementwise_table()` |
 //!
 //! A unary entry reads

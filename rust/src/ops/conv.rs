@@ -1,6 +1,6 @@
 //! Convolution and pooling on [N, C, H, W] (or a single [C, H, W] image, as the reference).
 
-use crate::autograd::Op;
+use crate::autograd::record::{need, Attr, Record};
 use crate::geometry::{Activation, ConvDims};
 use crate::ops::elementwise::{check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
@@ -119,7 +119,7 @@ pub fn conv2d_act(
     let s = x
         .storage()
         .conv2d(weight.storage(), bias.map(|b| b.storage()), d, act)?;
-    let op = Op::Conv2d {
+    let op = Conv2d {
         x,
         w: weight.clone(),
         b: bias.cloned(),
@@ -168,4 +168,70 @@ pub fn global_avg_pool2d(input: &Tensor) -> Result<Tensor> {
     } else {
         y
     })
+}
+
+/// A 2-D convolution of `x` [N, C, H, W] by `w` with an optional bias, then `act`.
+#[derive(Clone)]
+pub struct Conv2d {
+    pub x: Tensor,
+    pub w: Tensor,
+    pub b: Option<Tensor>,
+    pub d: ConvDims,
+    /// Applied to each output after the bias (a fused ReLU; `None` in every trace).
+    pub act: Activation,
+}
+
+impl Record for Conv2d {
+    fn name(&self) -> &'static str {
+        match self.act {
+            Activation::Relu => "conv2d_relu",
+            Activation::None => "conv2d",
+        }
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["conv2d", "conv2d_relu"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        std::iter::once(&self.x)
+            .chain(std::iter::once(&self.w))
+            .chain(self.b.iter())
+            .collect()
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        let d = &self.d;
+        vec![
+            ("stride", Attr::Count(Some(d.stride))),
+            ("padding", Attr::Count(Some(d.pad))),
+            ("kernel_h", Attr::Count(Some(d.kh))),
+            ("kernel_w", Attr::Count(Some(d.kw))),
+        ]
+    }
+    fn input_grads(&self, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        // A fused ReLU's gradient from its output: y > 0 exactly where the pre-activation
+        // was > 0 (a NaN stays NaN, not > 0), so this masks as the `relu` op's rule does.
+        let masked;
+        let g = match self.act {
+            Activation::None => g,
+            Activation::Relu => {
+                let relu = crate::op_table::UnaryOp::Relu;
+                masked = crate::ops::elementwise::unary_grad(relu, out, out, g)?;
+                &masked
+            }
+        };
+        let need_b = self.b.as_ref().is_some_and(need);
+        let flags = [need(&self.x), need(&self.w), need_b];
+        let [gx, gw, gb] = conv2d_grads(&self.x, &self.w, g, self.d, flags)?;
+        let mut v = vec![gx, gw];
+        if self.b.is_some() {
+            v.push(gb);
+        }
+        Ok(v)
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        let [x, w, rest @ ..] = xs else {
+            return Err(Error::arg("graph", "conv2d needs an input and a weight"));
+        };
+        let bias = if self.b.is_some() { rest.first() } else { None };
+        conv2d_act(x, w, bias, self.d.stride, self.d.pad, self.act)
+    }
 }

@@ -3,10 +3,11 @@
 //! Each function checks its arguments, asks the storage to run the op on its device (the one
 //! dispatch point, storage.rs) and records the op for autograd.
 
-use crate::autograd::Op;
+use crate::autograd::record::{first, need, Attr, Record};
+use crate::ops::reduce::sum_to_shape;
 use crate::shape::broadcast_shapes;
 use crate::storage::Storage;
-use crate::{Result, Tensor};
+use crate::{Result, Shape, Tensor};
 
 pub use crate::op_table::{BinaryOp, UnaryOp};
 
@@ -17,7 +18,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
-        Op::Unary(op, x.clone()),
+        Unary { op, x: x.clone() },
     ))
 }
 
@@ -53,7 +54,10 @@ pub fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
-        Op::Pow(x.clone(), exponent),
+        Pow {
+            x: x.clone(),
+            exponent,
+        },
     ))
 }
 
@@ -77,7 +81,11 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
-        Op::Clamp(x.clone(), min, max),
+        Clamp {
+            x: x.clone(),
+            min,
+            max,
+        },
     ))
 }
 
@@ -151,7 +159,11 @@ fn scalar_by_value(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Option<Storag
 }
 
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let record = || Op::Binary(op, a.clone(), b.clone());
+    let record = || Binary {
+        op,
+        a: a.clone(),
+        b: b.clone(),
+    };
     if let Some(s) = scalar_by_value(op, a, b)? {
         let shape = if a.rank() == 0 { b.shape() } else { a.shape() };
         return Ok(Tensor::from_op(s, shape.clone(), record()));
@@ -199,3 +211,184 @@ pub(crate) fn select_weight(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tens
 pub fn scalar_like(v: f64, like: &Tensor) -> Tensor {
     Tensor::scalar(v, like.dtype())
 }
+
+/// An op of the unary table on `x`.
+#[derive(Clone)]
+pub struct Unary {
+    pub op: UnaryOp,
+    pub x: Tensor,
+}
+
+impl Record for Unary {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+    fn names() -> Vec<&'static str> {
+        crate::op_table::UNARY_INFO.iter().map(|u| u.name).collect()
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    /// The table op's scalar parameters (leaky_relu's slope, hardtanh's bounds).
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        self.op
+            .params()
+            .into_iter()
+            .map(|(name, v)| (name, Attr::Float(Some(v))))
+            .collect()
+    }
+    fn input_grads(&self, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(unary_grad(self.op, &self.x, out, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        unary(self.op, first(self.op.name(), xs)?)
+    }
+}
+
+/// x ** a scalar exponent.
+#[derive(Clone)]
+pub struct Pow {
+    pub x: Tensor,
+    pub exponent: f64,
+}
+
+impl Record for Pow {
+    fn name(&self) -> &'static str {
+        "pow"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["pow"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![("exponent", Attr::Float(Some(self.exponent)))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(pow_grad(&self.x, self.exponent, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        pow(first("pow", xs)?, self.exponent)
+    }
+}
+
+/// x clamped to [min, max] (either bound may be absent).
+#[derive(Clone)]
+pub struct Clamp {
+    pub x: Tensor,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Record for Clamp {
+    fn name(&self) -> &'static str {
+        "clamp"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["clamp"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("min", Attr::Float(self.min)),
+            ("max", Attr::Float(self.max)),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(clamp_grad(&self.x, self.min, self.max, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        clamp(first("clamp", xs)?, self.min, self.max)
+    }
+}
+
+/// An op of the binary table on `a` and `b` (broadcast).
+#[derive(Clone)]
+pub struct Binary {
+    pub op: BinaryOp,
+    pub a: Tensor,
+    pub b: Tensor,
+}
+
+impl Record for Binary {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+    fn names() -> Vec<&'static str> {
+        crate::op_table::BINARY_INFO
+            .iter()
+            .map(|b| b.name)
+            .collect()
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.a, &self.b]
+    }
+    /// Each input's table rule, summed back over the axes it was broadcast along.
+    fn input_grads(&self, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (a, b) = (&self.a, &self.b);
+        let (ga, gb) = binary_grads(self.op, a, b, out, g)?;
+        Ok(vec![
+            ga.map(|t| sum_to_shape(&t, a.shape())).transpose()?,
+            gb.map(|t| sum_to_shape(&t, b.shape())).transpose()?,
+        ])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        match xs {
+            [a, b, ..] => binary(self.op, a, b),
+            _ => Err(crate::Error::arg(
+                "graph",
+                format!("{} needs two inputs", self.op.name()),
+            )),
+        }
+    }
+}
+
+/// The refusal of ops that are themselves gradients (tensor_pow's partial derivatives).
+fn no_second_derivative() -> crate::Error {
+    crate::Error::arg(
+        "tensor_pow",
+        "the second derivative of pow with a tensor exponent is not supported",
+    )
+}
+
+/// Zeros shaped like `g`, on its device: the gradient of an op that is flat almost everywhere
+/// (PyTorch's `zeros_like(grad)`, so a NaN or infinite `g` still gives 0).
+fn zeros_like(g: &Tensor) -> Result<Tensor> {
+    Tensor::full_on(g.shape().clone(), 0.0, g.dtype(), g.device())
+}
+
+/// A rule of the binary table: (g, a, b, out) to the gradient for one input.
+fn rule<F>(f: F, g: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Tensor>
+where
+    F: FnOnce(&Tensor, &Tensor, &Tensor, &Tensor) -> Result<Tensor>,
+{
+    f(g, a, b, out)
+}
+
+// The gradients of a binary op from its table entry (op_table/binary.rs), each computed only
+// for an input that requires one; shaped like the broadcast output.
+macro_rules! binary_grad_rules {
+    ($( $V:ident $name:ident {
+        doc: $doc:literal,
+        py: $py:ident,
+        f: $f:expr,
+        cuda: $cuda:literal,
+        da: $da:expr,
+        db: $db:expr $(,)?
+    } )*) => {
+        type Grads = (Option<Tensor>, Option<Tensor>);
+
+        fn binary_grads(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, g: &Tensor) -> Result<Grads> {
+            Ok(match op {
+                $( BinaryOp::$V => (
+                    need(a).then(|| rule($da, g, a, b, out)).transpose()?,
+                    need(b).then(|| rule($db, g, a, b, out)).transpose()?,
+                ), )*
+            })
+        }
+    };
+}
+crate::op_table::binary_ops!(binary_grad_rules);

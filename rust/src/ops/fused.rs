@@ -5,7 +5,7 @@
 //! so values and gradients are bit-identical to the ops run one by one; on devices the steps
 //! run one by one.
 
-use crate::autograd::Op;
+use crate::autograd::record::{Attr, Record};
 use crate::op_table::{ChainGrad, ChainStep};
 use crate::ops::{binary, reduce::sum_to_shape, unary};
 use crate::{Error, Result, Shape, Tensor};
@@ -97,7 +97,7 @@ pub fn fused_chain(steps: &Arc<[ChainStep]>, inputs: &[Tensor], head: usize) -> 
     let s = inputs[head]
         .storage()
         .chain(steps, &storages, head, shape.numel())?;
-    let op = Op::Chain {
+    let op = Chain {
         steps: steps.clone(),
         inputs: inputs.to_vec(),
         head,
@@ -172,4 +172,37 @@ pub(crate) fn fused_chain_grads(
             t.map(|t| sum_to_shape(&t, x.shape())).transpose()
         })
         .collect()
+}
+
+/// `steps` run from `inputs[head]`, the binary steps' other operands from `inputs`.
+#[derive(Clone)]
+pub struct Chain {
+    pub steps: Arc<[ChainStep]>,
+    pub inputs: Vec<Tensor>,
+    pub head: usize,
+}
+
+impl Record for Chain {
+    fn name(&self) -> &'static str {
+        "fused_chain"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["fused_chain"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        self.inputs.iter().collect()
+    }
+    /// Built by the fusion pass after the traces are compared; its steps say what it runs.
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("steps", Attr::Count(Some(self.steps.len()))),
+            ("head", Attr::Count(Some(self.head))),
+        ]
+    }
+    fn input_grads(&self, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        fused_chain_grads(&self.steps, &self.inputs, self.head, out, g)
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        fused_chain(&self.steps, xs, self.head)
+    }
 }

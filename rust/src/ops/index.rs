@@ -1,7 +1,7 @@
 //! Indexed ops: gather and scatter_add along an axis (PyTorch semantics), embedding lookup,
 //! and masked_fill (used for attention masks).
 
-use crate::autograd::Op;
+use crate::autograd::record::{first, need, Attr, Record};
 use crate::ops::layout::{check_indices, index_select, reshape_to};
 use crate::shape::broadcast_strides;
 use crate::{Error, Result, Shape, Tensor};
@@ -68,7 +68,7 @@ pub fn gather(x: &Tensor, axis: isize, index: &[i64], index_shape: &[usize]) -> 
     Ok(Tensor::from_op(
         s,
         ishape.clone(),
-        Op::Gather {
+        Gather {
             x: x.clone(),
             axis: ax,
             index: Arc::new(idx),
@@ -121,7 +121,7 @@ pub fn scatter_add(x: &Tensor, axis: isize, index: &[i64], src: &Tensor) -> Resu
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
-        Op::ScatterAdd {
+        ScatterAdd {
             x: x.clone(),
             src: src.clone(),
             axis: ax,
@@ -201,7 +201,7 @@ pub fn masked_fill(x: &Tensor, mask: &[bool], mask_shape: &[usize], value: f64) 
     Ok(Tensor::from_op(
         s,
         x.shape().clone(),
-        Op::MaskedFill {
+        MaskedFill {
             x: x.clone(),
             mask: Arc::new(full),
             value,
@@ -271,4 +271,127 @@ pub(crate) fn scatter_src_grad(
     let offs = offsets(x.shape(), src.shape(), axis, idx);
     let s = g.storage().take(&offs)?;
     Tensor::from_storage(s, src.shape().clone())
+}
+
+fn as_i64(v: &[usize]) -> Vec<i64> {
+    v.iter().map(|&i| i as i64).collect()
+}
+
+/// `x` gathered along `axis` at `index` (of shape `index_shape`).
+#[derive(Clone)]
+pub struct Gather {
+    pub x: Tensor,
+    pub axis: usize,
+    pub index: Arc<Vec<usize>>,
+    pub index_shape: Shape,
+}
+
+impl Record for Gather {
+    fn name(&self) -> &'static str {
+        "gather"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["gather"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("axis", Attr::Count(Some(self.axis))),
+            ("index", Attr::List(self.index.to_vec())),
+            ("index_shape", Attr::List(self.index_shape.dims().to_vec())),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (x, axis) = (&self.x, self.axis);
+        let grad = gather_grad(x, axis, &self.index, &self.index_shape, g)?;
+        Ok(vec![Some(grad)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        let x = first("gather", xs)?;
+        gather(
+            x,
+            self.axis as isize,
+            &as_i64(&self.index),
+            self.index_shape.dims(),
+        )
+    }
+}
+
+/// `x` with `src` added at `index` along `axis`.
+#[derive(Clone)]
+pub struct ScatterAdd {
+    pub x: Tensor,
+    pub src: Tensor,
+    pub axis: usize,
+    pub index: Arc<Vec<usize>>,
+}
+
+impl Record for ScatterAdd {
+    fn name(&self) -> &'static str {
+        "scatter_add"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["scatter_add"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x, &self.src]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("axis", Attr::Count(Some(self.axis))),
+            ("index", Attr::List(self.index.to_vec())),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (x, src) = (&self.x, &self.src);
+        let src_grad = need(src)
+            .then(|| scatter_src_grad(x, self.axis, &self.index, src, g))
+            .transpose()?;
+        Ok(vec![Some(g.clone()), src_grad])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        match xs {
+            [x, src, ..] => scatter_add(x, self.axis as isize, &as_i64(&self.index), src),
+            _ => Err(Error::arg("graph", "scatter_add needs two inputs")),
+        }
+    }
+}
+
+/// `x` with `value` where `mask` (broadcast to `x`'s shape) is set.
+#[derive(Clone)]
+pub struct MaskedFill {
+    pub x: Tensor,
+    pub mask: Arc<Vec<bool>>,
+    pub value: f64,
+}
+
+impl Record for MaskedFill {
+    fn name(&self) -> &'static str {
+        "masked_fill"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["masked_fill"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("mask", Attr::Mask(self.mask.to_vec())),
+            ("value", Attr::Float(Some(self.value))),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(masked_fill_grad(&self.mask, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
+        masked_fill(
+            first("masked_fill", xs)?,
+            &self.mask,
+            out.dims(),
+            self.value,
+        )
+    }
 }

@@ -2,7 +2,7 @@
 //! index_select. Reshape shares storage; on the CPU permute and slice return views of their
 //! input (no copy until an op needs row-major values); the others copy into row-major order.
 
-use crate::autograd::Op;
+use crate::autograd::record::{first, need, Attr, Record};
 use crate::storage::Storage;
 use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ pub(crate) fn reshape_to(x: &Tensor, shape: Shape) -> Tensor {
     if &shape == x.shape() {
         return x.clone();
     }
-    x.share_storage(shape, Op::Reshape(x.clone()))
+    x.share_storage(shape, Reshape { x: x.clone() })
 }
 
 /// `x` in row-major storage of its own: a view's values copied (once), any other tensor as is.
@@ -26,7 +26,7 @@ pub fn contiguous(x: &Tensor) -> Tensor {
     if x.is_contiguous() {
         return x.clone();
     }
-    x.share_storage(x.shape().clone(), Op::Reshape(x.clone()))
+    x.share_storage(x.shape().clone(), Reshape { x: x.clone() })
 }
 
 fn infer_shape(x: &Tensor, dims: &[isize]) -> Result<Shape> {
@@ -127,10 +127,24 @@ pub(crate) fn permute_raw(x: &Tensor, p: Vec<usize>) -> Result<Tensor> {
     let shape = Shape(p.iter().map(|&a| x.dims()[a]).collect());
     if x.viewable() {
         let layout = x.strided().permuted(&p);
-        return Ok(x.view_as(shape, layout, Op::Permute(x.clone(), p)));
+        return Ok(x.view_as(
+            shape,
+            layout,
+            Permute {
+                x: x.clone(),
+                perm: p,
+            },
+        ));
     }
     let s = x.storage().permute(x.dims(), &p)?;
-    Ok(Tensor::from_op(s, shape, Op::Permute(x.clone(), p)))
+    Ok(Tensor::from_op(
+        s,
+        shape,
+        Permute {
+            x: x.clone(),
+            perm: p,
+        },
+    ))
 }
 
 /// Swaps two axes.
@@ -184,7 +198,14 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
     // An empty result is no work, however many empty rows it has ([2^40, 0] along axis 1).
     let outer = if dims.contains(&0) { 0 } else { outer };
     let s = Storage::concat(&parts, outer, inner)?;
-    Ok(Tensor::from_op(s, Shape(dims), Op::Concat(xs.to_vec(), ax)))
+    Ok(Tensor::from_op(
+        s,
+        Shape(dims),
+        Concat {
+            xs: xs.to_vec(),
+            axis: ax,
+        },
+    ))
 }
 
 /// Elements start..end along `axis` (negative bounds count from the end, as in Python).
@@ -197,7 +218,7 @@ pub fn slice(x: &Tensor, axis: isize, start: isize, end: isize) -> Result<Tensor
     let (outer, l, inner) = x.shape().split_at_axis(ax);
     let mut dims = x.dims().to_vec();
     dims[ax] = e0 - s0;
-    let op = Op::Slice {
+    let op = Slice {
         x: x.clone(),
         axis: ax,
         start: s0,
@@ -273,7 +294,7 @@ pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         Shape(dims),
-        Op::IndexSelect {
+        IndexSelect {
             x: x.clone(),
             axis: ax,
             index: Arc::new(idx),
@@ -294,4 +315,176 @@ pub(crate) fn index_select_grad(
         g.storage().index_add(outer, l, inner, idx)?
     };
     Tensor::from_storage(s, x.shape().clone())
+}
+
+/// `x` with a new shape (or its values made row-major, same shape).
+#[derive(Clone)]
+pub struct Reshape {
+    pub x: Tensor,
+}
+
+impl Record for Reshape {
+    fn name(&self) -> &'static str {
+        "reshape"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["reshape"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(reshape_to(g, self.x.shape().clone()))])
+    }
+    fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
+        Ok(reshape_to(first("reshape", xs)?, out.clone()))
+    }
+}
+
+/// `x`'s axes reordered: output axis i is input axis `perm[i]`.
+#[derive(Clone)]
+pub struct Permute {
+    pub x: Tensor,
+    pub perm: Vec<usize>,
+}
+
+impl Record for Permute {
+    fn name(&self) -> &'static str {
+        "permute"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["permute"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![("dims", Attr::List(self.perm.clone()))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let mut inv = vec![0; self.perm.len()];
+        for (i, &a) in self.perm.iter().enumerate() {
+            inv[a] = i;
+        }
+        Ok(vec![Some(permute_raw(g, inv)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        permute_raw(first("permute", xs)?, self.perm.clone())
+    }
+}
+
+/// The inputs joined along `axis`.
+#[derive(Clone)]
+pub struct Concat {
+    pub xs: Vec<Tensor>,
+    pub axis: usize,
+}
+
+impl Record for Concat {
+    fn name(&self) -> &'static str {
+        "concat"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["concat"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        self.xs.iter().collect()
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![("axis", Attr::Count(Some(self.axis)))]
+    }
+    /// Each input's part of `g`, sliced back out in order.
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let mut start = 0isize;
+        let mut out = Vec::with_capacity(self.xs.len());
+        for x in &self.xs {
+            let len = x.dims()[self.axis] as isize;
+            let axis = self.axis as isize;
+            out.push(
+                need(x)
+                    .then(|| slice(g, axis, start, start + len))
+                    .transpose()?,
+            );
+            start += len;
+        }
+        Ok(out)
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        concat(xs, self.axis as isize)
+    }
+}
+
+/// Elements `start..end` of `x` along `axis`.
+#[derive(Clone)]
+pub struct Slice {
+    pub x: Tensor,
+    pub axis: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Record for Slice {
+    fn name(&self) -> &'static str {
+        "slice"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["slice"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("axis", Attr::Count(Some(self.axis))),
+            ("start", Attr::Count(Some(self.start))),
+            ("end", Attr::Count(Some(self.end))),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let grad = unslice(&self.x, self.axis, self.start, self.end, g)?;
+        Ok(vec![Some(grad)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        let x = first("slice", xs)?;
+        slice(
+            x,
+            self.axis as isize,
+            self.start as isize,
+            self.end as isize,
+        )
+    }
+}
+
+/// Entries `index` of `x` along `axis`.
+#[derive(Clone)]
+pub struct IndexSelect {
+    pub x: Tensor,
+    pub axis: usize,
+    pub index: Arc<Vec<usize>>,
+}
+
+impl Record for IndexSelect {
+    fn name(&self) -> &'static str {
+        "index_select"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["index_select"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("axis", Attr::Count(Some(self.axis))),
+            ("index", Attr::List(self.index.to_vec())),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let grad = index_select_grad(&self.x, self.axis, &self.index, g)?;
+        Ok(vec![Some(grad)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        let index: Vec<i64> = self.index.iter().map(|&i| i as i64).collect();
+        index_select(first("index_select", xs)?, self.axis as isize, &index)
+    }
 }

@@ -1,7 +1,7 @@
 //! Losses: cross-entropy (class indices, or one-hot / probability targets) and mean squared
 //! error, both averaged over the batch as PyTorch's default `reduction="mean"`.
 
-use crate::autograd::Op;
+use crate::autograd::record::{first, Attr, Record};
 use crate::ops::elementwise::{check_same_device, check_same_dtype, mul, neg, sub};
 use crate::ops::layout::check_indices;
 use crate::ops::reduce::{mean, sum};
@@ -75,7 +75,7 @@ pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Te
     Ok(Tensor::from_op(
         s,
         Shape::scalar(),
-        Op::NllLoss {
+        NllLoss {
             logp: logp.clone(),
             target: idx,
         },
@@ -105,4 +105,32 @@ pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
     }
     let d = sub(input, target)?;
     mean(&mul(&d, &d)?, None, false)
+}
+
+/// -mean over rows of `logp[n, target[n]]` (cross-entropy's likelihood term).
+#[derive(Clone)]
+pub struct NllLoss {
+    pub logp: Tensor,
+    pub target: Arc<Vec<usize>>,
+}
+
+impl Record for NllLoss {
+    fn name(&self) -> &'static str {
+        "cross_entropy"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["cross_entropy"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.logp]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![("target", Attr::List(self.target.to_vec()))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(nll_grad(&self.logp, &self.target, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        nll_loss_indices(first("cross_entropy", xs)?, self.target.clone())
+    }
 }

@@ -1,6 +1,6 @@
 //! Matrix products (2-D, batched, with transpose flags so backward never copies) and `linear`.
 
-use crate::autograd::Op;
+use crate::autograd::record::{need, Attr, Record};
 use crate::geometry::{MatOperand, MatmulDims};
 use crate::ops::elementwise::{add, check_same_device, check_same_dtype};
 use crate::ops::layout::reshape_to;
@@ -143,7 +143,7 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         Shape(dims),
-        Op::Matmul {
+        Matmul {
             a: a.clone(),
             b: b.clone(),
             ta,
@@ -221,4 +221,65 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
         y = reshape_to(&y, Shape(vec![out_f]));
     }
     Ok(y)
+}
+
+/// `a @ b`, either operand's matrices transposed (`ta`, `tb`), batch axes broadcast.
+#[derive(Clone)]
+pub struct Matmul {
+    pub a: Tensor,
+    pub b: Tensor,
+    pub ta: bool,
+    pub tb: bool,
+}
+
+impl Record for Matmul {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["matmul"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.a, &self.b]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("transpose_a", Attr::Flag(self.ta)),
+            ("transpose_b", Attr::Flag(self.tb)),
+        ]
+    }
+    /// Each operand's gradient as a product with `g`, summed over the batches it was
+    /// broadcast across.
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (a, b, ta, tb) = (&self.a, &self.b, self.ta, self.tb);
+        let ga = need(a)
+            .then(|| {
+                if ta {
+                    matmul_t(b, g, tb, true)
+                } else {
+                    matmul_t(g, b, false, !tb)
+                }
+            })
+            .transpose()?;
+        let gb = need(b)
+            .then(|| {
+                if tb {
+                    matmul_t(g, a, true, ta)
+                } else {
+                    matmul_t(a, g, !ta, false)
+                }
+            })
+            .transpose()?;
+        let fit = |t: Tensor, like: &Tensor| crate::ops::sum_to_shape(&t, like.shape());
+        Ok(vec![
+            ga.map(|t| fit(t, a)).transpose()?,
+            gb.map(|t| fit(t, b)).transpose()?,
+        ])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        match xs {
+            [a, b, ..] => matmul_t(a, b, self.ta, self.tb),
+            _ => Err(Error::arg("graph", "matmul needs two inputs")),
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod conv;
+pub mod convert;
 pub mod elementwise;
 pub mod fused;
 pub mod index;
@@ -10,7 +11,7 @@ pub mod layout;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
-mod norm_per_image;
+pub(crate) mod norm_per_image;
 pub mod pool;
 pub mod reduce;
 pub mod softmax;

@@ -6,8 +6,6 @@ use crate::ops::layout::{permute_raw, reshape_to};
 use crate::ops::reduce::mean;
 use crate::{Error, Result, Shape, Tensor};
 
-pub(crate) use super::norm_per_image::batch_norm_per_image_grads;
-
 fn scalar(v: f64, like: &Tensor) -> Tensor {
     Tensor::scalar(v, like.dtype())
 }

@@ -4,7 +4,7 @@
 //! ten intermediate tensors. Device tensors, and mixed dtypes or devices (whose errors the chain
 //! reports), take the chain.
 
-use crate::autograd::Op;
+use crate::autograd::record::{first, Attr, Record};
 use crate::geometry::PlaneDims;
 use crate::{Error, Result, Shape, Tensor};
 
@@ -39,7 +39,7 @@ pub(crate) fn batch_norm_per_image_fused(
         eps,
     )?;
     let stats = Tensor::from_storage(st, Shape(vec![dims(x).planes, 2]))?;
-    let op = Op::BatchNormPerImage {
+    let op = BatchNormPerImage {
         x: x.clone(),
         w: weight.cloned(),
         b: bias.cloned(),
@@ -94,6 +94,51 @@ pub(crate) fn batch_norm_per_image_grads(
         out.push(wrap(gb, Shape(vec![c]))?);
     }
     Ok(out)
+}
+
+/// Per-image batch norm of `x`; `stats` holds each plane's mean and sqrt(var + eps).
+#[derive(Clone)]
+pub struct BatchNormPerImage {
+    pub x: Tensor,
+    pub w: Option<Tensor>,
+    pub b: Option<Tensor>,
+    pub eps: f64,
+    pub stats: Tensor,
+}
+
+impl Record for BatchNormPerImage {
+    fn name(&self) -> &'static str {
+        "batch_norm_per_image"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["batch_norm_per_image"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        std::iter::once(&self.x)
+            .chain(self.w.iter())
+            .chain(self.b.iter())
+            .collect()
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("eps", Attr::Float(Some(self.eps))),
+            ("weight", Attr::Flag(self.w.is_some())),
+            ("bias", Attr::Flag(self.b.is_some())),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (w, b) = (self.w.as_ref(), self.b.as_ref());
+        batch_norm_per_image_grads(&self.x, w, b, &self.stats, g)
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        let weight = self.w.as_ref().and(xs.get(1));
+        let bias = self
+            .b
+            .as_ref()
+            .and(xs.get(if self.w.is_some() { 2 } else { 1 }));
+        let x = first("batch_norm_per_image", xs)?;
+        crate::ops::norm::batch_norm_per_image(x, weight, bias, self.eps)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! `count_include_pad` and `divisor_override`.
 
 use super::conv::{as_batch, unbatch};
-use crate::autograd::{Argmax, Op};
+use crate::autograd::record::{first, Attr, Record};
+use crate::autograd::Argmax;
 use crate::geometry::{AvgDivisor, PoolDims};
 use crate::ops::elementwise::check_same_dtype;
 use crate::{Error, Result, Shape, Tensor};
@@ -183,7 +184,7 @@ pub fn max_pool2d_indices(
     let y = Tensor::from_op(
         s,
         shape,
-        Op::MaxPool2d {
+        MaxPool2d {
             x,
             d,
             ceil_mode,
@@ -217,7 +218,7 @@ pub fn avg_pool2d_with(input: &Tensor, spec: &PoolSpec) -> Result<Tensor> {
     let s = x.storage().avg_pool2d(d)?;
     let shape = Shape(vec![x.dims()[0], x.dims()[1], d.oh, d.ow]);
     let ceil_mode = spec.ceil_mode;
-    let y = Tensor::from_op(s, shape, Op::AvgPool2d { x, d, ceil_mode });
+    let y = Tensor::from_op(s, shape, AvgPool2d { x, d, ceil_mode });
     Ok(unbatch(y, squeeze))
 }
 
@@ -230,4 +231,98 @@ pub(crate) fn max_pool2d_grad(x: &Tensor, d: PoolDims, arg: &Argmax, g: &Tensor)
 pub(crate) fn avg_pool2d_grad(x: &Tensor, d: PoolDims, g: &Tensor) -> Result<Tensor> {
     let s = g.storage().avg_pool2d_grad(d)?;
     Tensor::from_storage(s, x.shape().clone())
+}
+
+/// A pooling op's window (kernel, stride, padding and dilation as [rows, columns]), rounding
+/// and average pooling's divisor rule.
+fn pool_attributes(d: &PoolDims, ceil_mode: bool) -> Vec<(&'static str, Attr)> {
+    vec![
+        ("kernel", Attr::List(vec![d.kh, d.kw])),
+        ("stride", Attr::List(vec![d.sh, d.sw])),
+        ("padding", Attr::List(vec![d.ph, d.pw])),
+        ("dilation", Attr::List(vec![d.dh, d.dw])),
+        ("ceil_mode", Attr::Flag(ceil_mode)),
+        (
+            "count_include_pad",
+            Attr::Flag(d.divisor != AvgDivisor::Valid),
+        ),
+        (
+            "divisor_override",
+            Attr::Float(match d.divisor {
+                AvgDivisor::Fixed(v) => Some(v as f64),
+                _ => None,
+            }),
+        ),
+    ]
+}
+
+/// Max pooling of `x` [N, C, H, W], with each window's winner.
+#[derive(Clone)]
+pub struct MaxPool2d {
+    pub x: Tensor,
+    pub d: PoolDims,
+    /// Whether output sizes were rounded up (what a replay on new sizes needs).
+    pub ceil_mode: bool,
+    pub argmax: Argmax,
+}
+
+impl Record for MaxPool2d {
+    fn name(&self) -> &'static str {
+        "max_pool2d"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["max_pool2d"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        pool_attributes(&self.d, self.ceil_mode)
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(max_pool2d_grad(
+            &self.x,
+            self.d,
+            &self.argmax,
+            g,
+        )?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        max_pool2d_with(
+            first("max_pool2d", xs)?,
+            &PoolSpec::of(&self.d, self.ceil_mode),
+        )
+    }
+}
+
+/// Average pooling of `x` [N, C, H, W].
+#[derive(Clone)]
+pub struct AvgPool2d {
+    pub x: Tensor,
+    pub d: PoolDims,
+    pub ceil_mode: bool,
+}
+
+impl Record for AvgPool2d {
+    fn name(&self) -> &'static str {
+        "avg_pool2d"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["avg_pool2d"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        pool_attributes(&self.d, self.ceil_mode)
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(avg_pool2d_grad(&self.x, self.d, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        avg_pool2d_with(
+            first("avg_pool2d", xs)?,
+            &PoolSpec::of(&self.d, self.ceil_mode),
+        )
+    }
 }

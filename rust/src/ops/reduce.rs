@@ -1,9 +1,11 @@
 //! Reductions over all elements or one axis (sum, mean, max), and the two shape-moving helpers
 //! their gradients need: `sum_to_shape` and `broadcast_to`.
 
-use crate::autograd::{Argmax, Op};
+use crate::autograd::record::{axis as axis_attr, first, Attr, Record};
+use crate::autograd::Argmax;
 use crate::op_table::BinaryOp;
 use crate::ops::elementwise::check_same_dtype;
+use crate::ops::layout::reshape_to;
 use crate::shape::broadcast_shapes;
 use crate::storage::Storage;
 use crate::{Error, Result, Shape, Tensor};
@@ -49,7 +51,7 @@ pub fn sum(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         shape,
-        Op::Sum {
+        Sum {
             x: x.clone(),
             axis,
             keepdim,
@@ -70,7 +72,7 @@ pub fn mean(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         shape,
-        Op::Mean {
+        Mean {
             x: x.clone(),
             axis,
             keepdim,
@@ -102,7 +104,7 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
     Ok(Tensor::from_op(
         s,
         shape,
-        Op::Max {
+        Max {
             x: x.clone(),
             axis,
             keepdim,
@@ -142,7 +144,7 @@ pub fn sum_to_shape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
     // Larger than x where x has a zero-size axis ([0, 2^40] to [1, 2^40]).
     crate::storage::check_alloc("sum_to_shape", shape)?;
     let s = x.storage().sum_to_shape(x.shape(), shape)?;
-    Ok(Tensor::from_op(s, shape.clone(), Op::SumTo(x.clone())))
+    Ok(Tensor::from_op(s, shape.clone(), SumTo { x: x.clone() }))
 }
 
 /// Repeats `x` along broadcast axes to `shape` (NumPy rules).
@@ -159,12 +161,171 @@ pub fn broadcast_to(x: &Tensor, shape: &Shape) -> Result<Tensor> {
     }
     if x.viewable() {
         let layout = x.strided().broadcast(x.shape(), shape);
-        return Ok(x.view_as(shape.clone(), layout, Op::BroadcastTo(x.clone())));
+        return Ok(x.view_as(shape.clone(), layout, BroadcastTo { x: x.clone() }));
     }
     let s = x.storage().broadcast_to(x.shape(), shape)?;
     Ok(Tensor::from_op(
         s,
         shape.clone(),
-        Op::BroadcastTo(x.clone()),
+        BroadcastTo { x: x.clone() },
     ))
+}
+
+/// `g` (shaped like a reduction's output) spread back over `x`'s shape.
+fn expand_reduced(x: &Tensor, axis: Option<usize>, g: &Tensor) -> Result<Tensor> {
+    let kept = reduced_shape(x.shape(), axis, true);
+    broadcast_to(&reshape_to(g, kept), x.shape())
+}
+
+/// The sum of `x` over `axis` (all axes when None).
+#[derive(Clone)]
+pub struct Sum {
+    pub x: Tensor,
+    pub axis: Option<usize>,
+    pub keepdim: bool,
+}
+
+impl Record for Sum {
+    fn name(&self) -> &'static str {
+        "sum"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["sum"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![axis_attr(self.axis), ("keepdim", Attr::Flag(self.keepdim))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(expand_reduced(&self.x, self.axis, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        sum(
+            first("sum", xs)?,
+            self.axis.map(|a| a as isize),
+            self.keepdim,
+        )
+    }
+}
+
+/// The mean of `x` over `axis` (all axes when None).
+#[derive(Clone)]
+pub struct Mean {
+    pub x: Tensor,
+    pub axis: Option<usize>,
+    pub keepdim: bool,
+}
+
+impl Record for Mean {
+    fn name(&self) -> &'static str {
+        "mean"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["mean"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![axis_attr(self.axis), ("keepdim", Attr::Flag(self.keepdim))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let n = match self.axis {
+            None => self.x.numel(),
+            Some(a) => self.x.dims()[a],
+        };
+        let scaled = crate::ops::div(g, &Tensor::scalar(n as f64, g.dtype()))?;
+        Ok(vec![Some(expand_reduced(&self.x, self.axis, &scaled)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        mean(
+            first("mean", xs)?,
+            self.axis.map(|a| a as isize),
+            self.keepdim,
+        )
+    }
+}
+
+/// The maximum of `x` over `axis`, with where each maximum was found.
+#[derive(Clone)]
+pub struct Max {
+    pub x: Tensor,
+    pub axis: Option<usize>,
+    pub keepdim: bool,
+    pub argmax: Argmax,
+}
+
+impl Record for Max {
+    fn name(&self) -> &'static str {
+        "max"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["max"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![axis_attr(self.axis), ("keepdim", Attr::Flag(self.keepdim))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(max_grad(&self.x, self.axis, &self.argmax, g)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        max(
+            first("max", xs)?,
+            self.axis.map(|a| a as isize),
+            self.keepdim,
+        )
+    }
+}
+
+/// `x` summed down to the output's shape.
+#[derive(Clone)]
+pub struct SumTo {
+    pub x: Tensor,
+}
+
+impl Record for SumTo {
+    fn name(&self) -> &'static str {
+        "sum_to_shape"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["sum_to_shape"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(broadcast_to(g, self.x.shape())?)])
+    }
+    fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
+        sum_to_shape(first("sum_to_shape", xs)?, out)
+    }
+}
+
+/// `x` repeated along broadcast axes to the output's shape.
+#[derive(Clone)]
+pub struct BroadcastTo {
+    pub x: Tensor,
+}
+
+impl Record for BroadcastTo {
+    fn name(&self) -> &'static str {
+        "broadcast_to"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["broadcast_to"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(sum_to_shape(g, self.x.shape())?)])
+    }
+    fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
+        broadcast_to(first("broadcast_to", xs)?, out)
+    }
 }

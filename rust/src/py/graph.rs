@@ -3,8 +3,8 @@
 
 use super::errors::{guard, interruptible_parts};
 use super::tensor::PyTensor;
+use crate::autograd::Attr;
 use crate::backend::cpu::parallel::with_fast_kernels;
-use crate::graph::attrs::{attributes, Attr};
 use crate::graph::fuse::fuse_chains;
 use crate::graph::fuse_conv::fuse_conv_relu;
 use crate::graph::ir::{NodeKind, Source};
@@ -15,6 +15,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 use std::collections::HashMap;
+
+/// Every name a recorded op can have (what `Graph.nodes()` may show; the ONNX export maps
+/// or refuses each).
+#[pyfunction]
+pub fn _recorded_ops() -> Vec<&'static str> {
+    crate::autograd::recorded_op_names()
+}
 
 /// One op attribute as a Python value (None, float, int, bool, list, or a dtype name).
 fn attr_value(py: Python<'_>, a: Attr) -> PyResult<Py<PyAny>> {
@@ -141,7 +148,7 @@ impl PyGraph {
                         d.set_item("op", op.name())?;
                         d.set_item("inputs", inputs.clone())?;
                         let attrs = PyDict::new(py);
-                        for (name, a) in attributes(op) {
+                        for (name, a) in op.attributes() {
                             attrs.set_item(name, attr_value(py, a)?)?;
                         }
                         d.set_item("attrs", attrs)?;

@@ -37,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<init::PyFloatInit>()?;
     m.add_class::<init::PyPlan>()?;
     m.add_class::<graph::PyGraph>()?;
+    m.add_function(wrap_pyfunction!(graph::_recorded_ops, m)?)?;
     m.add_class::<nccl::PyNcclComm>()?;
     macro_rules! add_fns {
         ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };

@@ -1,0 +1,60 @@
+//! The records of dtype and device conversions (`Tensor::to_dtype`, `Tensor::to_device` make
+//! them): each gradient converts back.
+
+use crate::autograd::record::{first, Attr, Record};
+use crate::{DType, Result, Shape, Tensor};
+
+/// A dtype conversion to `to`.
+#[derive(Clone)]
+pub struct Cast {
+    pub x: Tensor,
+    pub to: DType,
+}
+
+impl Record for Cast {
+    fn name(&self) -> &'static str {
+        "cast"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["cast"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![("dtype", Attr::DType(self.to))]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(g.to_dtype(self.x.dtype())?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        first("cast", xs)?.to_dtype(self.to)
+    }
+}
+
+/// A copy to another device.
+#[derive(Clone)]
+pub struct ToDevice {
+    pub x: Tensor,
+}
+
+impl Record for ToDevice {
+    fn name(&self) -> &'static str {
+        "to_device"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["to_device"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(g.to_device(self.x.device())?)])
+    }
+    fn replay(&self, _xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        Err(crate::Error::arg(
+            "graph",
+            "a device copy cannot be compiled; move inputs and parameters before tracing",
+        ))
+    }
+}
