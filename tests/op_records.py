@@ -129,6 +129,7 @@ CASES: dict[str, Case] = {
     "sum": Case(lambda p, x: ops.sum(_mixed(p, x), 1, True) + ops.sum(_mixed(p, x)), [[4], [4]]),
     "mean": Case(lambda p, x: ops.mean(_mixed(p, x), 1, True) + ops.mean(_mixed(p, x)), [[4], [4]]),
     "max": Case(lambda p, x: ops.max(_mixed(p, x), 1, True) + ops.max(_mixed(p, x)), [[4], [4]]),
+    "cumsum": Case(lambda p, x: ops.cumsum(_mixed(p, x), 1) + ops.cumsum(_mixed(p, x), 0), [[4], [4]]),
     "reshape": Case(lambda p, x: ops.reshape(_mixed(p, x), [x.shape[0], 2, 2]), [[4], [4]]),
     "permute": Case(lambda p, x: ops.permute(ops.reshape(_mixed(p, x), [x.shape[0], 2, 2]), [0, 2, 1]),
                     [[4], [4]]),

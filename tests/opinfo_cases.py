@@ -118,6 +118,7 @@ CASES: dict[str, Case] = {
     "sum": Case(ops.sum),
     "mean": Case(ops.mean),
     "max:reduction_no_dim": Case(ops.max, exact=True),
+    "cumsum": Case(ops.cumsum),
     "max:reduction_with_dim": Case(ops.max, exact=True, torch_out=_values),
     # torch.max(a, b) is the elementwise maximum; tlrs's max takes no second tensor: unsupported
     "max:binary": Case(ops.max, exact=True),

@@ -331,6 +331,8 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     """Softmax along `dim`."""
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     """Log-softmax along `dim`."""
+def cumsum(x: Tensor, dim: int) -> Tensor:
+    """Running sums along `dim`, in index order."""
 def cross_entropy_indices(x: Tensor, target: Sequence[int]) -> Tensor:
     """Mean cross-entropy of logits `x` against class indices."""
 def cross_entropy_probs(x: Tensor, target: Tensor) -> Tensor:

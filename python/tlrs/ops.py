@@ -20,7 +20,7 @@ from ._core import *  # noqa: F403
 from ._core import Tensor
 
 __all__ = [
-    "add", "clamp", "concat", "div", "flatten", "floor_divide", "index_select", "linear",
+    "add", "clamp", "concat", "cumsum", "div", "flatten", "floor_divide", "index_select", "linear",
     "log_softmax", "matmul", "max", "mean", "mul", "permute", "pow", "reshape",
     "slice", "softmax", "sub", "sum", "transpose",
 ]
@@ -249,6 +249,12 @@ def log_softmax(input: Tensor, dim: int = -1, dtype: str | None = None) -> Tenso
     return _core.log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
+def cumsum(input: Tensor, dim: int, *, dtype: str | None = None) -> Tensor:
+    """Running sums along `dim`: y[k] = y[k-1] + x[k] in index order, in the input's dtype (NumPy's
+    bits; PyTorch's CPU kernel carries float32 sums in float64). `dtype` casts the input first."""
+    return _core.cumsum(input if dtype is None else input.to(dtype), dim)
+
+
 cat = concat
 
 from .layer_ops import *  # noqa: E402,F403 - the layer ops are part of tlrs.ops
@@ -260,7 +266,7 @@ __all__ += _layer_all + _loss_all + ["cat"]
 
 
 # Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
-_INT_ARG_OPS = ("sum", "mean", "max", "reshape", "flatten", "permute", "transpose", "concat",
+_INT_ARG_OPS = ("sum", "mean", "max", "cumsum", "reshape", "flatten", "permute", "transpose", "concat",
                 "slice", "index_select", "softmax", "log_softmax", "cross_entropy", "conv2d",
                 "max_pool2d", "avg_pool2d", "gather", "scatter_add", "embedding", "layer_norm",
                 "multi_head_attention", "batch_norm", "batch_norm_per_image", "cat", "dropout")

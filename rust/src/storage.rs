@@ -223,6 +223,9 @@ impl Winners {
 }
 
 impl Storage {
+    pub fn cumsum(&self, o: usize, l: usize, i: usize, reverse: bool) -> Result<Storage> {
+        on_one_device!("cumsum", (self), |x| x.cumsum(o, l, i, reverse))
+    }
     pub fn max_axis(&self, o: usize, l: usize, i: usize) -> Result<(Storage, Winners)> {
         Ok(match self {
             Storage::Cpu(x) => {

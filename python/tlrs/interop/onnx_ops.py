@@ -306,6 +306,13 @@ def _softmax(op_type: str) -> Emit:
     return lambda em, n, ins, out: em.add(op_type, ins, out, axis=n.attrs["axis"])
 
 
+def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    axis = n.attrs["axis"]  # None: a 0-d tensor, its own running sum
+    if axis is None:
+        return em.add("Identity", ins, out)
+    return em.add("CumSum", [ins[0], em.ints([axis])], out, reverse=int(n.attrs["reverse"]))
+
+
 def _window(n: Node) -> dict[str, Any]:
     a = n.attrs
     return {"kernel_shape": [a["kernel_h"], a["kernel_w"]], "strides": [a["stride"]] * 2, "pads": [a["padding"]] * 4}
@@ -413,6 +420,7 @@ EMITTERS: dict[str, Emit] = {
     "sum": _reduce("ReduceSum"),
     "mean": _reduce("ReduceMean"),
     "max": _reduce("ReduceMax"),
+    "cumsum": _cumsum,
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,
     "reshape": _reshape,

@@ -57,6 +57,7 @@ declare_ops! {
     Sum(reduce::Sum),
     Mean(reduce::Mean),
     Max(reduce::Max),
+    CumSum(reduce::CumSum),
     SumTo(reduce::SumTo),
     BroadcastTo(reduce::BroadcastTo),
     Reshape(layout::Reshape),

@@ -113,6 +113,9 @@ pub trait BackendStorage: Sized {
     /// The average-pooling gradient from the upstream gradient `self`.
     fn avg_pool2d_grad(&self, d: PoolDims) -> Result<Self>;
 
+    /// Running sums along the middle axis of [outer, len, inner], in index order (from the
+    /// far end when `reverse`).
+    fn cumsum(&self, outer: usize, len: usize, inner: usize, reverse: bool) -> Result<Self>;
     /// Max over the middle axis of [outer, len, inner] and the index of each lane's first
     /// maximum (a NaN wins).
     fn max_axis(&self, outer: usize, len: usize, inner: usize) -> Result<(Self, Self::Winners)>;

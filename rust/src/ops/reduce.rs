@@ -113,6 +113,33 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
     ))
 }
 
+/// Running sums along `axis` (PyTorch `cumsum`): y[k] = y[k-1] + x[k] from y[0] = x[0], in
+/// index order and in the tensor's dtype, as NumPy computes it (PyTorch's CPU kernel carries a
+/// float32 sum in float64, so its float32 results can differ in the last bit). Dim 0 or -1 of
+/// a 0-d tensor is the tensor itself, as in PyTorch.
+pub fn cumsum(x: &Tensor, axis: isize) -> Result<Tensor> {
+    let axis = match axis {
+        0 | -1 if x.shape().rank() == 0 => None,
+        a => Some(x.shape().axis("cumsum", a)?),
+    };
+    cumsum_raw(x, axis, false)
+}
+
+/// `cumsum` from either end; `axis` None: a 0-d tensor, copied.
+fn cumsum_raw(x: &Tensor, axis: Option<usize>, reverse: bool) -> Result<Tensor> {
+    let (o, l, i) = match axis {
+        None => (1, 1, 1),
+        Some(a) => x.shape().split_at_axis(a),
+    };
+    let s = x.storage().cumsum(o, l, i, reverse)?;
+    let op = CumSum {
+        x: x.clone(),
+        axis,
+        reverse,
+    };
+    Ok(Tensor::from_op(s, x.shape().clone(), op))
+}
+
 /// Gradient of `max`: `g` placed at the recorded argmax positions of a zero tensor.
 pub(crate) fn max_grad(
     x: &Tensor,
@@ -327,5 +354,37 @@ impl Record for BroadcastTo {
     }
     fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
         broadcast_to(first("broadcast_to", xs)?, out)
+    }
+}
+
+/// Running sums of `x` along `axis` (from the far end when `reverse`: cumsum's gradient).
+#[derive(Clone)]
+pub struct CumSum {
+    pub x: Tensor,
+    /// None for a 0-d tensor.
+    pub axis: Option<usize>,
+    pub reverse: bool,
+}
+
+impl Record for CumSum {
+    fn name(&self) -> &'static str {
+        "cumsum"
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["cumsum"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![axis_attr(self.axis), ("reverse", Attr::Flag(self.reverse))]
+    }
+    /// Each input reaches every output at or after it: the gradient is the running sum of `g`
+    /// from the other end (PyTorch's `g.flip(d).cumsum(d).flip(d)`, the same fold order).
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(cumsum_raw(g, self.axis, !self.reverse)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        cumsum_raw(first("cumsum", xs)?, self.axis, self.reverse)
     }
 }

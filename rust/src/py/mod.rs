@@ -64,6 +64,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::index_select,
         ops::softmax,
         ops::log_softmax,
+        ops::cumsum,
         ops::cross_entropy_indices,
         ops::cross_entropy_probs,
         ops::linear,

@@ -123,6 +123,12 @@ pub fn softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
 }
 
 #[pyfunction]
+pub fn cumsum(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::reduce::cumsum(&x, dim))
+}
+
+#[pyfunction]
 pub fn log_softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     let x = x.inner.clone();
     run(py, move || ops::log_softmax(&x, dim))

@@ -68,6 +68,38 @@ pub fn sum_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> Ve
     out
 }
 
+/// Running sums along the middle axis of [outer, len, inner]: y[0] = x[0], y[k] = y[k-1] + x[k]
+/// (from the far end when `reverse`: y[len-1] = x[len-1], y[k] = y[k+1] + x[k]), each lane a
+/// fold in index order in the element type, as NumPy computes it. Blocks of `outer` run on threads; the
+/// `inner` lanes of a block advance together a row at a time.
+pub fn cumsum<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, reverse: bool) -> Vec<T> {
+    let mut out = x.to_vec();
+    let block = len * inner;
+    if len < 2 || inner == 0 || outer == 0 {
+        return out;
+    }
+    for_chunks(&mut out, block, x.len(), |_, ys: &mut [T]| {
+        for k in 1..len {
+            // The row filled this step and the one it adds to.
+            let (done, row) = if reverse {
+                (len - k, len - k - 1)
+            } else {
+                (k - 1, k)
+            };
+            let (lo, hi) = ys.split_at_mut(row.max(done) * inner);
+            let (prev, cur) = if reverse {
+                (&hi[..inner], &mut lo[row * inner..])
+            } else {
+                (&lo[done * inner..], &mut hi[..inner])
+            };
+            for (c, &p) in cur.iter_mut().zip(prev) {
+                *c = p + *c;
+            }
+        }
+    });
+    out
+}
+
 /// Max over the middle axis of [outer, len, inner] with the index of the first maximum, as a
 /// left fold of IEEE 754-2019 `maximum` (NaN propagates, +0 beats -0; `pool::beats`).
 /// A NaN wins over any number, so NaN propagates.

@@ -360,6 +360,12 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |v| super::pool::avg_pool_grad(v, d)))
     }
 
+    fn cumsum(&self, outer: usize, len: usize, inner: usize, reverse: bool) -> Result<Self> {
+        Ok(map_cpu!(self, |v| rk::cumsum(
+            v, outer, len, inner, reverse
+        )))
+    }
+
     fn max_axis(&self, outer: usize, len: usize, inner: usize) -> Result<(Self, Vec<usize>)> {
         Ok(match self {
             CpuStorage::F32(v) => {

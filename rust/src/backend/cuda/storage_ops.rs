@@ -178,6 +178,10 @@ impl BackendStorage for CudaStorage {
         cu::avg_pool2d_grad(&self.0, d).map(CudaStorage::new)
     }
 
+    fn cumsum(&self, outer: usize, len: usize, inner: usize, reverse: bool) -> Result<Self> {
+        cu::cumsum(&self.0, outer, len, inner, reverse).map(CudaStorage::new)
+    }
+
     fn max_axis(&self, outer: usize, len: usize, inner: usize) -> Result<(Self, IndexBuffer)> {
         let (y, a) = cu::max_axis(&self.0, outer, len, inner)?;
         Ok((CudaStorage::new(y), a))

@@ -40,6 +40,33 @@ extern "C" __global__ void sum_chunks_$S(const $T* __restrict__ x, $T* __restric
     }
 }
 
+// Running sums along the middle axis of [outer, len, inner]: thread o owns one lane and folds
+// it in index order (from the far end when `reverse`), y[k] = y[k -/+ 1] + x[k], as the CPU.
+extern "C" __global__ void cumsum_$S(const $T* __restrict__ x, $T* __restrict__ y, u64 n,
+                                    u64 len, u64 inner, u64 reverse) {
+    GRID_LOOP(o, n) {
+        u64 a = o / inner;
+        u64 b = o - a * inner;
+        u64 base = a * len * inner + b;
+        if (len == 0) continue;
+        if (reverse) {
+            $T acc = x[base + (len - 1) * inner];
+            y[base + (len - 1) * inner] = acc;
+            for (u64 l = len - 1; l-- > 0;) {
+                acc = acc + x[base + l * inner];
+                y[base + l * inner] = acc;
+            }
+        } else {
+            $T acc = x[base];
+            y[base] = acc;
+            for (u64 l = 1; l < len; ++l) {
+                acc = acc + x[base + l * inner];
+                y[base + l * inner] = acc;
+            }
+        }
+    }
+}
+
 // Max over the middle axis of [outer, len, inner] and the index of the first maximum; a NaN
 // wins over any number (the CPU rule). n = outer * inner, len >= 1.
 extern "C" __global__ void max_axis_$S(const $T* __restrict__ x, $T* __restrict__ y,

@@ -97,6 +97,30 @@ pub fn sum_to_shape(x: &DeviceBuffer, from: &Shape, to: &Shape) -> Result<Device
     sum_views(x, &od, &os, &rd, &rs)
 }
 
+/// Running sums along the middle axis of [outer, len, inner]: one thread per lane, folding in
+/// index order (from the far end when `reverse`), as the CPU does.
+pub fn cumsum(
+    x: &DeviceBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+    reverse: bool,
+) -> Result<DeviceBuffer> {
+    let gpu = x.gpu();
+    let y = gpu.alloc(x.dtype(), outer * len * inner)?;
+    let n = outer * inner;
+    let args = [
+        Arg::Buf(x),
+        Arg::Buf(&y),
+        Arg::U64(n as u64),
+        Arg::U64(len as u64),
+        Arg::U64(inner as u64),
+        Arg::U64(reverse as u64),
+    ];
+    gpu.launch(FAMILY, "cumsum", x.dtype(), n, &args)?;
+    Ok(y)
+}
+
 /// Max over the middle axis of [outer, len, inner] (len >= 1) and the index of the first
 /// maximum along it, left on the device (u64 per output) for the gradient.
 pub fn max_axis(
