@@ -315,6 +315,8 @@ def max(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Maximum over `dim` (all elements when None)."""
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     """The same data in a new shape; -1 infers one dim."""
+def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """`x` repeated along broadcast axes to `shape` (NumPy rules)."""
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merges dims start_dim..end_dim (inclusive) into one."""
 def permute(x: Tensor, dims: Sequence[int]) -> Tensor:

@@ -56,6 +56,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::mean,
         ops::max,
         ops::reshape,
+        ops::broadcast_to,
         ops::flatten,
         ops::permute,
         ops::transpose,

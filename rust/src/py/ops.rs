@@ -2,6 +2,7 @@
 //! switches. Each converts arguments, releases the GIL around core work and maps errors.
 
 use super::errors::{guard, interruptible};
+use super::int_args::named_int_args;
 use super::tensor::{parse_dtype, PyTensor};
 use crate::backend::cpu::parallel;
 use crate::{autograd, ops, Tensor};
@@ -77,6 +78,19 @@ reduce_fns!(sum, mean, max);
 #[pyfunction]
 pub fn reshape(x: PyRef<'_, T>, shape: Vec<isize>) -> PyResult<T> {
     guard(|| ops::reshape(&x.inner, &shape)).map(PyTensor::new)
+}
+
+named_int_args! {
+    target_shape: sizes("shape") -> Vec<usize>,
+}
+
+/// `x` repeated along broadcast axes to `shape` (NumPy rules; a view on the CPU).
+#[pyfunction]
+pub fn broadcast_to(
+    x: PyRef<'_, T>,
+    #[pyo3(from_py_with = target_shape)] shape: Vec<usize>,
+) -> PyResult<T> {
+    guard(|| ops::broadcast_to(&x.inner, &crate::Shape(shape.clone()))).map(PyTensor::new)
 }
 
 #[pyfunction]
