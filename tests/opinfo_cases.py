@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 import tlrs
-from tlrs import ops
+from tlrs import ops, selection_ops
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,11 @@ CASES: dict[str, Case] = {
     "nn.functional.batch_norm": Case(ops.batch_norm),
     "nn.functional.layer_norm": Case(ops.layer_norm),
     "nn.functional.dropout": Case(ops.dropout, reference=_dropout_reference),
+    # positions (indices come back as NumPy int64 arrays)
+    "argmax": Case(selection_ops.argmax, exact=True),
+    "argmin": Case(selection_ops.argmin, exact=True),
+    "topk": Case(selection_ops.topk, exact=True),
+    "sort": Case(selection_ops.sort, exact=True),
 }
 
 DTYPES = (torch.float32, torch.float64)

@@ -1,0 +1,168 @@
+"""Ops that pick positions: argmax/argmin, topk, sort, multinomial sampling and one_hot.
+
+tlrs tensors are float32/float64 only, so indices come back as NumPy int64 arrays (what `gather`,
+`index_select` and `cross_entropy` take). The positions are found on the host from the values
+(a CUDA tensor's are copied back); `topk` and `sort` then take their values with `gather`, a
+recorded op, so the values carry gradients as PyTorch's do. A loss that picks positions this way
+reads tensor values, so the compiled backend refuses it (it would replay one trace's positions).
+Ties go to the lower index (a stable order), NaN counts as larger than every number, as in
+PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._core import Tensor
+
+__all__ = ["argmax", "argmin", "topk", "sort", "multinomial", "one_hot"]
+
+
+def _values(input: Any, op: str) -> np.ndarray[Any, Any]:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(input).__name__}")
+    return np.asarray(input.numpy())
+
+
+def _dim(dim: int, ndim: int, op: str) -> int:
+    rank = max(ndim, 1)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -rank <= dim < rank:
+        raise IndexError(f"{op}: dim {dim!r} is out of range for a tensor of {ndim} dimensions")
+    return int(dim) % rank
+
+
+def _order(v: np.ndarray[Any, Any], axis: int, descending: bool) -> np.ndarray[Any, Any]:
+    """Stable positions sorting `v` along `axis`, NaN as the largest value."""
+    nan = np.isnan(v)
+    # lexsort's last key is the primary one; both sorts are stable, so ties keep index order.
+    if descending:
+        keys = (np.where(nan, 0, -v), ~nan)
+    else:
+        keys = (np.where(nan, 0, v), nan)
+    moved = [np.moveaxis(k, axis, -1) for k in keys]
+    return np.moveaxis(np.lexsort(moved, axis=-1), -1, axis)
+
+
+def _arg_extreme(input: Tensor, dim: int | None, keepdim: bool, largest: bool, op: str) -> np.ndarray[Any, Any]:
+    v = _values(input, op)
+    if v.size == 0:
+        raise ValueError(f"{op}: expected a non-empty tensor, got shape {list(v.shape)}")
+    if dim is None:
+        first = _order(v.reshape(-1), 0, largest)[0]
+        out = np.asarray(first, dtype=np.int64)
+        return out.reshape([1] * v.ndim) if keepdim else out
+    axis = _dim(dim, v.ndim, op)
+    if v.ndim == 0:
+        return np.asarray(0, dtype=np.int64)
+    if v.shape[axis] == 0:
+        raise ValueError(f"{op}: cannot reduce the empty dim {dim} of shape {list(v.shape)}")
+    first = np.take(_order(v, axis, largest), [0], axis=axis).astype(np.int64)
+    return first if keepdim else np.squeeze(first, axis=axis)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> np.ndarray[Any, Any]:
+    """The index of the first largest value (over all elements, flattened, when `dim` is None);
+    NaN counts as the largest. A NumPy int64 array."""
+    return _arg_extreme(input, dim, keepdim, True, "argmax")
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> np.ndarray[Any, Any]:
+    """The index of the first smallest value; NaN counts as the smallest here (PyTorch's rule:
+    a NaN is the result of both argmax and argmin). A NumPy int64 array."""
+    v = _values(input, "argmin")
+    # NaN must win argmin too: flip numbers only, keep NaN as the "largest".
+    flipped = _core.tensor_from_numpy(np.where(np.isnan(v), v, -v)) if v.size else input
+    return _arg_extreme(flipped, dim, keepdim, True, "argmin")
+
+
+def _take_along(input: Tensor, idx: np.ndarray[Any, Any], axis: int) -> Tensor:
+    if input.ndim == 0:
+        return input
+    return _core.gather(input, axis, idx.reshape(-1).tolist(), list(idx.shape))
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> tuple[Tensor, np.ndarray[Any, Any]]:
+    """The `k` largest (or smallest) values along `dim` and their indices, largest first (ties
+    to the lower index; NaN counts as the largest). Values carry gradients."""
+    v = _values(input, "topk")
+    axis = _dim(dim, v.ndim, "topk")
+    n = v.shape[axis] if v.ndim else 1
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
+        raise ValueError(f"topk: expected k in [0, {n}] (the size of dim {dim}), got {k!r}")
+    order = _order(v, axis, largest) if v.ndim else np.zeros((), dtype=np.int64)
+    idx = np.take(order, np.arange(int(k)), axis=axis).astype(np.int64) if v.ndim else order
+    return _take_along(input, idx, axis), idx
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False,
+         stable: bool = False) -> tuple[Tensor, np.ndarray[Any, Any]]:
+    """Values sorted along `dim` and where each came from. Always stable (ties keep their order,
+    one of the answers PyTorch allows when `stable=False`); NaN sorts as the largest value."""
+    v = _values(input, "sort")
+    axis = _dim(dim, v.ndim, "sort")
+    if v.ndim == 0:
+        return input, np.zeros((), dtype=np.int64)
+    idx = _order(v, axis, descending).astype(np.int64)
+    return _take_along(input, idx, axis), idx
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> np.ndarray[Any, Any]:
+    """Category indices drawn with probabilities proportional to each row of `input` (1-D or
+    2-D, non-negative, finite, positive sum), as `torch.multinomial`. The uniforms come from the
+    global seed stream (`tlrs.manual_seed`), counter-based, so a seed gives the same draws on
+    every machine; each draw is the first category whose running weight (summed in float64, in
+    index order) exceeds u times the row's total. Without replacement a drawn category's weight
+    drops to zero for the row's next draws. A NumPy int64 array [rows, num_samples] (or
+    [num_samples] for a 1-D input). Draws are not PyTorch's (its generator differs)."""
+    p = _values(input, "multinomial").astype(np.float64)
+    if p.ndim not in (1, 2):
+        raise ValueError(f"multinomial: expected a 1-D or 2-D tensor of weights, got shape {list(p.shape)}")
+    rows = p.reshape(1, -1) if p.ndim == 1 else p.copy()
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples <= 0:
+        raise ValueError(f"multinomial: expected num_samples a positive integer, got {num_samples!r}")
+    if not np.isfinite(rows).all() or (rows < 0).any():
+        raise ValueError("multinomial: expected finite, non-negative weights")
+    if rows.shape[1] == 0 or (rows.sum(axis=1) <= 0).any():
+        raise ValueError("multinomial: expected every row of weights to have a positive sum")
+    if not replacement and (np.count_nonzero(rows, axis=1) < num_samples).any():
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from a row "
+                         f"with fewer non-zero weights")
+    units = _core.rand([rows.shape[0], int(num_samples)], "float64").numpy()
+    out = np.empty((rows.shape[0], int(num_samples)), dtype=np.int64)
+    for r, w in enumerate(rows):
+        for j in range(int(num_samples)):
+            cdf = np.cumsum(w)
+            hit = int(np.searchsorted(cdf, units[r, j] * cdf[-1], side="right"))
+            # u * total rounds up to total at worst: take the last category with weight.
+            out[r, j] = min(hit, int(np.flatnonzero(w)[-1]))
+            if not replacement:
+                w[out[r, j]] = 0.0
+    return out[0] if p.ndim == 1 else out
+
+
+def one_hot(tensor: Any, num_classes: int = -1) -> np.ndarray[Any, Any]:
+    """Integer class labels (a NumPy int array or list) as one-hot rows: shape [..., num_classes]
+    (`num_classes=-1`: the largest label + 1). A NumPy int64 array, as `torch.nn.functional.
+    one_hot` gives int64; `tlrs.tensor(one_hot(y, C), dtype=...)` makes it a float tensor."""
+    if isinstance(tensor, Tensor):
+        raise TypeError("one_hot: expected integer labels (a NumPy int array or a list of ints), got a float Tensor")
+    labels = np.asarray(tensor)
+    if labels.size and labels.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: expected integer labels, got an array of dtype {labels.dtype}")
+    labels = labels.astype(np.int64)
+    if labels.size and labels.min() < 0:
+        raise ValueError(f"one_hot: expected non-negative class labels, got {int(labels.min())}")
+    if num_classes == -1:
+        if labels.size == 0:
+            raise ValueError("one_hot: cannot infer num_classes from no labels; pass num_classes")
+        num_classes = int(labels.max()) + 1
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 0:
+        raise ValueError(f"one_hot: expected num_classes a non-negative integer or -1, got {num_classes!r}")
+    if labels.size and labels.max() >= num_classes:
+        raise ValueError(f"one_hot: class label {int(labels.max())} is not below num_classes={num_classes}")
+    hot: np.ndarray[Any, Any] = (labels[..., None] == np.arange(int(num_classes))).astype(np.int64)
+    return hot
