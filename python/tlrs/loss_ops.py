@@ -3,7 +3,9 @@
 The common call (`cross_entropy(logits [N, C], labels)` averaged, `mse_loss` averaged) runs one
 fused native op each; the options (`reduction`, class `weight`, `ignore_index`,
 `label_smoothing`, class axis 1 of [N, C, d1, ...] inputs) are composed from log_softmax,
-gather and sums, following PyTorch's formulas (aten/src/ATen/native/LossNLL.cpp).
+gather and sums, following PyTorch's formulas (aten/src/ATen/native/LossNLL.cpp). `nll_loss`,
+the binary cross-entropies and the L1 / smooth L1 / Huber losses are composed from recorded ops
+the same way (PyTorch's formulas, not its bits; see each function).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import numpy as np
 from . import _core
 from ._core import Tensor
 
-__all__ = ["cross_entropy", "mse_loss"]
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
+    "mse_loss", "nll_loss", "smooth_l1_loss",
+]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -28,12 +33,14 @@ def _reduction(reduction: str, size_average: Any, reduce: Any, what: str) -> str
     return reduction
 
 
-def _labels(target: Any) -> np.ndarray:
+def _labels(target: Any, what: str = "cross_entropy") -> np.ndarray:
     if isinstance(target, Tensor):
-        raise TypeError("cross_entropy: expected integer class labels or a float Tensor of probabilities")
+        also = " or a float Tensor of probabilities" if what == "cross_entropy" else ""
+        raise TypeError(f"{what}: expected integer class labels (a NumPy int array or a list of ints){also}, "
+                        "got a float Tensor")
     arr = np.asarray(target)
     if arr.dtype.kind not in "iu" and arr.size:
-        raise TypeError(f"cross_entropy: expected integer class labels, got an array of dtype {arr.dtype}")
+        raise TypeError(f"{what}: expected integer class labels, got an array of dtype {arr.dtype}")
     return arr.astype(np.int64)
 
 
@@ -82,41 +89,55 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
     return _cross_entropy_labels(input, labels, weight, ignore_index, reduction, label_smoothing)
 
 
-def _class_count(input: Tensor) -> int:
+def _class_count(input: Tensor, what: str = "cross_entropy") -> int:
     if input.ndim == 0:
-        raise _core.ShapeError("cross_entropy: expected logits [C], [N, C] or [N, C, d1, ...], got a 0-d tensor")
+        raise _core.ShapeError(f"{what}: expected an input [C], [N, C] or [N, C, d1, ...], got a 0-d tensor")
     return input.shape[0] if input.ndim == 1 else input.shape[1]
 
 
-def _cross_entropy_labels(input: Tensor, labels: np.ndarray, weight: Tensor | None, ignore_index: int,
-                          reduction: str, label_smoothing: float) -> Tensor:
-    classes = _class_count(input)
+def _label_rows(input: Tensor, labels: np.ndarray, ignore_index: int, what: str
+                ) -> tuple[Tensor, np.ndarray, np.ndarray]:
+    """The input as rows [R, C], each row's label (0 where ignored) and which rows count."""
+    classes = _class_count(input, what)
     want = [] if input.ndim == 1 else [input.shape[0], *input.shape[2:]]
     if list(labels.shape) != want:
-        raise _core.ShapeError(f"cross_entropy: expected class labels of shape {want}, got {list(labels.shape)}")
+        raise _core.ShapeError(f"{what}: expected class labels of shape {want}, got {list(labels.shape)}")
     x = _rows(input if input.ndim > 1 else _core.reshape(input, [1, classes]))
     flat = labels.reshape(-1)
     kept = flat != ignore_index
     bad = flat[kept & ((flat < 0) | (flat >= classes))]
     if bad.size:
-        raise IndexError(f"cross_entropy: class index {int(bad[0])} is out of range for {classes} classes")
-    safe = np.where(kept, flat, 0)
-    logp = _core.log_softmax(x, 1)
+        raise IndexError(f"{what}: class index {int(bad[0])} is out of range for {classes} classes")
+    return x, np.where(kept, flat, 0), kept
+
+
+def _nll_rows(logp: Tensor, safe: np.ndarray, kept: np.ndarray, weight: Tensor | None, what: str
+              ) -> tuple[Tensor, Tensor]:
+    """-weight[label] · logp[row, label] per row (0 where ignored), and the mean's divisor (the
+    counted rows' weights, or their count)."""
+    classes = logp.shape[1]
     picked = _core.reshape(_core.gather(logp, 1, safe.tolist(), [safe.size, 1]), [safe.size])
-    ignored = (~kept).tolist()
-    rows = [safe.size]
-    if weight is not None:
-        if list(weight.shape) != [classes]:
-            raise _core.ShapeError(f"cross_entropy: expected a weight of shape [{classes}], got {weight.shape}")
-        w_t = _core.index_select(weight, 0, safe.tolist())
-        nll = _core.masked_fill(_core.neg(_core.mul(w_t, picked)), ignored, rows, 0.0)
-        divisor = _core.sum(_core.masked_fill(w_t, ignored, rows, 0.0), None, False)
-    else:
-        nll = _core.masked_fill(_core.neg(picked), ignored, rows, 0.0)
-        divisor = _scalar(int(kept.sum()), x)
+    ignored, rows = (~kept).tolist(), [safe.size]
+    if weight is None:
+        return _core.masked_fill(_core.neg(picked), ignored, rows, 0.0), _scalar(int(kept.sum()), logp)
+    if not isinstance(weight, Tensor) or list(weight.shape) != [classes]:
+        got = weight.shape if isinstance(weight, Tensor) else type(weight).__name__
+        raise _core.ShapeError(f"{what}: expected a weight of shape [{classes}], got {got}")
+    w_t = _core.index_select(weight, 0, safe.tolist())
+    nll = _core.masked_fill(_core.neg(_core.mul(w_t, picked)), ignored, rows, 0.0)
+    return nll, _core.sum(_core.masked_fill(w_t, ignored, rows, 0.0), None, False)
+
+
+def _cross_entropy_labels(input: Tensor, labels: np.ndarray, weight: Tensor | None, ignore_index: int,
+                          reduction: str, label_smoothing: float) -> Tensor:
+    x, safe, kept = _label_rows(input, labels, ignore_index, "cross_entropy")
+    classes = x.shape[1]
+    logp = _core.log_softmax(x, 1)
+    nll, divisor = _nll_rows(logp, safe, kept, weight, "cross_entropy")
     loss = _reduce(nll, reduction, divisor, input)
     if label_smoothing == 0:
         return loss
+    ignored, rows = (~kept).tolist(), [safe.size]
     terms = logp if weight is None else _core.mul(logp, _core.reshape(weight, [1, classes]))
     smooth = _core.masked_fill(_core.neg(_core.sum(terms, 1, False)), ignored, rows, 0.0)
     smooth = _reduce(smooth, reduction, divisor, input)
@@ -168,3 +189,148 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     if reduction == "none":
         return sq
     return _core.sum(sq, None, False) if reduction == "sum" else _core.mean(sq, None, False)
+
+
+def nll_loss(input: Tensor, target: Any, weight: Tensor | None = None, size_average: Any = None,
+             ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities [N, C], [C] or [N, C, d1, ...] (classes on
+    axis 1) at integer class labels, as PyTorch: -weight[t]·input[t] per target, ignored targets
+    count for nothing; 'mean' divides by the counted targets' weights (their number without a
+    weight: NaN when every target is ignored, as PyTorch)."""
+    reduction = _reduction(reduction, size_average, reduce, "nll_loss")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"nll_loss: expected a Tensor of log-probabilities, got {type(input).__name__}")
+    x, safe, kept = _label_rows(input, _labels(target, "nll_loss"), ignore_index, "nll_loss")
+    nll, divisor = _nll_rows(x, safe, kept, weight, "nll_loss")
+    return _reduce(nll, reduction, divisor, input)
+
+
+def _pointwise(input: Any, target: Any, what: str) -> None:
+    """Both Tensors of one shape (PyTorch broadcasts different ones with a warning that the
+    result is likely wrong; tlrs raises, as `mse_loss`)."""
+    for name, t in (("input", input), ("target", target)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}: expected {name} to be a Tensor, got {type(t).__name__}")
+    if input.shape != target.shape:
+        raise _core.ShapeError(f"{what}: expected a target of the input's shape {input.shape}, got {target.shape}")
+
+
+def _weighted(loss: Tensor, weight: Tensor | None, what: str, same_shape: bool = False) -> Tensor:
+    if weight is None:
+        return loss
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{what}: expected weight to be a Tensor, got {type(weight).__name__}")
+    if same_shape and weight.shape != loss.shape:
+        raise _core.ShapeError(f"{what}: expected a weight of the input's shape {loss.shape}, got {weight.shape}")
+    out = _core.mul(loss, weight)
+    if out.shape != loss.shape:  # PyTorch broadcasts the weight to the input, not the other way
+        raise _core.ShapeError(f"{what}: weight {weight.shape} does not broadcast to the input's shape {loss.shape}")
+    return out
+
+
+def _reduce_all(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    return _core.sum(loss, None, False) if reduction == "sum" else _core.mean(loss, None, False)
+
+
+def _clamped_log(x: Tensor) -> Tensor:
+    """log(x) no lower than -100, as PyTorch's binary_cross_entropy (so log(0) is finite)."""
+    return _core.clamp(_core.log(x), -100.0, None)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """-weight·(t·log(x) + (1 - t)·log(1 - x)) with each log clamped at -100 (PyTorch's
+    formula), for probabilities x. PyTorch refuses an x outside [0, 1]; tlrs does not read the
+    values (that would stop the compiled backend), so such an x gives NaN."""
+    reduction = _reduction(reduction, size_average, reduce, "binary_cross_entropy")
+    _pointwise(input, target, "binary_cross_entropy")
+    one = _scalar(1.0, input)
+    pos = _core.mul(target, _clamped_log(input))
+    neg = _core.mul(_core.sub(one, target), _clamped_log(_core.sub(one, input)))
+    loss = _weighted(_core.neg(_core.add(pos, neg)), weight, "binary_cross_entropy")
+    return _reduce_all(loss, reduction)
+
+
+def _log_sigmoid(x: Tensor) -> Tensor:
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for every x. min(x, 0) is written
+    x/2 - |x|/2 (exact, and with slope 1/2 at 0, so the gradient at 0 is sigmoid(-0) = 1/2)."""
+    half = _scalar(0.5, x)
+    a = _core.abs(x)
+    low = _core.sub(_core.mul(x, half), _core.mul(a, half))
+    return _core.sub(low, _core.log1p(_core.exp(_core.neg(a))))
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross-entropy of logits, PyTorch's stable form: (1 - t)·x - lw·log_sigmoid(x) with
+    lw = 1 + (pos_weight - 1)·t (1 without pos_weight), times `weight`; both broadcast to the
+    input's shape."""
+    what = "binary_cross_entropy_with_logits"
+    reduction = _reduction(reduction, size_average, reduce, what)
+    _pointwise(input, target, what)
+    one = _scalar(1.0, input)
+    ls = _log_sigmoid(input)
+    if pos_weight is not None:
+        if not isinstance(pos_weight, Tensor):
+            raise TypeError(f"{what}: expected pos_weight to be a Tensor, got {type(pos_weight).__name__}")
+        lw = _core.add(_core.mul(_core.sub(pos_weight, one), target), one)
+        if lw.shape != input.shape:
+            raise _core.ShapeError(f"{what}: pos_weight {pos_weight.shape} does not broadcast to the input's "
+                                   f"shape {input.shape}")
+        ls = _core.mul(ls, lw)
+    loss = _core.sub(_core.mul(_core.sub(one, target), input), ls)
+    return _reduce_all(_weighted(loss, weight, what), reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    """|input - target|; with `weight` (of the input's shape) weight·|input - target|, whose
+    'mean' divides by the weights' sum (PyTorch's). The gradient at 0 is 0 (sign(0))."""
+    reduction = _reduction(reduction, size_average, reduce, "l1_loss")
+    _pointwise(input, target, "l1_loss")
+    loss = _weighted(_core.abs(_core.sub(input, target)), weight, "l1_loss", same_shape=True)
+    if weight is not None and reduction == "mean":
+        return _core.div(_core.sum(loss, None, False), _core.sum(weight, None, False))
+    return _reduce_all(loss, reduction)
+
+
+def _quadratic_then_linear(input: Tensor, target: Tensor, limit: float) -> tuple[Tensor, Tensor]:
+    """(c, z - c) for z = |input - target| and c = min(z, limit): the quadratic and the linear
+    part of the smooth L1 and Huber losses, without a branch (the gradient of each part is
+    PyTorch's on either side of the limit, and at it)."""
+    z = _core.abs(_core.sub(input, target))
+    c = _core.clamp(z, None, limit)
+    return c, _core.sub(z, c)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5·z²/beta where z = |input - target| < beta, else z - 0.5·beta (PyTorch's formula,
+    computed as 0.5·c²/beta + (z - c) with c = min(z, beta)); beta = 0 is the L1 loss."""
+    reduction = _reduction(reduction, size_average, reduce, "smooth_l1_loss")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
+        raise ValueError(f"smooth_l1_loss: beta must be a number >= 0, got {beta!r}")
+    if beta == 0:
+        return l1_loss(input, target, reduction=reduction)
+    _pointwise(input, target, "smooth_l1_loss")
+    c, lin = _quadratic_then_linear(input, target, float(beta))
+    quad = _core.div(_core.mul(_core.mul(c, c), _scalar(0.5, input)), _scalar(beta, input))
+    return _reduce_all(_core.add(quad, lin), reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5·z² where z = |input - target| < delta, else delta·(z - 0.5·delta) (PyTorch's formula,
+    computed as 0.5·c² + delta·(z - c) with c = min(z, delta)); `weight` (of the input's shape)
+    scales each element before the reduction."""
+    reduction = _reduction(reduction, None, None, "huber_loss")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not delta > 0:
+        raise ValueError(f"huber_loss: delta must be a number > 0, got {delta!r}")
+    _pointwise(input, target, "huber_loss")
+    c, lin = _quadratic_then_linear(input, target, float(delta))
+    quad = _core.mul(_core.mul(c, c), _scalar(0.5, input))
+    loss = _core.add(quad, _core.mul(lin, _scalar(delta, input)))
+    return _reduce_all(_weighted(loss, weight, "huber_loss", same_shape=True), reduction)
