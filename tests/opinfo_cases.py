@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 import tlrs
-from tlrs import ops, selection_ops
+from tlrs import ops
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,8 @@ def _dropout_reference(sample: Any, tlrs_out: Any) -> torch.Tensor:
     return x * kept / (1 - p)
 
 
-# One entry per OpInfo whose op tlrs has. OpInfos left out: narrow (tlrs has `slice`, with an end,
-# not a length), the softmax backward and complex variants, batch_norm:without_cudnn (the same
-# samples on the CPU).
+# One entry per OpInfo whose op tlrs has. OpInfos left out: the softmax backward and complex
+# variants, batch_norm:without_cudnn (the same samples on the CPU).
 CASES: dict[str, Case] = {
     # elementwise
     "abs": Case(ops.abs, exact=True),
@@ -94,6 +93,8 @@ CASES: dict[str, Case] = {
     "tanh": Case(ops.tanh),
     "sigmoid": Case(ops.sigmoid),
     "erf": Case(ops.erf),
+    "sin": Case(ops.sin),
+    "cos": Case(ops.cos),
     "trunc": Case(ops.trunc, exact=True),
     "floor": Case(ops.floor, exact=True),
     "floor_divide": Case(ops.floor_divide, exact=True),
@@ -155,11 +156,63 @@ CASES: dict[str, Case] = {
     "nn.functional.batch_norm": Case(ops.batch_norm),
     "nn.functional.layer_norm": Case(ops.layer_norm),
     "nn.functional.dropout": Case(ops.dropout, reference=_dropout_reference),
+    # composites (python/tlrs/loss_ops.py, reduce_ops.py, spatial_ops.py)
+    "nn.functional.nll_loss": Case(ops.nll_loss),
+    "nn.functional.binary_cross_entropy": Case(ops.binary_cross_entropy),
+    "nn.functional.binary_cross_entropy_with_logits": Case(ops.binary_cross_entropy_with_logits),
+    "nn.functional.l1_loss": Case(ops.l1_loss),
+    "nn.functional.smooth_l1_loss": Case(ops.smooth_l1_loss),
+    "nn.functional.huber_loss": Case(ops.huber_loss),
+    "logsumexp": Case(ops.logsumexp),
+    "var": Case(ops.var),
+    "var:unbiased": Case(ops.var),
+    "std": Case(ops.std),
+    "std:unbiased": Case(ops.std),
+    "amin": Case(ops.amin, exact=True),
+    "min:reduction_no_dim": Case(ops.min, exact=True),
+    "min:reduction_with_dim": Case(ops.min, exact=True, torch_out=_values),
+    "min:binary": Case(ops.min, exact=True),
+    "prod": Case(ops.prod),
+    "nn.functional.conv1d": Case(ops.conv1d),
+    "nn.functional.pad:constant": Case(ops.pad, exact=True),
+    "nn.functional.pad:reflect": Case(ops.pad, exact=True),
+    "nn.functional.pad:replicate": Case(ops.pad, exact=True),
+    "nn.functional.pad:replicate_negative": Case(ops.pad, exact=True),
+    "nn.functional.pad:circular": Case(ops.pad, exact=True),
+    "nn.functional.interpolate:nearest": Case(ops.interpolate, exact=True),
+    "nn.functional.interpolate:nearest-exact": Case(ops.interpolate, exact=True),
+    "nn.functional.adaptive_avg_pool2d": Case(ops.adaptive_avg_pool2d),
+    "nn.functional.group_norm": Case(ops.group_norm),
+    "nn.functional.scaled_dot_product_attention": Case(ops.scaled_dot_product_attention),
+    # torch's shape functions (tlrs.shape_ops) and Tensor methods (tlrs.tensor_methods)
+    "unsqueeze": Case(ops.unsqueeze, exact=True),
+    "squeeze": Case(ops.squeeze, exact=True),
+    "squeeze:multiple": Case(ops.squeeze, exact=True),
+    "stack": Case(ops.stack, exact=True),
+    "split": Case(ops.split, exact=True),
+    "split:list_args": Case(ops.split, exact=True),
+    "unsafe_split": Case(ops.split, exact=True),
+    "split_with_sizes": Case(ops.split_with_sizes, exact=True),
+    "chunk": Case(ops.chunk, exact=True),
+    "unsafe_chunk": Case(ops.chunk, exact=True),
+    "unbind": Case(ops.unbind, exact=True),
+    "narrow": Case(ops.narrow, exact=True),
+    "flip": Case(ops.flip, exact=True),
+    "roll": Case(ops.roll, exact=True),
+    "tril": Case(ops.tril, exact=True),
+    "triu": Case(ops.triu, exact=True),
+    # the OpInfo's op is `lambda self, condition, other: torch.where(condition, self, other)`
+    "where": Case(lambda self, condition, other: ops.where(condition, self, other), exact=True),
+    "expand": Case(ops.expand, exact=True),
+    "repeat": Case(ops.repeat, exact=True),
+    "movedim": Case(ops.movedim, exact=True),
+    "view": Case(lambda x, shape: x.view(shape), exact=True),
+    "__getitem__": Case(lambda x, key: x[key], exact=True),
     # positions (indices come back as NumPy int64 arrays)
-    "argmax": Case(selection_ops.argmax, exact=True),
-    "argmin": Case(selection_ops.argmin, exact=True),
-    "topk": Case(selection_ops.topk, exact=True),
-    "sort": Case(selection_ops.sort, exact=True),
+    "argmax": Case(ops.argmax, exact=True),
+    "argmin": Case(ops.argmin, exact=True),
+    "topk": Case(ops.topk, exact=True),
+    "sort": Case(ops.sort, exact=True),
 }
 
 DTYPES = (torch.float32, torch.float64)

@@ -445,3 +445,23 @@ def test_multihead_attention_matches_torch(batch_first):
     np.testing.assert_allclose(x.grad.numpy(), tq.grad.numpy(), rtol=1e-10, atol=1e-13)
     for (name, p), (_, t) in zip(tl.named_parameters(), tm.named_parameters(), strict=True):
         np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-13, err_msg=name)
+
+
+def test_assign_parameters_keeps_tied_weights_tied():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(5, 3)
+            self.head = nn.Linear(3, 5, bias=False)
+            self.head.weight = self.wte.weight
+
+    m = Tied()
+    params = list(m.parameters())
+    assert len(params) == 1
+    new = [p * 2.0 for p in params]
+    nn.assign_parameters(m, new)
+    assert m.wte.weight is m.head.weight
+    assert np.array_equal(m.wte.weight.numpy(), new[0].numpy()) and m.wte.weight.is_leaf
+    assert [n for n, _ in m.named_parameters()] == ["wte.weight"]
+    with pytest.raises(ValueError, match="assign_parameters"):
+        nn.assign_parameters(m, [])

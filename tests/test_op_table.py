@@ -38,6 +38,8 @@ NEW = {
     "expm1": (ops.expm1, np.expm1, (-3, 3)),
     "rsqrt": (ops.rsqrt, lambda x: 1.0 / np.sqrt(x), (0.05, 5)),
     "erf": (ops.erf, _erf, (-3, 3)),
+    "sin": (ops.sin, np.sin, (-7, 7)),
+    "cos": (ops.cos, np.cos, (-7, 7)),
 }
 
 

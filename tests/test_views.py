@@ -219,3 +219,13 @@ def test_memory_borrowed_from_numpy_is_copied_not_viewed():
     a[0, 1] = 100.0
     np.testing.assert_array_equal(v.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3).T)
     np.testing.assert_array_equal(ops.add(v, T(np.zeros((3, 2), np.float32))).numpy(), v.numpy())
+
+
+def test_an_empty_slice_at_the_end_of_an_axis_reads_as_numpy():
+    # x[:, 5:5] of [5, 5, 5]: once a view whose offset sat at the base's end, which NumPy refused.
+    x = np.arange(125.0).reshape(5, 5, 5)
+    for dim, start in ((0, 5), (1, 5), (2, 5), (1, 0)):
+        t = ops.slice(tlrs.tensor(x), dim, start, start)
+        want = np.take(x, np.arange(start, start), axis=dim)
+        assert t.shape == list(want.shape)
+        assert t.numpy().shape == want.shape and t.tolist() == want.tolist()

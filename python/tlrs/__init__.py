@@ -1,6 +1,7 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
 from . import cuda, init, models, ops, optim, random
+from . import tensor_methods as tensor_methods  # attaches torch's shape and indexing methods to Tensor
 from ._core import Tensor, __version__, fresh_seed
 from .autograd import grad, is_grad_enabled, no_grad
 from .config import ExecConfig, Options

@@ -8,7 +8,7 @@ arguments typed ``dict[...]`` must be real dicts.
 
 import os
 from collections.abc import Sequence
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -158,6 +158,10 @@ class Tensor:
         """Elementwise 1 / sqrt(x)."""
     def erf(self) -> Tensor:
         """Elementwise error function."""
+    def sin(self) -> Tensor:
+        """Elementwise sine (radians)."""
+    def cos(self) -> Tensor:
+        """Elementwise cosine (radians)."""
     def trunc(self) -> Tensor:
         """Elementwise rounding toward zero; the gradient is zero."""
     def floor(self) -> Tensor:
@@ -192,6 +196,44 @@ class Tensor:
         """Elementwise clamp to [min, max]; None leaves that side open."""
     def pow(self, exponent: float) -> Tensor:
         """Elementwise x ** exponent."""
+    # ---- torch's shape and indexing methods, attached by tlrs.tensor_methods (Python) ----
+    @overload
+    def size(self, dim: None = None) -> tuple[int, ...]:
+        """The shape as a tuple of ints, or the size of axis `dim`."""
+    @overload
+    def size(self, dim: int) -> int: ...
+    def dim(self) -> int:
+        """The number of axes."""
+    def view(self, *shape: int | Sequence[int]) -> Tensor:
+        """The same elements in a new shape (ints or one sequence; one may be -1)."""
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A size-1 axis inserted at `dim`."""
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Size-1 axes removed (all, or those of `dim`)."""
+    def expand(self, *sizes: int | Sequence[int]) -> Tensor:
+        """A broadcast view at `sizes` (-1 keeps a size)."""
+    def repeat(self, *sizes: int | Sequence[int]) -> Tensor:
+        """Tiled `sizes[i]` times along each axis."""
+    def flip(self, *dims: int | Sequence[int]) -> Tensor:
+        """Reversed along `dims`."""
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """Elements shifted along `dims` (the flattened tensor when None), wrapping around."""
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """`chunks` pieces (torch's sizes) along `dim`."""
+    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """Pieces of one size (the last smaller) or of the listed sizes along `dim`."""
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along `dim`, that axis removed."""
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """`length` elements from `start` along `dim`."""
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two axes, the rest +0.0."""
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two axes, the rest +0.0."""
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """Axes `source` moved to `destination`."""
+    def __getitem__(self, key: Any) -> Tensor:
+        """Torch's indexing: ints, slices (step > 0), None, ..., int lists/arrays, bool masks."""
 
 # ---- elementwise op table (elementwise.rs) ----
 
@@ -216,6 +258,8 @@ __all__ = [
     "expm1",
     "rsqrt",
     "erf",
+    "sin",
+    "cos",
     "trunc",
     "floor",
     "maximum",
@@ -260,6 +304,10 @@ def rsqrt(input: Tensor) -> Tensor:
     """Elementwise 1 / sqrt(x)."""
 def erf(input: Tensor) -> Tensor:
     """Elementwise error function."""
+def sin(input: Tensor) -> Tensor:
+    """Elementwise sine (radians)."""
+def cos(input: Tensor) -> Tensor:
+    """Elementwise cosine (radians)."""
 def trunc(input: Tensor) -> Tensor:
     """Elementwise rounding toward zero; the gradient is zero."""
 def floor(input: Tensor) -> Tensor:

@@ -261,14 +261,27 @@ from .layer_ops import *  # noqa: E402,F403 - the layer ops are part of tlrs.ops
 from .layer_ops import __all__ as _layer_all  # noqa: E402
 from .loss_ops import *  # noqa: E402,F403 - and the losses
 from .loss_ops import __all__ as _loss_all  # noqa: E402
+from .reduce_ops import *  # noqa: E402,F403 - logsumexp, var, std, amin, min, prod
+from .reduce_ops import __all__ as _reduce_all  # noqa: E402
+from .selection_ops import *  # noqa: E402,F403 - argmax, topk, sort, multinomial, one_hot
+from .selection_ops import __all__ as _selection_all  # noqa: E402
+from .shape_ops import *  # noqa: E402,F403 - and torch's shape functions
+from .shape_ops import __all__ as _shape_all  # noqa: E402
+from .spatial_ops import *  # noqa: E402,F403 - conv1d, pad, interpolate, attention, ...
+from .spatial_ops import __all__ as _spatial_all  # noqa: E402
 
-__all__ += _layer_all + _loss_all + ["cat"]
+__all__ += _layer_all + _loss_all + _shape_all + _reduce_all + _spatial_all + _selection_all + ["cat"]
 
 
 # Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
 _INT_ARG_OPS = ("sum", "mean", "max", "cumsum", "reshape", "flatten", "permute", "transpose", "concat",
                 "slice", "index_select", "softmax", "log_softmax", "cross_entropy", "conv2d",
                 "max_pool2d", "avg_pool2d", "gather", "scatter_add", "embedding", "layer_norm",
-                "multi_head_attention", "batch_norm", "batch_norm_per_image", "cat", "dropout")
+                "multi_head_attention", "batch_norm", "batch_norm_per_image", "cat", "dropout",
+                "unsqueeze", "squeeze", "stack", "split", "split_with_sizes", "chunk", "unbind", "narrow",
+                "flip", "roll", "tril", "triu", "expand", "repeat", "movedim",
+                "nll_loss", "logsumexp", "var", "std", "amin", "min", "prod", "conv1d", "pad", "interpolate",
+                "adaptive_avg_pool2d", "group_norm", "scaled_dot_product_attention",
+                "argmax", "argmin", "topk", "sort", "multinomial", "one_hot")
 for _name in _INT_ARG_OPS:
     globals()[_name] = integer_arguments(globals()[_name])

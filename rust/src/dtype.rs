@@ -80,6 +80,8 @@ pub trait Float:
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
     fn erf(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
     fn powf(self, e: Self) -> Self;
     fn abs(self) -> Self;
     /// Rounds toward zero (exact).
@@ -94,7 +96,7 @@ pub trait Float:
 }
 
 macro_rules! impl_float {
-    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $pow:path, $abs:path, $trunc:path, $floor:path, $fmod:path) => {
+    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $sin:path, $cos:path, $pow:path, $abs:path, $trunc:path, $floor:path, $fmod:path) => {
         impl Float for $t {
             const DTYPE: DType = $d;
             const ZERO: Self = 0.0;
@@ -141,6 +143,14 @@ macro_rules! impl_float {
                 $erf(self)
             }
             #[inline(always)]
+            fn sin(self) -> Self {
+                $sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                $cos(self)
+            }
+            #[inline(always)]
             fn powf(self, e: Self) -> Self {
                 $pow(self, e)
             }
@@ -182,6 +192,8 @@ impl_float!(
     libm::sqrtf,
     libm::tanhf,
     libm::erff,
+    libm::sinf,
+    libm::cosf,
     libm::powf,
     libm::fabsf,
     libm::truncf,
@@ -198,6 +210,8 @@ impl_float!(
     libm::sqrt,
     libm::tanh,
     libm::erf,
+    libm::sin,
+    libm::cos,
     libm::pow,
     libm::fabs,
     libm::trunc,

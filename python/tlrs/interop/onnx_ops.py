@@ -395,6 +395,8 @@ EMITTERS: dict[str, Emit] = {
     "tanh": _plain("Tanh"),
     "sigmoid": _plain("Sigmoid"),
     "erf": _plain("Erf"),
+    "sin": _plain("Sin"),
+    "cos": _plain("Cos"),
     "gelu": _gelu,
     "gelu_tanh": _gelu_tanh,
     "softplus": _softplus,

@@ -233,6 +233,26 @@ macro_rules! unary_ops {
                 cuda: "erf$F(v)",
                 cuda_df: "g * (($T)1.12837916709551257390 * exp$F(-(x * x)))",
             }
+            Sin sin {
+                doc: "Elementwise sine (radians).",
+                method: [sin],
+                params: [],
+                require: [],
+                f: |x| x.sin(),
+                df: input |g, x| g * x.cos(),
+                cuda: "sin$F(v)",
+                cuda_df: "g * cos$F(x)",
+            }
+            Cos cos {
+                doc: "Elementwise cosine (radians).",
+                method: [cos],
+                params: [],
+                require: [],
+                f: |x| x.cos(),
+                df: input |g, x| g * -x.sin(),
+                cuda: "cos$F(v)",
+                cuda_df: "g * -sin$F(x)",
+            }
             // Exact roundings; the gradient is zero everywhere, NaN or infinite g included (PyTorch's
             // zeros_like(grad)).
             Trunc trunc {
