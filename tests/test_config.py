@@ -19,8 +19,9 @@ from tlrs.errors import ArgError
 
 UNKNOWN_BACKEND = "unknown --backend {} (supported: eager | compiled)"
 UNKNOWN_PRECISION = "unknown --fast-gpu-matmul-precision {} (supported: fp32 | fp64)"
-UNKNOWN_DEVICE = "unknown --device {} (supported: cpu | cuda | cuda:N)"
-MISSING_DEVICE = "missing value after --device (supported: cpu | cuda | cuda:N)"
+DEVICES = "auto | cpu | cuda | cuda:N | rocm | metal | wasm | tpu | trainium | custom | external"
+UNKNOWN_DEVICE = "unknown --device {} (supported: " + DEVICES + ")"
+MISSING_DEVICE = "missing value after --device (supported: " + DEVICES + ")"
 EXEC_LINE = (
     "[tlrs] Float32 mode: ieee754exec: executable IEEE-754 binary32 kernel"
     " (bit-level; includes NaN/Inf)"
@@ -220,7 +221,7 @@ def test_tf32_is_off_unless_given():
 def test_device_errors():
     assert parse_error("--device") == MISSING_DEVICE
     assert parse_error("--cuda", "--device") == MISSING_DEVICE
-    assert parse_error("--device", "tpu") == UNKNOWN_DEVICE.format("tpu")
+    assert parse_error("--device", "tpu0") == UNKNOWN_DEVICE.format("tpu0")
     assert parse_error("--device=") == UNKNOWN_DEVICE.format("")
     assert parse_error("--device", "--cuda") == UNKNOWN_DEVICE.format("--cuda")
 
@@ -284,7 +285,7 @@ def test_options_device_and_validation():
     assert Options().to_device("cuda").device == "cuda"
     assert Options().to_device("cuda:1").device == "cuda:1"
     assert Options(use_gpu=True).to_device("cpu").use_gpu is False
-    assert message(Options().to_device, "metal") == UNKNOWN_DEVICE.format("metal")
+    assert message(Options().to_device, "metal0") == UNKNOWN_DEVICE.format("metal0")
     assert Options(backend="compiled").backend is Backend.COMPILED
     with pytest.raises(ValueError):
         Options(seed=-1)

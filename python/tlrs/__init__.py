@@ -17,6 +17,13 @@ from .errors import (
     ShapeError,
     TraceError,
 )
+from .instantiate import (
+    forward_with_params,
+    instantiate_configured,
+    instantiate_float,
+    instantiate_float_with_init,
+    instantiate_float_with_plan,
+)
 from .interrupts import Interrupted
 from .kernels import (
     cached_memory,
@@ -48,6 +55,11 @@ __all__ = [
     "instantiate_float_with_runtime_init_options",
     "instantiate_float_with_runtime_plan_options",
     "instantiate_with_options",
+    "instantiate_configured",
+    "instantiate_float",
+    "instantiate_float_with_init",
+    "instantiate_float_with_plan",
+    "forward_with_params",
     "optim",
     "models",
     "run",

@@ -12,7 +12,10 @@ from .cli_args import parse_nat, take_parsed_flag_default
 from .dtype import FLOAT, FLOAT32, LOG_PREFIX, DType
 from .errors import ArgError
 
-_DEVICE_CHOICES = "cpu | cuda | cuda:N"
+_DEVICE_CHOICES = "auto | cpu | cuda | cuda:N | rocm | metal | wasm | tpu | trainium | custom | external"
+# TorchLean's named targets without a runtime profile: `--device` parses them (so `--show-backend`
+# can name them), and running on one fails with TorchLean's message.
+FUTURE_DEVICES = ("rocm", "metal", "wasm", "tpu", "trainium", "custom", "external")
 
 
 class Backend(enum.StrEnum):
@@ -54,7 +57,7 @@ def parse_fast_gpu_matmul_precision(value: str) -> GpuMatmulPrecision:
 def parse_device(value: str) -> tuple[bool, int]:
     """Parse a `--device` value (`cpu`, `cuda`, `cuda:N` with N ASCII digits) to (use_gpu, index).
 
-    Raises ArgError: `unknown --device <v> (supported: cpu | cuda | cuda:N)`.
+    Raises ArgError: `unknown --device <v> (supported: auto | cpu | ...)`.
     """
     if value == "cpu":
         return False, 0
@@ -64,6 +67,24 @@ def parse_device(value: str) -> tuple[bool, int]:
     if index is None:
         raise ArgError(f"unknown --device {value} (supported: {_DEVICE_CHOICES})")
     return True, index
+
+
+def parse_device_request(value: str) -> tuple[bool, int, str]:
+    """Parse a command-line `--device` value to (use_gpu, index, request): `auto` is CUDA when it
+    is usable, else the CPU (request `auto`); a named future target parses with use_gpu False and
+    request its name (running on it fails, `ExecConfig.to_options`); the rest as `parse_device`
+    (request "").
+
+    Raises ArgError: `unknown --device <v> (supported: ...)`.
+    """
+    if value == "auto":
+        from . import cuda
+
+        return cuda.is_available(), 0, "auto"
+    if value in FUTURE_DEVICES:
+        return False, 0, value
+    use_gpu, index = parse_device(value)
+    return use_gpu, index, ""
 
 
 def requests_cuda(args: Sequence[str]) -> bool:
@@ -132,11 +153,13 @@ class Options:
         return _device_name(self.use_gpu, self.device_index)
 
     def to_device(self, device: str) -> Options:
-        """A copy of these options on `device` (`cpu`, `cuda` or `cuda:N`).
+        """A copy of these options on `device` (`cpu`, `cuda`, `cuda:N` or `auto`).
 
-        Raises: ArgError: an unknown device, with the `--device` message.
+        Raises: ArgError: an unknown device, with the `--device` message, or a named future target.
         """
-        use_gpu, index = parse_device(device)
+        use_gpu, index, request = parse_device_request(device)
+        if request in FUTURE_DEVICES:
+            raise ArgError(f"device `{request}` has no maintained runtime profile; use a programmatic backend profile")
         return replace(self, use_gpu=use_gpu, device_index=index)
 
 
@@ -159,6 +182,10 @@ class ExecConfig:
     fast_gpu_matmul_precision: GpuMatmulPrecision = GpuMatmulPrecision.FP32
     device_index: int = 0
     tf32: bool = False
+    # How `--device` was asked: "" (as named), "auto", or a named future target (FUTURE_DEVICES).
+    device_request: str = ""
+    # `--show-backend`: the log says which backend, kernels and precision the run uses.
+    show_backend: bool = False
 
     parse_backend = staticmethod(parse_backend)
     parse_fast_gpu_matmul_precision = staticmethod(parse_fast_gpu_matmul_precision)
@@ -183,9 +210,10 @@ class ExecConfig:
         Order: `--dtype`, `--float32-mode` and their exclusion check (absent: `default`); then
         `--backend` (once; default eager); then `--fast-gpu-matmul-precision` (once; default fp32);
         then one left-to-right pass taking `--cpu`, `--cuda`, `--device D`/`--device=D` (the last
-        wins), `--fast-kernels` and `--tf32` (repeats allowed). Anything else stays in `rest`.
+        wins; D also `auto` or a named future target, as TorchLean's newer API), `--fast-kernels`,
+        `--tf32` and `--show-backend` (repeats allowed). Anything else stays in `rest`.
         Raises: ArgError: the first error in that order (e.g. `--backend --cuda` makes `--cuda` the
-        backend value), `missing value after --device (supported: cpu | cuda | cuda:N)` or an
+        backend value), `missing value after --device (supported: auto | cpu | ...)` or an
         unknown `--device`.
         """
         dtype, rest = DType.parse_and_strip_with_default(args, default)
@@ -193,28 +221,30 @@ class ExecConfig:
         precision, rest = take_parsed_flag_default(
             rest, "fast-gpu-matmul-precision", "fp32", parse_fast_gpu_matmul_precision
         )
-        use_gpu, index, fast_kernels, tf32 = False, 0, False, False
+        use_gpu, index, fast_kernels, tf32, request, show = False, 0, False, False, "", False
         kept: list[str] = []
         i = 0
         while i < len(rest):
             tok = rest[i]
             if tok in ("--cuda", "--cpu"):
-                use_gpu, index = tok == "--cuda", 0
+                use_gpu, index, request = tok == "--cuda", 0, ""
             elif tok == "--fast-kernels":
                 fast_kernels = True
             elif tok == "--tf32":
                 tf32 = True
+            elif tok == "--show-backend":
+                show = True
             elif tok == "--device":
                 if i + 1 == len(rest):
                     raise ArgError(f"missing value after --device (supported: {_DEVICE_CHOICES})")
-                use_gpu, index = parse_device(rest[i + 1])
+                use_gpu, index, request = parse_device_request(rest[i + 1])
                 i += 1
             elif tok.startswith("--device="):
-                use_gpu, index = parse_device(tok[len("--device="):])
+                use_gpu, index, request = parse_device_request(tok[len("--device="):])
             else:
                 kept.append(tok)
             i += 1
-        config = cls(dtype, backend, use_gpu, fast_kernels, precision, index, tf32)
+        config = cls(dtype, backend, use_gpu, fast_kernels, precision, index, tf32, request, show)
         return config, kept
 
     @classmethod
@@ -229,15 +259,28 @@ class ExecConfig:
 
     @property
     def device(self) -> str:
-        """`cpu`, `cuda` (ordinal 0) or `cuda:N`."""
+        """`cpu`, `cuda` (ordinal 0) or `cuda:N`; a named future target by its name."""
+        if self.device_request in FUTURE_DEVICES:
+            return self.device_request
         return _device_name(self.use_gpu, self.device_index)
+
+    def check_device(self) -> None:
+        """Refuse a named future target, with TorchLean's message (it has no runtime profile).
+
+        Raises: ArgError: ``device `rocm` has no maintained runtime profile; ...``.
+        """
+        if self.device_request in FUTURE_DEVICES:
+            raise ArgError(f"device `{self.device_request}` has no maintained runtime profile; use a "
+                           f"programmatic backend profile")
 
     def to_options(self, seed: int = 0) -> Options:
         """Runtime `Options` with this backend, device, kernels and precision, and `seed`.
 
         Args: seed: a natural carried in `Options.seed`; other fields keep their defaults.
-        Raises: TypeError/ValueError: seed not a natural.
+        Raises: ArgError: a named future device (`check_device`); TypeError/ValueError: seed not a
+        natural.
         """
+        self.check_device()
         return Options(
             backend=self.backend,
             seed=seed,
@@ -250,13 +293,29 @@ class ExecConfig:
 
     def log_lines(self) -> list[str]:
         """The lines `log` prints: dtype line(s), backend, device, fastKernels, precision."""
-        return [
+        auto = f" (auto: {'CUDA is usable' if self.use_gpu else 'no usable CUDA device'})" \
+            if self.device_request == "auto" else ""
+        lines = [
             *self.dtype.log_lines(),
             f"{LOG_PREFIX} backend: {self.backend}",
-            f"{LOG_PREFIX} device: {self.device}",
+            f"{LOG_PREFIX} device: {self.device}{auto}",
             f"{LOG_PREFIX} fastKernels: {'true' if self.fast_kernels else 'false'}",
             f"{LOG_PREFIX} fastGpuMatmulPrecision: {self.fast_gpu_matmul_precision}",
         ]
+        return lines + (self.backend_lines() if self.show_backend else [])
+
+    def backend_lines(self) -> list[str]:
+        """What `--show-backend` adds: the kernels each kind of op runs on this configuration."""
+        kernels = "fast (FMA, within stated tolerances)" if self.fast_kernels else \
+            "reference (fixed fold order: the same bits on any thread count)"
+        if self.device_request in FUTURE_DEVICES:
+            where = f"{self.device}: no maintained runtime profile"
+        elif self.use_gpu:
+            products = f"cuBLAS {self.fast_gpu_matmul_precision}{', TF32 allowed' if self.tf32 else ''}"
+            where = f"CUDA {self.device}: NVRTC kernels, products through {products}"
+        else:
+            where = "CPU: tlrs kernels"
+        return [f"{LOG_PREFIX} show-backend: {self.backend} backend on {where}; {kernels}"]
 
     def log(self) -> None:
         """Print the configuration to stdout, one `[tlrs] ...` line each, in reference order."""
