@@ -1,5 +1,6 @@
 """The reference's optimizers (`sgd`, `momentum_sgd`, `adagrad`, `rmsprop`, `adam`, `adamw`,
-`adadelta`): functional steps with the exact formulas and evaluation order, plain-data state."""
+`adadelta`) and TorchLean's newer `muon` and `projected_sgd`: functional steps with the exact
+formulas and evaluation order, plain-data state."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ __all__ = [
     "Adam",
     "AdamW",
     "MomentumSGD",
+    "Muon",
+    "NewtonSchulz",
     "OptimState",
     "Optimizer",
     "RMSprop",
@@ -29,6 +32,10 @@ __all__ = [
     "adam_default",
     "adamw",
     "momentum_sgd",
+    "muon",
+    "newton_schulz",
+    "projected_sgd",
+    "ProjectedSGD",
     "rmsprop",
     "sgd",
 ]
@@ -98,6 +105,8 @@ class Optimizer:
 
     kind: ClassVar[str]
     slot_names: ClassVar[tuple[str, ...]] = ()
+    # Whether the native update (and so the compiled loop) runs this optimizer as configured.
+    native: bool = True
 
     def __init__(self, **hyper: float) -> None:
         self.hyper = {name: _hyper(name, value) for name, value in hyper.items()}
@@ -153,11 +162,16 @@ class Optimizer:
                     f"{self.kind}: gradient {i} has shape {got}, expected {list(p.shape)}")
             # State loaded from a checkpoint lives on the CPU; it follows its parameter.
             slots = [new_slots[name][i].to(p.device) for name in self.slot_names]
-            new_params[i], updated = _core.optim_update(
-                self.kind, self.hyper, t, p.detach(), g.detach(), slots)
+            new_params[i], updated = self._update(t, p.detach(), g.detach(), slots)
             for name, value in zip(self.slot_names, updated, strict=True):
                 new_slots[name][i] = value
         return new_params, OptimState(self.kind, t, new_slots)
+
+
+    def _update(self, t: int, p: Tensor, g: Tensor, slots: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        """One parameter's native update (the compiled loop runs the same)."""
+        new, updated = _core.optim_update(self.kind, self.hyper, t, p, g, slots)
+        return new, list(updated)
 
 
 class SGD(Optimizer):
@@ -249,3 +263,108 @@ def adamw(lr: float, weight_decay: float, beta1: float, beta2: float, eps: float
 def adadelta(lr: float, rho: float, eps: float) -> Adadelta:
     """Adadelta with a learning rate. Raises: TypeError: a non-numeric argument."""
     return Adadelta(lr=lr, rho=rho, eps=eps)
+
+
+class NewtonSchulz:
+    """TorchLean's Newton-Schulz orthogonaliser (`Optim.Muon.newtonSchulzOrthogonalizer`): `steps`
+    times `X <- a*X + b*(X G) + c*((X G) G)` with the column Gram `G = X^T X` (`orientation=
+    "column"`), or `X <- a*X + b*(G X) + c*(G (G X))` with the row Gram `G = X X^T` ("row"), each
+    sum formed left to right as TorchLean writes it. As there, the coefficients are the caller's
+    and nothing normalises X first (scale the buffer yourself if the polynomial needs it). It
+    applies to 2-D parameters; every other shape keeps its buffer (the identity backend)."""
+
+    def __init__(self, a: float, b: float, c: float, steps: int, orientation: str = "column") -> None:
+        self.a, self.b, self.c = (_hyper(n, v) for n, v in (("a", a), ("b", b), ("c", c)))
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise ValueError(f"newton_schulz: steps must be a natural number, got {steps!r}")
+        if orientation not in ("column", "row"):
+            raise ValueError(f"newton_schulz: orientation must be 'column' or 'row', got {orientation!r}")
+        self.steps, self.orientation = int(steps), orientation
+
+    def __repr__(self) -> str:
+        return f"NewtonSchulz(a={self.a!r}, b={self.b!r}, c={self.c!r}, steps={self.steps}, " \
+               f"orientation={self.orientation!r})"
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if x.ndim != 2:
+            return x
+        for _ in range(self.steps):
+            if self.orientation == "column":
+                gram = _core.matmul(_core.transpose(x, 0, 1), x)
+                once = _core.matmul(x, gram)
+                twice = _core.matmul(once, gram)
+            else:
+                gram = _core.matmul(x, _core.transpose(x, 0, 1))
+                once = _core.matmul(gram, x)
+                twice = _core.matmul(gram, once)
+            x = (x * self.a + once * self.b) + twice * self.c
+        return x
+
+
+def newton_schulz(a: float, b: float, c: float, steps: int, orientation: str = "column") -> NewtonSchulz:
+    """A Newton-Schulz orthogonaliser for `muon` (see `NewtonSchulz`)."""
+    return NewtonSchulz(a, b, c, steps, orientation)
+
+
+class Muon(Optimizer):
+    """TorchLean's runtime Muon (`Optim.Muon.update`): `buf <- momentum*buf + g`, then
+    `p <- p - lr*orthogonalizer(buf)`. With no orthogonaliser (TorchLean's default, the identity)
+    it is momentum SGD exactly, natively on CPU, CUDA and in the compiled loop; with one (a
+    `newton_schulz(...)` or any function of a tensor) the direction is computed with tlrs ops and
+    the loop runs in eager mode."""
+
+    kind = "muon"
+    slot_names = ("buf",)
+
+    def __init__(self, orthogonalizer: Any = None, **hyper: float) -> None:
+        super().__init__(**hyper)
+        if orthogonalizer is not None and not callable(orthogonalizer):
+            raise TypeError(f"muon: orthogonalizer must be callable, got {type(orthogonalizer).__name__}")
+        self.orthogonalizer = orthogonalizer
+        self.native = orthogonalizer is None
+
+    def _update(self, t: int, p: Tensor, g: Tensor, slots: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        moved, (buf,) = _core.optim_update("momentum_sgd", self.hyper, t, p, g, slots)
+        if self.orthogonalizer is None:
+            return moved, [buf]
+        direction = self.orthogonalizer(buf)
+        if not isinstance(direction, Tensor) or list(direction.shape) != list(p.shape):
+            raise ValueError(f"muon: the orthogonalizer must return a tensor of the parameter's shape "
+                             f"{list(p.shape)}")
+        stepped, _ = _core.optim_update("sgd", {"lr": self.hyper["lr"]}, t, p, direction.detach(), [])
+        return stepped, [buf]
+
+
+class ProjectedSGD(Optimizer):
+    """TorchLean's GaLore-style projected SGD (`Optim.GaLore.projectedSGDUpdate`):
+    `p <- p - lr*lift(project(g))` with a same-shape projector; with none (the identity) it is
+    SGD exactly, natively everywhere. `project` and `lift` are functions of a tensor."""
+
+    kind = "projected_sgd"
+
+    def __init__(self, project: Any = None, lift: Any = None, **hyper: float) -> None:
+        super().__init__(**hyper)
+        for name, f in (("project", project), ("lift", lift)):
+            if f is not None and not callable(f):
+                raise TypeError(f"projected_sgd: {name} must be callable, got {type(f).__name__}")
+        self.project, self.lift = project, lift
+        self.native = project is None and lift is None
+
+    def _update(self, t: int, p: Tensor, g: Tensor, slots: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        for f in (self.project, self.lift):
+            g = g if f is None else f(g)
+        if not isinstance(g, Tensor) or list(g.shape) != list(p.shape):
+            raise ValueError(f"projected_sgd: lift(project(g)) must be a tensor of the parameter's shape "
+                             f"{list(p.shape)}")
+        return _core.optim_update("sgd", {"lr": self.hyper["lr"]}, t, p, g.detach(), [])
+
+
+def muon(lr: float, momentum: float, orthogonalizer: Any = None) -> Muon:
+    """Muon with TorchLean's formulas (see `Muon`). Raises: TypeError: a non-numeric
+    hyper-parameter or a non-callable orthogonalizer."""
+    return Muon(orthogonalizer, lr=lr, momentum=momentum)
+
+
+def projected_sgd(lr: float, project: Any = None, lift: Any = None) -> ProjectedSGD:
+    """Projected SGD with TorchLean's formula (see `ProjectedSGD`)."""
+    return ProjectedSGD(project, lift, lr=lr)

@@ -55,14 +55,15 @@ __all__ = [
     "model_seeds", "reseed", "schedule", "take_nat", "take_train_flags", "train",
 ]
 
-OPTIMIZERS = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "adadelta")
+OPTIMIZERS = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "adadelta", "muon", "projected_sgd")
 _LOG_OFF = ("false", "off", "none", "no", "disabled")
 Body = Callable[[str, str, Options, list[str]], None]  # (exe, dtype, opts, rest)
 TRAIN_FLAGS_HELP = """Training flags (every command):
   --steps N | --epochs N  optimizer updates, or passes over the training data (pick one)
   --lr F                  learning rate, > 0
   --batch N               minibatch size (the incomplete last batch is dropped)
-  --optim NAME            sgd | momentum | adagrad | rmsprop | adam | adamw | adadelta (adam)
+  --optim NAME            sgd | momentum | adagrad | rmsprop | adam | adamw | adadelta | muon |
+                          projected_sgd (adam)
   --log PATH              write the loss curve as TrainLog JSON (off/false/none/no: none)
   --plot PATH.png         draw the loss curve (needs tlrs[plot])
   --save PATH             save a checkpoint (parameters, optimizer state, the run's progress)
@@ -272,7 +273,8 @@ def require_no_more(rest: list[str], exe: str) -> None:
 def make_optimizer(name: str, lr: float) -> optim.Optimizer:
     """The optimizer `--optim` names, with the usual defaults for its other hyper-parameters:
     momentum 0.9; adagrad eps 1e-10; rmsprop decay 0.99, eps 1e-8; adam/adamw betas 0.9/0.999,
-    eps 1e-8 (adamw weight decay 0.01); adadelta rho 0.9, eps 1e-6."""
+    eps 1e-8 (adamw weight decay 0.01); adadelta rho 0.9, eps 1e-6; muon momentum 0.9 and
+    projected_sgd with TorchLean's default (identity) orthogonalizer and projector."""
     makers: dict[str, Callable[[], optim.Optimizer]] = {
         "sgd": lambda: optim.sgd(lr),
         "momentum": lambda: optim.momentum_sgd(lr, 0.9),
@@ -281,6 +283,8 @@ def make_optimizer(name: str, lr: float) -> optim.Optimizer:
         "adam": lambda: optim.adam(lr, 0.9, 0.999, 1e-8),
         "adamw": lambda: optim.adamw(lr, 0.01, 0.9, 0.999, 1e-8),
         "adadelta": lambda: optim.adadelta(lr, 0.9, 1e-6),
+        "muon": lambda: optim.muon(lr, 0.9),
+        "projected_sgd": lambda: optim.projected_sgd(lr),
     }
     return makers[name]()
 

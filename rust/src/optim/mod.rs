@@ -58,10 +58,15 @@ impl OptimKind {
         };
         Ok(match kind {
             "sgd" => OptimKind::Sgd { lr: h("lr")? },
-            "momentum_sgd" => OptimKind::MomentumSgd {
+            // TorchLean's Muon with its identity orthogonaliser updates as momentum SGD exactly
+            // (its theorem `update_identity_param_eq_momentumSGD`); projected SGD with the
+            // identity projector is SGD (`projectedSGDUpdate_identity_eq_sgd`). Other backends
+            // run in Python (tlrs.optim), outside the native loop.
+            "momentum_sgd" | "muon" => OptimKind::MomentumSgd {
                 lr: h("lr")?,
                 momentum: h("momentum")?,
             },
+            "projected_sgd" => OptimKind::Sgd { lr: h("lr")? },
             "adagrad" => OptimKind::Adagrad {
                 lr: h("lr")?,
                 eps: h("eps")?,
