@@ -465,3 +465,33 @@ def test_assign_parameters_keeps_tied_weights_tied():
     assert [n for n, _ in m.named_parameters()] == ["wte.weight"]
     with pytest.raises(ValueError, match="assign_parameters"):
         nn.assign_parameters(m, [])
+
+
+def test_a_model_runs_through_the_runtime_eager_and_compiled_with_the_same_bits(tmp_path):
+    tlrs.manual_seed(3)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+
+    def loss(m, x, y):
+        return ops.mse_loss(m(x), y)
+
+    defn = nn.to_module_def(model, loss, [[5, 4], [5, 3]])
+    assert list(defn.param_names) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    eager = tlrs.instantiate_with_options(defn, "float64", tlrs.Options())
+    compiled = tlrs.instantiate_with_options(defn, "float64", tlrs.Options(backend="compiled"))
+    rng = np.random.default_rng(0)
+    batches = [[rng.standard_normal((5, 4)), rng.standard_normal((5, 3))] for _ in range(4)]
+    opt = optim.adam(0.01, 0.9, 0.999, 1e-8)
+    _, le = eager.train_steps(opt, eager.init_optim(opt), batches)
+    _, lc = compiled.train_steps(opt, compiled.init_optim(opt), batches)
+    assert le == lc
+    assert [p.numpy().tobytes() for p in eager.params()] == [p.numpy().tobytes() for p in compiled.params()]
+    # the model itself was left as it was, and takes the trained values back
+    before = model(tlrs.tensor(batches[0][0]))
+    nn.assign_parameters(model, eager.params())
+    after = model(tlrs.tensor(batches[0][0]))
+    assert before.numpy().tobytes() != after.numpy().tobytes()
+    assert eager.forward(batches[0]).item() == ops.mse_loss(after, tlrs.tensor(batches[0][1])).item()
+    # state_dict names are the model's; ONNX export runs the model's forward
+    assert list(eager.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    eager.export_onnx(str(tmp_path / "m.onnx"), np.zeros((2, 4)))
+    assert (tmp_path / "m.onnx").exists()

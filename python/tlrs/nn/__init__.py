@@ -13,7 +13,9 @@ initialisation distributions follow torch.nn, so `load_state_dict(torch_model.st
 works. Differences: the default dtype is tlrs's float64 (pass dtype='float32' or call
 `.to('float32')`); random initial values come from tlrs's seeded stream (`tlrs.manual_seed`),
 not torch's; optimizers are functional (`tlrs.optim`), so an update assigns new tensors to the
-parameter attributes (they stay registered).
+parameter attributes (they stay registered; `assign_parameters` does it for a whole model).
+`to_module_def(model, loss, input_shapes)` hands a model to the runtime (compiled backend,
+checkpoints, ONNX, distributed training).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from . import conv as _conv
 from .activation import ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import MultiheadAttention
+from .bridge import to_module_def
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
 from .dropout import Dropout
@@ -39,7 +42,7 @@ __all__ = [
     "ELU", "GELU", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
     "Embedding", "Flatten", "Identity", "IncompatibleKeys", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
     "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList", "Parameter", "ReLU", "Sequential", "SiLU",
-    "Sigmoid", "Softmax", "Softplus", "Tanh", "assign_parameters",
+    "Sigmoid", "Softmax", "Softplus", "Tanh", "assign_parameters", "to_module_def",
 ]
 
 # Conv1d exists where ops.conv1d does (it is being added to the op set).
