@@ -50,8 +50,8 @@ def bound(model: Module, params: Sequence[Tensor]) -> Iterator[None]:
         yield
     finally:
         for held in saved:
-            for m, name, p in held:
-                m._parameters[name] = p
+            for m, name, own in held:
+                m._parameters[name] = own
 
 
 def to_module_def(model: Module, loss: Callable[..., Tensor], input_shapes: Sequence[Sequence[int]], *,
