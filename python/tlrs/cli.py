@@ -1,5 +1,5 @@
 """The `tlrs` command line (`tlrs run MODEL ...`, `tlrs models`, `tlrs info`, `tlrs graph`,
-`tlrs export onnx MODEL OUT`), a typer app whose errors are one line on stderr, never a traceback:
+`tlrs export onnx MODEL OUT`, `tlrs convert IN OUT`), a typer app whose errors are one line on stderr, never a traceback:
 
 - a user's mistake (a bad flag or value, a bad data file, an unwritable output, a model too large
   for memory, CUDA not usable, a loss that cannot be compiled) is `tlrs: error: <message>`, exit 2;
@@ -300,7 +300,7 @@ def guarded(call: Callable[[], Any], empty: bool = False) -> int:
     except ClickException as err:
         if empty and isinstance(err, UsageError):
             return _report(
-                f"missing command (one of: run, models, info, graph, export; see `{PROG} --help`)")
+                f"missing command (one of: run, models, info, graph, export, convert; see `{PROG} --help`)")
         return _report(err.format_message())
     except typer.Abort:
         return _report("aborted")
@@ -485,6 +485,31 @@ def export_command(
         raise ArgError(f"export: {err}") from None
     print(f"wrote {out}: {model} ({dtype}), ONNX opset {DEFAULT_OPSET}, {len(onnx_model.graph.node)} nodes, "
           f"batch axis {batch or 'dynamic'}")
+
+
+@app.command("convert")
+def convert_command(
+    src: str = typer.Argument(..., metavar="IN", help="a TorchLean parameter file (JSON) or a safetensors file"),
+    out: str = typer.Argument(..., metavar="OUT", help="the file to write (replaced atomically)"),
+) -> None:
+    """Convert TorchLean parameter files (torchlean_paramlist_bits_v1) to safetensors and back,
+    exact bits; IN's content picks the direction."""
+    from .interop.torchlean_params import (
+        is_torchlean_file,
+        safetensors_to_torchlean,
+        torchlean_to_safetensors,
+    )
+
+    if not os.path.isfile(src):
+        raise ArgError(f"convert: {shorten(src)}: no such file")
+    to_safetensors = is_torchlean_file(src)
+    wrong = ".json" if to_safetensors else ".safetensors"
+    if out.lower().endswith(wrong):
+        target = "safetensors" if to_safetensors else "a TorchLean JSON file"
+        raise ArgError(f"convert: {shorten(src)} converts to {target}, but OUT ends with {wrong}")
+    count = (torchlean_to_safetensors if to_safetensors else safetensors_to_torchlean)(src, out)
+    kind = "safetensors" if to_safetensors else "TorchLean torchlean_paramlist_bits_v1"
+    print(f"wrote {out}: {count} parameters ({kind})")
 
 
 @app.command("info")

@@ -16,9 +16,15 @@ from .autograd import grad, no_grad
 from .cast import cast_params
 from .compiled import CompiledLoss, slots_from_native, slots_to_native
 from .config import Backend, Options
-from .errors import DTypeError, NonFiniteLossError, ShapeError
+from .errors import CheckpointError, DTypeError, NonFiniteLossError, ShapeError
 from .kernels import kernel_settings
-from .module_checkpoint import TrainProgress, load_checkpoint, save_checkpoint
+from .module_checkpoint import (
+    TrainProgress,
+    load_checkpoint,
+    load_torchlean_params,
+    save_checkpoint,
+    save_torchlean,
+)
 from .module_def import (
     ModuleDef,
     _check_plan,
@@ -429,39 +435,62 @@ class Module:
         export_module(self, path, example_inputs, **options)
 
     def save(self, path: str, optim_state: optim.OptimState | None = None,
-             progress: TrainProgress | None = None) -> None:
+             progress: TrainProgress | None = None, *, format: str = "safetensors") -> None:
         """Write a safetensors checkpoint atomically: parameters by name, in order, the optimizer
         state if given, the run's progress if given (what an exact resume needs: see
         `TrainProgress`), and the options, dtype, shapes, flags and a checksum as metadata.
+        `format="torchlean"` writes TorchLean's parameter file instead (the parameters by
+        position, exact bits; tlrs/interop/torchlean_params.py), also atomically.
 
         Raises: CheckpointError: the file cannot be written (the target is left untouched);
-        ValueError: optimizer state not aligned with the parameters.
+        ValueError: optimizer state not aligned with the parameters, an unknown format, or
+        optimizer state/progress with `format="torchlean"`.
         """
-        save_checkpoint(self, path, optim_state, progress)
+        if format == "torchlean":
+            save_torchlean(self, path, optim_state, progress)
+        elif format == "safetensors":
+            save_checkpoint(self, path, optim_state, progress)
+        else:
+            raise ValueError(f"save: format must be 'safetensors' or 'torchlean', got {format!r}")
 
     @classmethod
-    def load(cls, path: str, defn: ModuleDef, opts: Options | None = None) -> Module:
+    def load(cls, path: str, defn: ModuleDef, opts: Options | None = None, *,
+             dtype: str | None = None) -> Module:
         """The module of `load_checkpoint` (raising as it does), without the optimizer state."""
-        return cls.load_checkpoint(path, defn, opts)[0]
+        return cls.load_checkpoint(path, defn, opts, dtype=dtype)[0]
 
     @classmethod
-    def load_checkpoint(cls, path: str, defn: ModuleDef,
-                        opts: Options | None = None) -> tuple[Module, optim.OptimState | None]:
-        """(module, optimizer state or None) from a checkpoint `save` wrote.
+    def load_checkpoint(cls, path: str, defn: ModuleDef, opts: Options | None = None, *,
+                        dtype: str | None = None) -> tuple[Module, optim.OptimState | None]:
+        """(module, optimizer state or None) from a checkpoint `save` wrote, or from a TorchLean
+        parameter file (told by its content: JSON; parameters by position, no optimizer state).
 
         Args: defn: supplies the loss; parameters, names, flags and options (unless `opts` is
-        given) come from the file.
+        given) come from the file (for a TorchLean file names and flags come from `defn`);
+        dtype: a TorchLean file's module dtype, float64 (default: TorchLean's `Float`) or
+        float32 (rounded as TorchLean's float32 runs load); a safetensors checkpoint has its own.
         Raises: CheckpointError: a missing, truncated, corrupt or foreign file (nothing is
-        returned partially); ValueError: shapes that differ from `defn`'s.
+        returned partially), or a `dtype` other than a safetensors checkpoint's; ValueError:
+        shapes that differ from `defn`'s (ShapeError for a TorchLean file, naming the parameter).
         """
-        module, state, _ = cls.load_training(path, defn, opts)
+        module, state, _ = cls.load_training(path, defn, opts, dtype=dtype)
         return module, state
 
     @classmethod
-    def load_training(cls, path: str, defn: ModuleDef, opts: Options | None = None
+    def load_training(cls, path: str, defn: ModuleDef, opts: Options | None = None, *,
+                      dtype: str | None = None
                       ) -> tuple[Module, optim.OptimState | None, TrainProgress | None]:
         """As `load_checkpoint`, with the run's progress (None when `save` got none)."""
+        from .interop.torchlean_params import is_torchlean_file
+
+        if is_torchlean_file(path):  # parameters only: names, flags from the definition
+            params = load_torchlean_params(path, defn.param_shapes, dtype or "float64")
+            defn = dataclasses.replace(defn, init_params=None, init_plan=None)
+            return cls(defn, params, Options() if opts is None else opts), None, None
         got = load_checkpoint(path)
+        if dtype is not None and got.params and got.params[0].dtype != dtype:
+            raise CheckpointError(f"{path}: the checkpoint holds {got.params[0].dtype} "
+                                  f"parameters, not {dtype}")
         if got.param_shapes != tuple(defn.param_shapes):
             raise ValueError(f"checkpoint parameter shapes {_show(got.param_shapes)} do not "
                              f"match the definition's {_show(defn.param_shapes)}")

@@ -17,13 +17,14 @@ import numpy as np
 from . import _core, optim
 from ._core import Tensor
 from .config import Options
-from .errors import CheckpointError
+from .errors import CheckpointError, ShapeError
 from .tensor import tensor
 
 if TYPE_CHECKING:
     from .module import Module
 
-__all__ = ["OPTIM_PREFIX", "Loaded", "TrainProgress", "load_checkpoint", "save_checkpoint"]
+__all__ = ["OPTIM_PREFIX", "Loaded", "TrainProgress", "load_checkpoint", "load_torchlean_params",
+           "save_checkpoint", "save_torchlean"]
 
 OPTIM_PREFIX = "__optim__/"
 _TRAIN_PREFIX = "__train__/"
@@ -181,3 +182,40 @@ def load_checkpoint(path: str) -> Loaded:
                       [bool(f) for f in meta["requires_grad"]], saved_opts, state, progress)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CheckpointError(f"{path}: not a valid tlrs module checkpoint ({e})") from e
+
+
+# --- TorchLean parameter files (tlrs/interop/torchlean_params.py) --------------------------------
+
+def save_torchlean(module: Module, path: str, optim_state: optim.OptimState | None,
+                   progress: TrainProgress | None) -> None:
+    """`Module.save(path, format="torchlean")`: the parameters only, by position, atomically.
+
+    Raises: ValueError: optimizer state or progress given (the format has no place for them).
+    """
+    from .interop.torchlean_params import write_torchlean_params
+
+    if optim_state is not None or progress is not None:
+        raise ValueError("save: a TorchLean parameter file holds the parameters only (no "
+                         "optimizer state, no training progress)")
+    write_torchlean_params(module.params(), path)
+
+
+def load_torchlean_params(path: str, param_shapes: Sequence[Sequence[int]],
+                          dtype: str) -> list[Tensor]:
+    """The parameters of a TorchLean file, as `dtype` tensors, checked against the model's
+    shapes in order (TorchLean's `tensorFromJsonBits` shape check).
+
+    Raises: CheckpointError: a malformed file, or a parameter count other than the model's;
+    ShapeError: a parameter whose shape differs (its index and both shapes named).
+    """
+    from .interop.torchlean_params import read_torchlean_params
+
+    params = read_torchlean_params(path, dtype)
+    if len(params) != len(param_shapes):
+        raise CheckpointError(f"{path}: the TorchLean file holds {len(params)} parameters, the "
+                              f"model has {len(param_shapes)}")
+    for i, (p, want) in enumerate(zip(params, param_shapes, strict=True)):
+        if list(p.shape) != list(want):
+            raise ShapeError(f"{path}: parameter {i}: the TorchLean file has shape {list(p.shape)}, "
+                             f"the model expects {list(want)}")
+    return params
