@@ -488,3 +488,29 @@ def test_convert_errors(tmp_path, capsys):
         assert code == 2 and len(lines) == 1 and lines[0].startswith("tlrs: error: "), err
         assert message in lines[0] and "Traceback" not in err
     assert sorted(os.listdir(tmp_path)) == ["bad.json", "o.safetensors", "p.json"]
+
+
+def test_run_init_from_a_torchlean_file_starts_from_its_values(tmp_path, capsys):
+    from tlrs.cli import main
+
+    first = tmp_path / "first.safetensors"
+    assert main(["run", "mlp", "--steps", "5", "--save", str(first)]) == 0
+    capsys.readouterr()
+    # the trained parameters as TorchLean would write them, then a run starting there
+    lean = tmp_path / "params.json"
+    assert main(["convert", str(first), str(lean)]) == 0
+    capsys.readouterr()
+    assert main(["run", "mlp", "--steps", "1", "--init-from", str(lean)]) == 0
+    resumed_before = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("mean_loss(train(before))")]
+    assert main(["run", "mlp", "--steps", "5"]) == 0
+    trained_after = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("mean_loss(train(after))")]
+    assert resumed_before[0].split("=")[1] == trained_after[0].split("=")[1]
+
+
+def test_run_init_from_refuses_a_file_of_another_model(tmp_path, capsys):
+    from tlrs.cli import main
+
+    lean = tmp_path / "p.json"
+    write_torchlean_params([np.zeros((2, 2))], lean)
+    assert main(["run", "mlp", "--steps", "1", "--init-from", str(lean)]) == 2
+    assert "p.json" in capsys.readouterr().err

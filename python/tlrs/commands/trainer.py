@@ -67,6 +67,8 @@ TRAIN_FLAGS_HELP = """Training flags (every command):
   --log PATH              write the loss curve as TrainLog JSON (off/false/none/no: none)
   --plot PATH.png         draw the loss curve (needs tlrs[plot])
   --save PATH             save a checkpoint (parameters, optimizer state, the run's progress)
+  --init-from PATH        start from these parameters: a tlrs checkpoint or a TorchLean
+                          parameter file (torchlean_paramlist_bits_v1)
 {rs}
 {dp}
 Nothing is written unless asked. `--seed N` seeds the model's initial values and the
@@ -221,6 +223,7 @@ class TrainFlags:
     distributed: bool = False  # `--distributed` (commands/data_parallel.py)
     grad_shards: int | None = None
     run: resume.RunFlags = resume.RunFlags()  # --save-every, --resume, --allow-nonfinite
+    init_from: str | None = None  # --init-from: starting parameters (a checkpoint or TorchLean file)
 
 
 def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch: int,
@@ -229,8 +232,8 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
     """Take, in order: `--steps N` / `--epochs N` (mutually exclusive, > 0; the default is
     `steps` or `epochs`, whichever is given), `--lr F` (> 0), `--batch N` (> 0), `--optim NAME`,
     `--log PATH` (`false`, `off`, `none`, `no`, `disabled`: no log), `--plot PATH.png` (checks
-    that matplotlib is installed), `--save PATH`, `--save-every N`, `--resume PATH`,
-    `--allow-nonfinite`; output paths are checked to be writable.
+    that matplotlib is installed), `--save PATH`, `--init-from PATH`, `--save-every N`,
+    `--resume PATH`, `--allow-nonfinite`; output paths are checked to be writable.
 
     Raises: ArgError prefixed with `exe`: the reference's messages (`--steps and --epochs are
     mutually exclusive (pick one)`, `--lr must be > 0`, ...) or an unknown optimizer.
@@ -256,13 +259,28 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
         except ImportError as err:
             raise ArgError(f"{exe}: --plot: {err}") from None
     save, rest = take_path(rest, exe, "save")
+    init_from, rest = take_path(rest, exe, "init-from")
     run_flags, rest = resume.take_flags(rest, exe, save)
     check_outputs(exe, [("log", None if off else log), ("plot", plot), ("save", save)])
     distributed, shards, rest = data_parallel.take_flags(rest, exe)
     assert size is not None
     flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save,
-                       dtype, distributed, shards, run_flags)
+                       dtype, distributed, shards, run_flags, init_from)
     return flags, rest
+
+
+def initial_from(exe: str, defn: ModuleDef, opts: Options, flags: TrainFlags) -> ModuleDef:
+    """`defn` starting from the parameters `--init-from` names: a tlrs checkpoint or a TorchLean
+    parameter file (its values by position, shapes checked against the model)."""
+    if flags.init_from is None:
+        return defn
+    if flags.run.resume is not None:
+        raise ArgError(f"{exe}: --init-from and --resume both choose the starting parameters (pick one)")
+    from ..module import Module
+
+    loaded = Module.load(flags.init_from, defn, opts, dtype=flags.dtype)
+    return dataclasses.replace(defn, init_params=[p.to(flags.dtype) for p in loaded.params()],
+                               init_plan=None)
 
 
 def require_no_more(rest: list[str], exe: str) -> None:
@@ -400,6 +418,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     checkpoint of another run, or a NaN/infinite loss (without --allow-nonfinite);
     Interrupted: SIGINT/SIGTERM, after writing the checkpoint when `--save` is given.
     """
+    defn = initial_from(exe, defn, opts, flags)
     if flags.distributed:
         return data_parallel.train(exe, defn, opts, train_set, flags, seed)
     loader, steps = schedule(exe, len(train_set), flags, seed)
