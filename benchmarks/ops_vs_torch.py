@@ -2,7 +2,7 @@
 4 heads, block 64, d_model 128, vocabulary 95), f32, forward and forward + backward; each
 framework runs in its own process, the best of ROUNDS rounds is kept, ratios are tlrs / torch.
 
-    python benchmarks/ops_vs_torch.py [ROUNDS] [--ops gelu,softmax]
+    python benchmarks/ops_vs_torch.py [ROUNDS] [--ops gelu,softmax,linear]
 """
 
 from __future__ import annotations
@@ -17,6 +17,11 @@ CASES = {
     "softmax [32, 4, 64, 64]": "softmax",
     "cross_entropy [2048, 95]": "cross_entropy",
     "gelu [32, 64, 512]": "gelu",
+    "layer_norm [32, 64, 128] (weight, bias)": "layer_norm",
+    "linear [32, 64, 128] -> 512 (bias)": "linear",
+    "attention q @ k^T, heads split from [32, 64, 384]": "scores",
+    "add (residual) [32, 64, 128]": "add",
+    "embedding 95 x 128 at [32, 64] ids": "embedding",
 }
 
 WORKER = r'''
@@ -30,6 +35,12 @@ causal = np.triu(np.ones((64, 64), bool), 1)[None, None]
 logits = rng.normal(size=(2048, 95)).astype(np.float32)
 labels = rng.integers(0, 95, 2048)
 hidden = rng.normal(size=(32, 64, 512)).astype(np.float32)
+resid = rng.normal(size=(32, 64, 128)).astype(np.float32)
+qkv = rng.normal(size=(32, 64, 384)).astype(np.float32)
+w_ln, b_ln = np.ones(128, np.float32), np.zeros(128, np.float32)
+w_fc, b_fc = (rng.normal(size=(512, 128)) * 0.05).astype(np.float32), np.zeros(512, np.float32)
+table = rng.normal(size=(95, 128)).astype(np.float32)
+ids = rng.integers(0, 95, (32, 64))
 
 if side == "torch":
     import torch
@@ -41,6 +52,12 @@ if side == "torch":
         "softmax": (lambda x: torch.softmax(x, -1), att),
         "cross_entropy": (lambda x: torch.nn.functional.cross_entropy(x, target), logits),
         "gelu": (lambda x: torch.nn.functional.gelu(x), hidden),
+        "layer_norm": (lambda x: torch.nn.functional.layer_norm(x, [128], torch.tensor(w_ln), torch.tensor(b_ln)), resid),
+        "linear": (lambda x: torch.nn.functional.linear(x, torch.tensor(w_fc), torch.tensor(b_fc)), resid),
+        "scores": (lambda x: (lambda q, k: q @ k.transpose(-2, -1))(
+            *(x[:, :, j * 128:(j + 1) * 128].reshape(32, 64, 4, 32).transpose(1, 2) for j in (0, 1))), qkv),
+        "add": (lambda x: x + x, resid),
+        "embedding": (lambda x: torch.nn.functional.embedding(torch.tensor(ids), x), table),
     }
     def grad(y, x):
         return torch.autograd.grad(y.sum(), [x])
@@ -58,6 +75,13 @@ else:
         "softmax": (lambda x: ops.softmax(x, -1), att),
         "cross_entropy": (lambda x: ops.cross_entropy(x, target), logits),
         "gelu": (lambda x: ops.gelu(x), hidden),
+        "layer_norm": (lambda x: ops.layer_norm(x, [128], tlrs.tensor(w_ln), tlrs.tensor(b_ln)), resid),
+        "linear": (lambda x: ops.linear(x, tlrs.tensor(w_fc), tlrs.tensor(b_fc)), resid),
+        "scores": (lambda x: (lambda q, k: ops.matmul(q, ops.transpose(k, -2, -1)))(
+            *(ops.transpose(ops.reshape(ops.slice(x, 2, j * 128, (j + 1) * 128), [32, 64, 4, 32]), 1, 2)
+              for j in (0, 1))), qkv),
+        "add": (lambda x: x + x, resid),
+        "embedding": (lambda x: ops.embedding(ids, x), table),
     }
     def grad(y, x):
         return tlrs.grad(ops.sum(y), [x])
