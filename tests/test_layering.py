@@ -164,3 +164,17 @@ def test_the_reader_catches_a_forbidden_import():
     assert _targets(("backend", "cuda", "gpu"), "crate", "storage::try_alloc") == [("storage",)]
     assert _targets(("backend", "cuda", "emu"), "super", "{blas::GemmCall, kernels}") == [
         ("backend", "cuda", "blas"), ("backend", "cuda", "kernels")]
+
+
+def test_only_storage_reaches_the_cuda_backend():
+    """A device's kernels are reached through storage.rs (`Storage::to_dtype`, `dropout_scale`,
+    `filled`, ...): code elsewhere naming `backend::cuda` would be a side door around it."""
+    bad = []
+    for path in sorted(SRC.rglob("*.rs")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel == "storage.rs" or rel.startswith(("backend/", "py/")):
+            continue
+        for n, code in _code_lines(path):
+            if "backend::cuda" in code:
+                bad.append(f"{rel}:{n}: {code.strip()}")
+    assert not bad, "the CUDA backend named outside storage.rs:\n" + "\n".join(bad)

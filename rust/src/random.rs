@@ -3,7 +3,7 @@
 //! or the thread count (docs/numerics.md).
 
 use crate::rng::{uniform_at, SeedStream};
-use crate::storage::{try_alloc, CpuStorage};
+use crate::storage::{try_alloc, CpuStorage, Storage};
 use crate::{DType, Result, Shape, Tensor};
 use std::sync::Mutex;
 
@@ -24,10 +24,6 @@ pub fn manual_seed(seed: u64) {
 /// The next seed of the global stream (the reference's `freshSeed`).
 pub fn fresh_seed() -> u64 {
     with_stream(|s| s.fresh_seed())
-}
-
-fn build(shape: Shape, dtype: DType, values: Vec<f64>) -> Result<Tensor> {
-    Tensor::from_cpu(CpuStorage::from_f64(dtype, &values), shape)
 }
 
 /// `n` values `f(i)`, written once each across threads (each a pure function of its index, so
@@ -110,20 +106,20 @@ pub fn dropout(x: &Tensor, p: f64, key: Option<u64>) -> Result<Tensor> {
     }
     let keep = 1.0 - p;
     let key = key.unwrap_or_else(fresh_seed);
-    if let Some(c) = x.cuda() {
-        let m =
-            crate::backend::cuda::ops::dropout_mask(c.0.gpu(), x.dtype(), x.numel(), key, keep)?;
-        return crate::ops::mul(x, &Tensor::from_storage(m, x.shape().clone())?);
-    }
-    let scale: Vec<f64> = (0..x.numel() as u64)
-        .map(|i| {
-            if keep > uniform_at(key, i) {
-                1.0 / keep
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let m = build(x.shape().clone(), x.dtype(), scale)?;
-    crate::ops::mul(x, &m)
+    let n = x.numel();
+    let host = || {
+        let scale: Vec<f64> = (0..n as u64)
+            .map(|i| {
+                if keep > uniform_at(key, i) {
+                    1.0 / keep
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        CpuStorage::from_f64(x.dtype(), &scale)
+    };
+    // On a device the same mask is drawn there (storage.rs picks), with the same bits.
+    let m = Storage::dropout_scale(x.device(), x.dtype(), n, (key, keep), host)?;
+    crate::ops::mul(x, &Tensor::from_storage(m, x.shape().clone())?)
 }

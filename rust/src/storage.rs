@@ -101,6 +101,29 @@ impl Storage {
         matches!(self, Storage::Cpu(_))
     }
     /// A copy of these values on `device`, through the host (copied back from a device first).
+    /// Inverted dropout's scale on `device`: 1 / keep where keep > the counter-based uniform of
+    /// (key, i), else 0; `host` makes it on the CPU, a kernel with the same bits on a device.
+    pub(crate) fn dropout_scale(
+        device: Device,
+        dtype: DType,
+        n: usize,
+        (key, keep): (u64, f64),
+        host: impl FnOnce() -> CpuStorage,
+    ) -> Result<Storage> {
+        let Device::Cuda(ordinal) = device else {
+            return Ok(Storage::Cpu(host()));
+        };
+        Ok(cuda_ops::dropout_mask(&gpu(ordinal)?, dtype, n, key, keep)?.into())
+    }
+
+    /// The values converted to `dtype` (each rounded once), on this storage's device.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Storage> {
+        Ok(match self {
+            Storage::Cpu(c) => c.to_dtype(dtype).into(),
+            Storage::Cuda(c) => cuda_ops::cast_buffer(&c.0, dtype)?.into(),
+        })
+    }
+
     pub fn to_device(&self, device: Device) -> Result<Storage> {
         let host = self.host()?;
         Ok(match device {

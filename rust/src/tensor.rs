@@ -414,10 +414,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let s: Storage = match self.storage() {
-            Storage::Cpu(c) => c.to_dtype(dtype).into(),
-            Storage::Cuda(c) => crate::backend::cuda::ops::cast_buffer(&c.0, dtype)?.into(),
-        };
+        let s = self.storage().to_dtype(dtype)?;
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),
