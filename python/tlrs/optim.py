@@ -30,6 +30,7 @@ __all__ = [
     "adagrad",
     "adam",
     "adam_default",
+    "lr_scheduler",
     "adamw",
     "momentum_sgd",
     "muon",
@@ -368,3 +369,6 @@ def muon(lr: float, momentum: float, orthogonalizer: Any = None) -> Muon:
 def projected_sgd(lr: float, project: Any = None, lift: Any = None) -> ProjectedSGD:
     """Projected SGD with TorchLean's formula (see `ProjectedSGD`)."""
     return ProjectedSGD(project, lift, lr=lr)
+
+
+from . import lr_scheduler as lr_scheduler  # noqa: E402 - tlrs.optim.lr_scheduler, as torch.optim's

@@ -36,13 +36,13 @@ from .parameter import Parameter
 from .pooling import AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .state import IncompatibleKeys
-from .utils import assign_parameters
+from .utils import assign_parameters, clip_grad_norm, clip_grad_norm_
 
 __all__ = [
     "ELU", "GELU", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
     "Embedding", "Flatten", "Identity", "IncompatibleKeys", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
     "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList", "Parameter", "ReLU", "Sequential", "SiLU",
-    "Sigmoid", "Softmax", "Softplus", "Tanh", "assign_parameters", "to_module_def",
+    "Sigmoid", "Softmax", "Softplus", "Tanh", "assign_parameters", "clip_grad_norm", "clip_grad_norm_", "to_module_def",
 ]
 
 # Conv1d exists where ops.conv1d does (it is being added to the op set).
