@@ -155,16 +155,83 @@ pub fn erff_select(x: f32) -> f32 {
     }
 }
 
+/// The fast kernels' erf (f32): the rational minimax approximation Eigen and XLA use for float,
+/// an odd degree-13 numerator over an even degree-8 denominator on [-4, 4] (beyond, erf is ±1 in
+/// float), with fused multiply-adds and one division instead of libm's branches and several
+/// divisions. Within 5e-7 (4 ulps of 1) of libm's `erff` (the tests below; docs/numerics.md states it).
+#[inline(always)]
+pub fn erff_fast(x: f32) -> f32 {
+    const A: [f32; 7] = [
+        -2.726_142_3e-10,
+        2.770_681_4e-8,
+        -2.101_024e-6,
+        -5.692_506_4e-5,
+        -7.349_906_3e-4,
+        -2.954_600_1e-3,
+        -1.609_603_3e-2,
+    ];
+    const B: [f32; 5] = [
+        -1.456_607_2e-5,
+        -2.133_740_6e-4,
+        -1.682_827e-3,
+        -7.373_329e-3,
+        -1.426_474e-2,
+    ];
+    // min/max rather than clamp (no checks); they take a NaN to 4, and the select below puts
+    // the NaN back.
+    let c = x.min(4.0).max(-4.0);
+    let x2 = c * c;
+    let mut p = A[0];
+    for &a in &A[1..] {
+        p = x2.mul_add(p, a);
+    }
+    let mut q = B[0];
+    for &b in &B[1..] {
+        q = x2.mul_add(q, b);
+    }
+    // erf rounds to ±1 in float from |x| = 3.92 (erfc < 2^-25) on; the polynomial, just short
+    // of it there, would leave 1 + erf(x) a few ulps off 0 and GELU of a large negative x far
+    // from its -0.
+    let r = c * p / q;
+    if x.abs() >= 3.92 {
+        1.0f32.copysign(x)
+    } else if x.is_nan() {
+        x
+    } else {
+        r
+    }
+}
+
+/// erf for GELU: libm's bits (`erff_select`), or the fast kernels' approximation.
+#[inline(always)]
+fn erf_of<const FAST: bool>(x: f32) -> f32 {
+    if FAST {
+        erff_fast(x)
+    } else {
+        erff_select(x)
+    }
+}
+
 /// The GELU table entry's f32 formula (op_table/unary.rs) with `erff_select`.
 #[inline(always)]
 pub fn gelu_f32(x: f32) -> f32 {
-    0.5 * x * (1.0 + erff_select(x * std::f64::consts::FRAC_1_SQRT_2 as f32))
+    gelu_with::<false>(x)
+}
+
+#[inline(always)]
+fn gelu_with<const FAST: bool>(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf_of::<FAST>(x * std::f64::consts::FRAC_1_SQRT_2 as f32))
 }
 
 /// The GELU table entry's f32 gradient times `g`.
 #[inline(always)]
 pub fn gelu_grad_f32(g: f32, x: f32) -> f32 {
-    let cdf = 0.5 * (1.0 + erff_select(x * std::f64::consts::FRAC_1_SQRT_2 as f32));
+    gelu_grad_with::<false>(g, x)
+}
+
+#[inline(always)]
+fn gelu_grad_with<const FAST: bool>(g: f32, x: f32) -> f32 {
+    let cdf = 0.5 * (1.0 + erf_of::<FAST>(x * std::f64::consts::FRAC_1_SQRT_2 as f32));
     let pdf = 0.398_942_280_401_432_7_f64 as f32 * expf_select(-(0.5 * x * x));
     g * (cdf + x * pdf)
 }
@@ -174,83 +241,100 @@ const CHUNK: usize = 1 << 13;
 /// GELU of one chunk into `out`, by index loop (a closure or function pointer passed in stays a
 /// call at the baseline width and nothing vectorises; named calls inline).
 #[inline(always)]
-fn gelu_chunk(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn gelu_chunk<const FAST: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     let n = out.len();
     let x = &x[..n];
     for i in 0..n {
-        out[i].write(gelu_f32(x[i]));
+        out[i].write(gelu_with::<FAST>(x[i]));
     }
 }
 
 #[inline(always)]
-fn gelu_grad_chunk(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn gelu_grad_chunk<const FAST: bool>(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
     let n = out.len();
     let (x, g) = (&x[..n], &g[..n]);
     for i in 0..n {
-        out[i].write(gelu_grad_f32(g[i], x[i]));
+        out[i].write(gelu_grad_with::<FAST>(g[i], x[i]));
     }
 }
 
-/// `gelu_chunk` compiled for AVX-512: 16 lanes of every select.
+/// `gelu_chunk` compiled for AVX-512 (with FMA, which only the fast erf's `mul_add` uses: Rust
+/// never contracts a separate multiply and add): 16 lanes of every select.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn gelu_avx512(x: &[f32], out: &mut [MaybeUninit<f32>]) {
-    gelu_chunk(x, out)
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,fma")]
+unsafe fn gelu_avx512<const FAST: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    gelu_chunk::<FAST>(x, out)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn gelu_grad_avx512(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
-    gelu_grad_chunk(x, g, out)
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,fma")]
+unsafe fn gelu_grad_avx512<const FAST: bool>(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    gelu_grad_chunk::<FAST>(x, g, out)
 }
 
 /// GELU of one stretch, on the widest vectors this CPU has.
-fn gelu_run(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn gelu_run<const FAST: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     if super::simd::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { gelu_avx512(x, out) };
+        return unsafe { gelu_avx512::<FAST>(x, out) };
     }
-    gelu_chunk(x, out)
+    gelu_chunk::<FAST>(x, out)
 }
 
-fn gelu_grad_run(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn gelu_grad_run<const FAST: bool>(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     if super::simd::has_avx512() {
         // SAFETY: as in `gelu_run`.
-        return unsafe { gelu_grad_avx512(x, g, out) };
+        return unsafe { gelu_grad_avx512::<FAST>(x, g, out) };
     }
-    gelu_grad_chunk(x, g, out)
+    gelu_grad_chunk::<FAST>(x, g, out)
 }
 
-/// GELU of every element, threaded over chunks (each element's bits are the scalar formula's).
-pub fn gelu(x: &[f32]) -> Vec<f32> {
+/// GELU of every element, threaded over chunks: libm's erf bits, or with `fast` the fast
+/// kernels' erf (each element still a function of its value alone, so any thread count agrees).
+pub fn gelu(x: &[f32], fast: bool) -> Vec<f32> {
     filled(x.len(), CHUNK, x.len(), |ci, o| {
-        gelu_run(&x[ci * CHUNK..], o)
+        if fast {
+            gelu_run::<true>(&x[ci * CHUNK..], o)
+        } else {
+            gelu_run::<false>(&x[ci * CHUNK..], o)
+        }
     })
 }
 
 /// `g` times GELU's derivative at `x`, element by element.
-pub fn gelu_grad(x: &[f32], g: &[f32]) -> Vec<f32> {
+pub fn gelu_grad(x: &[f32], g: &[f32], fast: bool) -> Vec<f32> {
     filled(x.len(), CHUNK, x.len(), |ci, o| {
-        gelu_grad_run(&x[ci * CHUNK..], &g[ci * CHUNK..], o)
+        let (x, g) = (&x[ci * CHUNK..], &g[ci * CHUNK..]);
+        if fast {
+            gelu_grad_run::<true>(x, g, o)
+        } else {
+            gelu_grad_run::<false>(x, g, o)
+        }
     })
 }
 
 /// GELU of one block into `out` (a step of a fused chain).
-pub fn gelu_into(x: &[f32], out: &mut [f32]) {
+pub fn gelu_into(x: &[f32], out: &mut [f32], fast: bool) {
     // SAFETY: every element of `out` is initialised; writing f32 values keeps it so.
-    gelu_run(x, unsafe {
-        &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>])
-    })
+    let out = unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) };
+    if fast {
+        gelu_run::<true>(x, out)
+    } else {
+        gelu_run::<false>(x, out)
+    }
 }
 
 /// `g` times GELU's derivative for one block into `out`.
-pub fn gelu_grad_into(x: &[f32], g: &[f32], out: &mut [f32]) {
+pub fn gelu_grad_into(x: &[f32], g: &[f32], out: &mut [f32], fast: bool) {
     // SAFETY: as in `gelu_into`.
-    gelu_grad_run(x, g, unsafe {
-        &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>])
-    })
+    let out = unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) };
+    if fast {
+        gelu_grad_run::<true>(x, g, out)
+    } else {
+        gelu_grad_run::<false>(x, g, out)
+    }
 }
 
 #[cfg(test)]
@@ -259,8 +343,8 @@ mod tests {
 
     fn check(values: impl Iterator<Item = u32>) -> usize {
         let xs: Vec<f32> = values.map(f32::from_bits).collect();
-        let ys = gelu(&xs);
-        let gs = gelu_grad(&xs, &vec![1.25; xs.len()]);
+        let ys = gelu(&xs, false);
+        let gs = gelu_grad(&xs, &vec![1.25; xs.len()], false);
         for (i, &x) in xs.iter().enumerate() {
             let want = libm::erff(x).to_bits();
             let got = erff_select(x).to_bits();
@@ -324,5 +408,51 @@ mod tests {
             0x7fc1_2345,
         ];
         assert!(check(sweep.chain(special)) > 4_000_000);
+    }
+
+    #[test]
+    fn the_fast_erf_is_within_its_stated_tolerance_of_libm() {
+        // Every 257th f32 of both signs up to |x| = 8, and all of [3.9, 3.95] where it saturates.
+        let near = (0x4079_9999u32..0x407c_cccd).flat_map(|b| [b, b | 0x8000_0000]);
+        let xs = (0..0x4100_0000u32)
+            .step_by(257)
+            .flat_map(|b| [b, b | 0x8000_0000])
+            .chain(near)
+            .map(f32::from_bits);
+        let mut worst = 0.0f64;
+        for x in xs {
+            let err = (erff_fast(x) as f64 - libm::erff(x) as f64).abs();
+            worst = worst.max(err);
+        }
+        assert!(worst <= 5e-7, "fast erf off by {worst:e}");
+        assert_eq!(erff_fast(f32::INFINITY), 1.0);
+        assert_eq!(erff_fast(f32::NEG_INFINITY), -1.0);
+        assert!(erff_fast(f32::NAN).is_nan());
+        // GELU through it: the same non-finite values, the rest within 3e-7 * max(1, |x|).
+        let xs: Vec<f32> = (0..0x4140_0000u32)
+            .step_by(4099)
+            .flat_map(|b| [b, b | 0x8000_0000])
+            .map(f32::from_bits)
+            .chain([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 3e38, -3e38])
+            .collect();
+        let (fast, exact) = (gelu(&xs, true), gelu(&xs, false));
+        let g = vec![1.0; xs.len()];
+        let (gfast, gexact) = (gelu_grad(&xs, &g, true), gelu_grad(&xs, &g, false));
+        for (i, &x) in xs.iter().enumerate() {
+            for (a, b) in [(fast[i], exact[i]), (gfast[i], gexact[i])] {
+                if !b.is_finite() {
+                    assert!(
+                        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                        "at {x:e}"
+                    );
+                } else {
+                    let bound = 3e-7 * (x.abs() as f64).max(1.0);
+                    assert!(
+                        (a as f64 - b as f64).abs() <= bound,
+                        "gelu at {x:e}: {a:e} vs {b:e}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -68,7 +68,7 @@ macro_rules! unary_kernels {
         /// `op` applied to every element of `x`.
         pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
             if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
-                return from_f32(super::erf_lanes::gelu(x));
+                return from_f32(super::erf_lanes::gelu(x, super::parallel::fast_kernels()));
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
@@ -81,7 +81,7 @@ macro_rules! unary_kernels {
         /// d(op)/dx times `g`, from the op's input `x` or its output `y` (the table says which).
         pub fn unary_grad<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T]) -> Vec<T> {
             if let (UnaryOp::Gelu, Some(x), Some(g)) = (op, as_f32(x), as_f32(g)) {
-                return from_f32(super::erf_lanes::gelu_grad(x, g));
+                return from_f32(super::erf_lanes::gelu_grad(x, g, super::parallel::fast_kernels()));
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
@@ -96,7 +96,7 @@ macro_rules! unary_kernels {
         #[inline(always)]
         pub fn unary_block<T: Float>(op: UnaryOp, x: &[T], out: &mut [T]) {
             if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
-                return super::erf_lanes::gelu_into(x, as_f32_mut(out));
+                return super::erf_lanes::gelu_into(x, as_f32_mut(out), super::parallel::fast_kernels());
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => {
@@ -110,7 +110,7 @@ macro_rules! unary_kernels {
         #[inline(always)]
         pub fn unary_grad_block<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T], out: &mut [T]) {
             if let (UnaryOp::Gelu, Some(x), Some(g)) = (op, as_f32(x), as_f32(g)) {
-                return super::erf_lanes::gelu_grad_into(x, g, as_f32_mut(out));
+                return super::erf_lanes::gelu_grad_into(x, g, as_f32_mut(out), super::parallel::fast_kernels());
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => {

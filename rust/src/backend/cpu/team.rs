@@ -22,10 +22,14 @@ struct Job<'a> {
     f: &'a (dyn Fn(usize) + Sync),
     count: usize,
     next: AtomicUsize,
+    /// The poster's kernel settings: a helper runs the job's items under them, so a kernel that
+    /// reads them inside a threaded loop (fast or reference) agrees with its caller.
+    settings: crate::backend::settings::KernelSettings,
 }
 
 impl Job<'_> {
     fn work(&self) {
+        crate::backend::settings::set(self.settings);
         loop {
             let i = self.next.fetch_add(1, Relaxed);
             if i >= self.count {
@@ -96,6 +100,7 @@ impl Team {
             f,
             count,
             next: AtomicUsize::new(0),
+            settings: crate::backend::settings::current(),
         };
         // The pointer is withdrawn, and every helper out of the job, before `job` goes away.
         s.job
