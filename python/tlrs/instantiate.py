@@ -15,6 +15,7 @@ from .config import Options
 from .module import (
     Module,
     ModuleDef,
+    _check_defn,
     instantiate_float_with_runtime_init_options,
     instantiate_float_with_runtime_plan_options,
     instantiate_with_options,
@@ -42,6 +43,7 @@ def instantiate_float_with_init(defn: ModuleDef, opts: Options | None, inits: Se
 def instantiate_float(defn: ModuleDef, opts: Options | None = None) -> Module:
     """`instantiateFloat`: a binary64 module from the definition's runtime plan when it has one
     (filled on the module's device), else from its initial values."""
+    _check_defn(defn, "instantiate_float")
     if defn.init_plan is not None:
         return instantiate_float_with_runtime_plan_options(defn, opts, defn.init_plan)
     return instantiate_with_options(defn, "float64", opts)
@@ -52,4 +54,5 @@ def forward_with_params(defn: ModuleDef, opts: Options | None, params: Sequence[
     gradients, under `opts`' kernels and device. Useful where two definitions share a parameter
     layout (a training loss with dropout and an evaluation loss without): the parameters stay
     where they are, only the program changes."""
+    _check_defn(defn, "forward_with_params")
     return Module(defn, list(params), opts).forward(xs)

@@ -208,6 +208,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors along an existing axis (also `torch.cat`)."""
+    if isinstance(tensors, Tensor):  # iterable by rows, but not what torch.cat takes
+        raise TypeError("concat: expected a sequence of Tensors, got a Tensor")
     return _core.concat(list(tensors), dim)
 
 
@@ -232,6 +234,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, with weight of shape [out_features, in_features] (or
     [in_features]: one output, its axis dropped, as in PyTorch)."""
     if isinstance(weight, Tensor) and weight.ndim == 1:
+        _require_tensor(input, "linear")
         if not input.shape or input.shape[-1] != weight.shape[0]:
             raise _core.ShapeError(f"linear: input {input.shape} does not end in the 1-D weight's {weight.shape[0]} features")
         y = _core.matmul(input, weight)
@@ -239,20 +242,33 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return _core.linear(input, weight, bias)
 
 
+def _require_tensor(x: Any, op: str) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor input, got {type(x).__name__}")
+
+
+def _cast(input: Any, dtype: str | None, op: str) -> Any:
+    """`input` converted to `dtype` first (torch's `dtype=` argument of reductions)."""
+    if dtype is None:
+        return input
+    _require_tensor(input, op)
+    return input.to(dtype)
+
+
 def softmax(input: Tensor, dim: int = -1, dtype: str | None = None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `dim`; `dtype` casts the input first."""
-    return _core.softmax(input if dtype is None else input.to(dtype), dim)
+    return _core.softmax(_cast(input, dtype, "softmax"), dim)
 
 
 def log_softmax(input: Tensor, dim: int = -1, dtype: str | None = None) -> Tensor:
     """(x - max) - log(sum(exp(x - max))) along `dim`; `dtype` casts the input first."""
-    return _core.log_softmax(input if dtype is None else input.to(dtype), dim)
+    return _core.log_softmax(_cast(input, dtype, "log_softmax"), dim)
 
 
 def cumsum(input: Tensor, dim: int, *, dtype: str | None = None) -> Tensor:
     """Running sums along `dim`: y[k] = y[k-1] + x[k] in index order, in the input's dtype (NumPy's
     bits; PyTorch's CPU kernel carries float32 sums in float64). `dtype` casts the input first."""
-    return _core.cumsum(input if dtype is None else input.to(dtype), dim)
+    return _core.cumsum(_cast(input, dtype, "cumsum"), dim)
 
 
 cat = concat

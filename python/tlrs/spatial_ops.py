@@ -144,6 +144,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     k = len(sizes) // 2
     if k > x.ndim:
         raise ValueError(f"pad: {len(sizes)} padding sizes are too many for a tensor of {x.ndim} dimensions")
+    if not isinstance(mode, str):
+        raise TypeError(f"pad: mode must be a string, got {type(mode).__name__}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if mode != "constant":
@@ -217,6 +219,8 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     index rule (mode 'nearest' or 'nearest-exact'); the gradient sums over the cells that copy
     each input cell. Other modes are refused."""
     x = _tensor(input, "interpolate")
+    if not isinstance(mode, str):
+        raise TypeError(f"interpolate: mode must be a string, got {type(mode).__name__}")
     if mode not in ("nearest", "nearest-exact"):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet (only 'nearest' and "
                                   "'nearest-exact')")
