@@ -114,8 +114,11 @@ def test_unary(name, dtype, device_kind):
     fn, ref, rng = UNARY[name]
     lo, hi = rng or (-3.0, 3.0)
     a, a64 = data([3, 5], dtype, lo, hi)
+    # The fast kernels' float32 GELU is within 3e-7 * max(1, |x|) (docs/numerics.md): absolute,
+    # so a small output in the negative tail can miss the relative 1e-5.
+    atol = 3e-7 * 3.0 if (name == "gelu" and device_kind.fast and dtype == "float32") else None
     with device_kind.run():
-        check(fn(device_kind.tensor(a)), ref(a64), dtype)
+        check(fn(device_kind.tensor(a)), ref(a64), dtype, atol=atol)
 
 
 def test_softplus_extremes():
