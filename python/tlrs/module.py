@@ -317,8 +317,8 @@ class Module:
         graph = self._compiled.graph_for(next(iter(shapes)))
         _check_optimizer(opt, name)
         if not opt.native:
-            raise ValueError(f"{name}: {opt!r} computes its direction with Python functions (an "
-                             "orthogonalizer or projector), which the compiled backend's native loop "
+            raise ValueError(f"{name}: {opt!r} needs Python in its update (an orthogonalizer or "
+                             "projector, or parameter groups), which the compiled backend's native loop "
                              "cannot run: train it with the eager backend")
         if state is not None and not isinstance(state, optim.OptimState):
             raise TypeError(f"{name}: expected an OptimState, got {type(state).__name__}")

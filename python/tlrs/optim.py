@@ -4,6 +4,7 @@ formulas and evaluation order, plain-data state."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -24,6 +25,7 @@ __all__ = [
     "Muon",
     "NewtonSchulz",
     "OptimState",
+    "ParamGroups",
     "Optimizer",
     "RMSprop",
     "adadelta",
@@ -35,6 +37,7 @@ __all__ = [
     "momentum_sgd",
     "muon",
     "newton_schulz",
+    "param_groups",
     "projected_sgd",
     "ProjectedSGD",
     "rmsprop",
@@ -163,11 +166,15 @@ class Optimizer:
                     f"{self.kind}: gradient {i} has shape {got}, expected {list(p.shape)}")
             # State loaded from a checkpoint lives on the CPU; it follows its parameter.
             slots = [new_slots[name][i].to(p.device) for name in self.slot_names]
-            new_params[i], updated = self._update(t, p.detach(), g.detach(), slots)
+            new_params[i], updated = self._update_at(i, t, p.detach(), g.detach(), slots)
             for name, value in zip(self.slot_names, updated, strict=True):
                 new_slots[name][i] = value
         return new_params, OptimState(self.kind, t, new_slots)
 
+
+    def _update_at(self, i: int, t: int, p: Tensor, g: Tensor, slots: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        """Parameter `i`'s update (`ParamGroups` picks its group's hyper-parameters here)."""
+        return self._update(t, p, g, slots)
 
     def _update(self, t: int, p: Tensor, g: Tensor, slots: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
         """One parameter's native update (the compiled loop runs the same)."""
@@ -369,6 +376,79 @@ def muon(lr: float, momentum: float, orthogonalizer: Any = None) -> Muon:
 def projected_sgd(lr: float, project: Any = None, lift: Any = None) -> ProjectedSGD:
     """Projected SGD with TorchLean's formula (see `ProjectedSGD`)."""
     return ProjectedSGD(project, lift, lr=lr)
+
+
+class ParamGroups(Optimizer):
+    """`base` with other hyper-parameters for some parameters (PyTorch's `param_groups`), e.g.
+    nanoGPT's weight decay on matrices only:
+
+        opt = optim.param_groups(optim.adamw(3e-4, 0.1, 0.9, 0.95, 1e-8),
+                                 [{"params": matrices}, {"params": vectors, "weight_decay": 0.0}])
+
+    A group lists its parameters (tensors, matched by identity when `init` sees the parameter
+    list, or positions in it) and the hyper-parameters it overrides; every parameter must be in
+    exactly one group. The learning rate is the base's for every group, so a schedule
+    (`lr_scheduler`) moves them all; a group cannot set its own `lr`. Each parameter's update is
+    the base optimizer's with its group's values, so a parameter's result is the one a separate
+    optimizer for its group would give, bit for bit. Runs eagerly: the compiled loop takes one
+    set of hyper-parameters, and refuses it by name.
+    """
+
+    def __init__(self, base: Optimizer, groups: Sequence[dict[str, Any]]) -> None:
+        if not isinstance(base, Optimizer) or isinstance(base, ParamGroups):
+            raise TypeError(f"param_groups: expected a tlrs.optim optimizer, got {type(base).__name__}")
+        self.base, self.kind, self.slot_names = base, base.kind, base.slot_names  # type: ignore[misc]
+        self.hyper = base.hyper  # shared: a schedule's lr reaches every group
+        self.groups: list[tuple[list[Any], dict[str, float]]] = []
+        for k, group in enumerate(groups):
+            if not isinstance(group, dict) or "params" not in group:
+                raise ValueError(f"param_groups: group {k} must be a dict with 'params', got {group!r}")
+            extra = {name: v for name, v in group.items() if name != "params"}
+            unknown = sorted(set(extra) - set(base.hyper) | ({"lr"} & set(extra)))
+            if unknown:
+                raise ValueError(f"param_groups: group {k} sets {unknown}; a group may override "
+                                 f"{sorted(set(base.hyper) - {'lr'})} (the lr is the base's, for schedules)")
+            self.groups.append((list(group["params"]), {n: _hyper(n, v) for n, v in extra.items()}))
+        self.native = False  # the native loop takes one set of hyper-parameters
+        self._members: list[Optimizer] = []
+        self._group_of: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"ParamGroups({self.base!r}, {len(self.groups)} groups)"
+
+    def init(self, params: Sequence[Tensor]) -> OptimState:
+        """Resolves each group's parameters against `params` (by identity or position)."""
+        where = {id(p): i for i, p in enumerate(params)}
+        group_of = [-1] * len(params)
+        for k, (members, _) in enumerate(self.groups):
+            for m in members:
+                i = m if isinstance(m, (int, np.integer)) and not isinstance(m, bool) else where.get(id(m))
+                if i is None or not 0 <= i < len(params):
+                    raise ValueError(f"param_groups: group {k} names a parameter not in the list given to init")
+                if group_of[i] != -1:
+                    raise ValueError(f"param_groups: parameter {i} is in groups {group_of[i]} and {k}")
+                group_of[i] = k
+        if -1 in group_of:
+            raise ValueError(f"param_groups: parameter {group_of.index(-1)} is in no group")
+        self._group_of = group_of
+        self._members = []
+        for _, extra in self.groups:
+            member = copy.copy(self.base)
+            member.hyper = {**self.base.hyper, **extra}
+            self._members.append(member)
+        return self.base.init(params)
+
+    def _update_at(self, i: int, t: int, p: Tensor, g: Tensor, slots: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        if not self._group_of:
+            raise ValueError("param_groups: call init(params) first (it resolves the groups)")
+        member = self._members[self._group_of[i]]
+        member.hyper["lr"] = self.base.hyper["lr"]
+        return member._update(t, p, g, slots)
+
+
+def param_groups(base: Optimizer, groups: Sequence[dict[str, Any]]) -> ParamGroups:
+    """`base` with per-group hyper-parameters (see `ParamGroups`)."""
+    return ParamGroups(base, groups)
 
 
 from . import lr_scheduler as lr_scheduler  # noqa: E402 - tlrs.optim.lr_scheduler, as torch.optim's
