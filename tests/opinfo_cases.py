@@ -174,6 +174,7 @@ CASES: dict[str, Case] = {
     "min:binary": Case(ops.min, exact=True),
     "prod": Case(ops.prod),
     "nn.functional.conv1d": Case(ops.conv1d),
+    "nn.functional.conv_transpose2d": Case(ops.conv_transpose2d),
     "nn.functional.pad:constant": Case(ops.pad, exact=True),
     "nn.functional.pad:reflect": Case(ops.pad, exact=True),
     "nn.functional.pad:replicate": Case(ops.pad, exact=True),

@@ -273,6 +273,8 @@ def cumsum(input: Tensor, dim: int, *, dtype: str | None = None) -> Tensor:
 
 cat = concat
 
+from .conv_transpose import *  # noqa: E402,F403 - conv_transpose2d
+from .conv_transpose import __all__ as _conv_transpose_all  # noqa: E402
 from .layer_ops import *  # noqa: E402,F403 - the layer ops are part of tlrs.ops
 from .layer_ops import __all__ as _layer_all  # noqa: E402
 from .loss_ops import *  # noqa: E402,F403 - and the losses
@@ -286,7 +288,7 @@ from .shape_ops import __all__ as _shape_all  # noqa: E402
 from .spatial_ops import *  # noqa: E402,F403 - conv1d, pad, interpolate, attention, ...
 from .spatial_ops import __all__ as _spatial_all  # noqa: E402
 
-__all__ += _layer_all + _loss_all + _shape_all + _reduce_all + _spatial_all + _selection_all + ["cat"]
+__all__ += _layer_all + _conv_transpose_all + _loss_all + _shape_all + _reduce_all + _spatial_all + _selection_all + ["cat"]
 
 
 # Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
@@ -297,7 +299,7 @@ _INT_ARG_OPS = ("sum", "mean", "max", "cumsum", "reshape", "flatten", "permute",
                 "unsqueeze", "squeeze", "stack", "split", "split_with_sizes", "chunk", "unbind", "narrow",
                 "flip", "roll", "tril", "triu", "expand", "repeat", "movedim",
                 "nll_loss", "logsumexp", "var", "std", "amin", "min", "prod", "conv1d", "pad", "interpolate",
-                "adaptive_avg_pool2d", "group_norm", "scaled_dot_product_attention",
+                "adaptive_avg_pool2d", "group_norm", "scaled_dot_product_attention", "conv_transpose2d",
                 "argmax", "argmin", "topk", "sort", "multinomial", "one_hot")
 for _name in _INT_ARG_OPS:
     globals()[_name] = integer_arguments(globals()[_name])
