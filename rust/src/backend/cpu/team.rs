@@ -217,6 +217,30 @@ mod tests {
     }
 
     #[test]
+    fn helpers_run_items_under_the_posters_kernel_settings() {
+        use crate::backend::settings::{self, KernelSettings};
+        let team = Team::new(3);
+        for fast in [true, false, true] {
+            let want = KernelSettings {
+                fast,
+                ..KernelSettings::default()
+            };
+            let seen: Vec<AtomicUsize> = (0..64).map(|_| AtomicUsize::new(9)).collect();
+            settings::with_settings(want, || {
+                assert!(team.run(64, &|i| {
+                    // Long enough that the helpers take items too.
+                    std::thread::sleep(Duration::from_micros(200));
+                    seen[i].store(settings::current().fast as usize, SeqCst);
+                }));
+            });
+            assert!(
+                seen.iter().all(|s| s.load(SeqCst) == fast as usize),
+                "fast = {fast}"
+            );
+        }
+    }
+
+    #[test]
     fn every_item_runs_once_job_after_job() {
         let team = Team::new(3);
         for round in 0..2000 {
