@@ -304,8 +304,8 @@ def test_interpolate(dtype, mode):
 
 def test_interpolate_errors():
     x = tlrs.tensor(np.zeros((1, 2, 3, 4)))
-    _raises(NotImplementedError, "interpolate: mode 'bilinear' is not supported",
-            lambda: S.interpolate(x, size=4, mode="bilinear"))
+    _raises(NotImplementedError, "interpolate: mode 'bicubic' is not supported",
+            lambda: S.interpolate(x, size=4, mode="bicubic"))
     _raises(ValueError, "interpolate: expected exactly one of size and scale_factor", lambda: S.interpolate(x))
     _raises(ValueError, "interpolate: expected 2 output sizes", lambda: S.interpolate(x, size=(1, 2, 3)))
     _raises(ValueError, "interpolate: align_corners", lambda: S.interpolate(x, size=4, align_corners=True))

@@ -210,20 +210,61 @@ def _nearest_index(n_in: int, n_out: int, scale: float | None, exact: bool) -> l
     return np.minimum(src, n_in - 1).tolist()  # type: ignore[no-any-return]
 
 
+def _linear_taps(n_in: int, n_out: int, scale: float | None, align_corners: bool,
+                 dtype: str) -> tuple[list[int], list[int], np.ndarray, np.ndarray]:
+    """PyTorch's linear interpolation taps along one axis (`compute_indices_weights_linear`, in
+    its opmath precision: float32 for float32, float64 for float64): for each output cell the
+    two source cells and their weights (1 - lambda, lambda)."""
+    t: Any = np.float32 if dtype == "float32" else np.float64
+    s: Any
+    if align_corners:
+        s = t(n_in - 1) / t(n_out - 1) if n_out > 1 else t(0)
+        src = s * np.arange(n_out, dtype=t)
+    else:
+        s = t(1.0 / scale) if scale is not None and scale > 0 else t(n_in) / t(n_out)
+        src = s * (np.arange(n_out, dtype=t) + t(0.5)) - t(0.5)
+        src = np.where(src < 0, t(0), src).astype(t)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    lam = np.clip(src - i0.astype(t), t(0), t(1)).astype(t)
+    i1 = i0 + (i0 < n_in - 1)
+    return i0.tolist(), i1.tolist(), (t(1) - lam).astype(t), lam
+
+
+def _linear_axis(x: Tensor, axis: int, n_out: int, scale: float | None, align_corners: bool) -> Tensor:
+    """`x` resized along `axis` by linear interpolation: w0 * x[i0] + w1 * x[i1]."""
+    i0, i1, w0, w1 = _linear_taps(x.shape[axis], n_out, scale, align_corners, x.dtype)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+
+    def weight(w: np.ndarray) -> Tensor:
+        return _core.reshape(_core.tensor_from_numpy(np.ascontiguousarray(w)).to(x.device), shape)
+
+    return weight(w0) * _core.index_select(x, axis, i0) + weight(w1) * _core.index_select(x, axis, i1)
+
+
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
 def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resizes [N, C, L], [N, C, H, W] or [N, C, D, H, W] to `size` or by `scale_factor`
     (output size floor(in · factor)), picking for each output cell the input cell of PyTorch's
-    index rule (mode 'nearest' or 'nearest-exact'); the gradient sums over the cells that copy
-    each input cell. Other modes are refused."""
+    index rule (mode 'nearest' or 'nearest-exact'), or interpolating linearly between two
+    ('linear' for 3-D, 'bilinear' for 4-D, 'trilinear' for 5-D inputs, one axis at a time, the
+    last first, with PyTorch's source positions and weights in its precision: `h0 * (w0 * x00 +
+    w1 * x01) + h1 * (...)`, within rounding of PyTorch's values, whose vectorised kernel rounds
+    in another order); the gradient sums over the cells each input cell reaches.
+    'bicubic', 'area' and antialiasing are refused."""
     x = _tensor(input, "interpolate")
     if not isinstance(mode, str):
         raise TypeError(f"interpolate: mode must be a string, got {type(mode).__name__}")
+    if mode in _LINEAR_MODES:
+        return _interpolate_linear(x, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
     if mode not in ("nearest", "nearest-exact"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet (only 'nearest' and "
-                                  "'nearest-exact')")
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet (only 'nearest', "
+                                  "'nearest-exact', 'linear', 'bilinear' and 'trilinear')")
     if align_corners is not None:
         raise ValueError(f"interpolate: align_corners is only for the linear and cubic modes, got {align_corners!r}")
     if antialias:
@@ -239,6 +280,21 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         idx = _nearest_index(x.shape[axis], n_out, scale, mode == "nearest-exact")
         if idx != list(range(x.shape[axis])):
             x = _core.index_select(x, axis, idx)
+    return x
+
+
+def _interpolate_linear(x: Tensor, size: Any, scale_factor: Any, mode: str, align_corners: bool | None,
+                        recompute_scale_factor: bool | None, antialias: bool) -> Tensor:
+    if x.ndim != _LINEAR_MODES[mode]:
+        raise _core.ShapeError(f"interpolate: mode {mode!r} takes a {_LINEAR_MODES[mode]}-D input, got {x.shape}")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias is not supported yet")
+    sizes, scales = _spatial_sizes(x, size, scale_factor)
+    _addressable([*x.shape[:2], *sizes], "interpolate")
+    if recompute_scale_factor or align_corners:
+        scales = [None] * len(scales)
+    for axis in reversed(range(2, x.ndim)):
+        x = _linear_axis(x, axis, sizes[axis - 2], scales[axis - 2], bool(align_corners))
     return x
 
 
