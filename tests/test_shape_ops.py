@@ -454,3 +454,15 @@ def test_errors(i):
     call, exc, fragment = ERRORS[i]
     with pytest.raises(exc, match=fragment.replace("(", r"\(")):
         call()
+
+
+def test_iteration_follows_torch():
+    t = tlrs.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    rows = list(t)
+    assert [r.tolist() for r in rows] == [[1.0, 2.0], [3.0, 4.0]]
+    (g,) = tlrs.grad(ops.sum(rows[1] * 2.0), [t])
+    assert g.tolist() == [[0.0, 0.0], [2.0, 2.0]]
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(tlrs.tensor(1.0))
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(torch.tensor(1.0))  # the rule it mirrors

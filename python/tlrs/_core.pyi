@@ -7,7 +7,7 @@ arguments typed ``dict[...]`` must be real dicts.
 """
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, final, overload
 
 import numpy as np
@@ -234,6 +234,8 @@ class Tensor:
         """Axes `source` moved to `destination`."""
     def __getitem__(self, key: Any) -> Tensor:
         """Torch's indexing: ints, slices (step > 0), None, ..., int lists/arrays, bool masks."""
+    def __iter__(self) -> Iterator[Tensor]:
+        """The slices along the first axis (a 0-d tensor raises TypeError, as in torch)."""
 
 # ---- elementwise op table (elementwise.rs) ----
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -221,6 +221,15 @@ def _getitem(self: Tensor, key: Any) -> Tensor:
     return _core.reshape(y, y.shape) if y is self else y  # a tensor of its own, as torch's view
 
 
+def _iter(self: Tensor) -> Iterator[Tensor]:
+    """The slices along the first axis, as torch iterates; a 0-d tensor has none to give (a
+    TypeError, as in torch, rather than the empty iteration `__getitem__` alone would make)."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    for i in range(self.shape[0]):
+        yield _getitem(self, i)
+
+
 def _method(name: str) -> Callable[..., Any]:
     """`x.name(*args)` as `ops.name(x, *args)`."""
     fn = getattr(ops, name)
@@ -234,7 +243,7 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 _METHODS: dict[str, Callable[..., Any]] = {
-    "size": _size, "dim": _ndim, "view": _view, "flip": _flip, "__getitem__": _getitem,
+    "size": _size, "dim": _ndim, "view": _view, "flip": _flip, "__getitem__": _getitem, "__iter__": _iter,
     **{n: _method(n) for n in ("unsqueeze", "squeeze", "expand", "repeat", "roll", "chunk", "split",
                                "unbind", "narrow", "tril", "triu", "movedim")},
 }
