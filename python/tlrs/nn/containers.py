@@ -19,6 +19,13 @@ def _index(i: int, n: int, what: str) -> int:
     return i % n
 
 
+
+def _renumber(container: Module, items: list[Module | None]) -> None:
+    """`items` as the container's children "0", "1", ... (torch renumbers after a deletion)."""
+    container._modules.clear()
+    for i, module in enumerate(items):
+        container._modules[str(i)] = module
+
 class Sequential(Module):
     """Calls its modules in order, each on the previous one's output.
 
@@ -49,12 +56,9 @@ class Sequential(Module):
         setattr(self, key, module)
 
     def __delitem__(self, idx: int) -> None:
-        del self._modules[list(self._modules)[_index(idx, len(self), "Sequential")]]
-        # torch renumbers the children so the names stay "0", "1", ...
         items = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
+        del items[_index(idx, len(items), "Sequential")]
+        _renumber(self, items)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -96,9 +100,7 @@ class ModuleList(Module):
     def __delitem__(self, idx: int) -> None:
         items = list(self._modules.values())
         del items[_index(idx, len(items), "ModuleList")]
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
+        _renumber(self, items)
 
     def __len__(self) -> int:
         return len(self._modules)

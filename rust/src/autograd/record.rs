@@ -36,6 +36,19 @@ pub trait Record {
     fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor>;
 }
 
+/// `name` and `names` of a record whose op has one name: `named!("softmax");` in its impl.
+macro_rules! named {
+    ($name:literal) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn names() -> Vec<&'static str> {
+            vec![$name]
+        }
+    };
+}
+pub(crate) use named;
+
 /// Whether `t` wants a gradient (rules skip the work for inputs that do not).
 pub(crate) fn need(t: &Tensor) -> bool {
     t.requires_grad()

@@ -12,12 +12,7 @@ pub struct Cast {
 }
 
 impl Record for Cast {
-    fn name(&self) -> &'static str {
-        "cast"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["cast"]
-    }
+    crate::autograd::record::named!("cast");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -39,12 +34,7 @@ pub struct ToDevice {
 }
 
 impl Record for ToDevice {
-    fn name(&self) -> &'static str {
-        "to_device"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["to_device"]
-    }
+    crate::autograd::record::named!("to_device");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }

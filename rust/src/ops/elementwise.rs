@@ -253,12 +253,7 @@ pub struct Pow {
 }
 
 impl Record for Pow {
-    fn name(&self) -> &'static str {
-        "pow"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["pow"]
-    }
+    crate::autograd::record::named!("pow");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -282,12 +277,7 @@ pub struct Clamp {
 }
 
 impl Record for Clamp {
-    fn name(&self) -> &'static str {
-        "clamp"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["clamp"]
-    }
+    crate::autograd::record::named!("clamp");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }

@@ -183,12 +183,7 @@ pub struct Chain {
 }
 
 impl Record for Chain {
-    fn name(&self) -> &'static str {
-        "fused_chain"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["fused_chain"]
-    }
+    crate::autograd::record::named!("fused_chain");
     fn inputs(&self) -> Vec<&Tensor> {
         self.inputs.iter().collect()
     }

@@ -287,12 +287,7 @@ pub struct Gather {
 }
 
 impl Record for Gather {
-    fn name(&self) -> &'static str {
-        "gather"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["gather"]
-    }
+    crate::autograd::record::named!("gather");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -329,12 +324,7 @@ pub struct ScatterAdd {
 }
 
 impl Record for ScatterAdd {
-    fn name(&self) -> &'static str {
-        "scatter_add"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["scatter_add"]
-    }
+    crate::autograd::record::named!("scatter_add");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x, &self.src]
     }
@@ -368,12 +358,7 @@ pub struct MaskedFill {
 }
 
 impl Record for MaskedFill {
-    fn name(&self) -> &'static str {
-        "masked_fill"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["masked_fill"]
-    }
+    crate::autograd::record::named!("masked_fill");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }

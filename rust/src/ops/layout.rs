@@ -326,12 +326,7 @@ pub struct Reshape {
 }
 
 impl Record for Reshape {
-    fn name(&self) -> &'static str {
-        "reshape"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["reshape"]
-    }
+    crate::autograd::record::named!("reshape");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -351,12 +346,7 @@ pub struct Permute {
 }
 
 impl Record for Permute {
-    fn name(&self) -> &'static str {
-        "permute"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["permute"]
-    }
+    crate::autograd::record::named!("permute");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -383,12 +373,7 @@ pub struct Concat {
 }
 
 impl Record for Concat {
-    fn name(&self) -> &'static str {
-        "concat"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["concat"]
-    }
+    crate::autograd::record::named!("concat");
     fn inputs(&self) -> Vec<&Tensor> {
         self.xs.iter().collect()
     }
@@ -426,12 +411,7 @@ pub struct Slice {
 }
 
 impl Record for Slice {
-    fn name(&self) -> &'static str {
-        "slice"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["slice"]
-    }
+    crate::autograd::record::named!("slice");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -466,12 +446,7 @@ pub struct IndexSelect {
 }
 
 impl Record for IndexSelect {
-    fn name(&self) -> &'static str {
-        "index_select"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["index_select"]
-    }
+    crate::autograd::record::named!("index_select");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }

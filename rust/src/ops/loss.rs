@@ -115,12 +115,7 @@ pub struct NllLoss {
 }
 
 impl Record for NllLoss {
-    fn name(&self) -> &'static str {
-        "cross_entropy"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["cross_entropy"]
-    }
+    crate::autograd::record::named!("cross_entropy");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.logp]
     }

@@ -233,12 +233,7 @@ pub struct Matmul {
 }
 
 impl Record for Matmul {
-    fn name(&self) -> &'static str {
-        "matmul"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["matmul"]
-    }
+    crate::autograd::record::named!("matmul");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.a, &self.b]
     }

@@ -107,12 +107,7 @@ pub struct BatchNormPerImage {
 }
 
 impl Record for BatchNormPerImage {
-    fn name(&self) -> &'static str {
-        "batch_norm_per_image"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["batch_norm_per_image"]
-    }
+    crate::autograd::record::named!("batch_norm_per_image");
     fn inputs(&self) -> Vec<&Tensor> {
         std::iter::once(&self.x)
             .chain(self.w.iter())

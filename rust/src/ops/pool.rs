@@ -267,12 +267,7 @@ pub struct MaxPool2d {
 }
 
 impl Record for MaxPool2d {
-    fn name(&self) -> &'static str {
-        "max_pool2d"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["max_pool2d"]
-    }
+    crate::autograd::record::named!("max_pool2d");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -304,12 +299,7 @@ pub struct AvgPool2d {
 }
 
 impl Record for AvgPool2d {
-    fn name(&self) -> &'static str {
-        "avg_pool2d"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["avg_pool2d"]
-    }
+    crate::autograd::record::named!("avg_pool2d");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }

@@ -213,12 +213,7 @@ pub struct Sum {
 }
 
 impl Record for Sum {
-    fn name(&self) -> &'static str {
-        "sum"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["sum"]
-    }
+    crate::autograd::record::named!("sum");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -246,12 +241,7 @@ pub struct Mean {
 }
 
 impl Record for Mean {
-    fn name(&self) -> &'static str {
-        "mean"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["mean"]
-    }
+    crate::autograd::record::named!("mean");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -285,12 +275,7 @@ pub struct Max {
 }
 
 impl Record for Max {
-    fn name(&self) -> &'static str {
-        "max"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["max"]
-    }
+    crate::autograd::record::named!("max");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -316,12 +301,7 @@ pub struct SumTo {
 }
 
 impl Record for SumTo {
-    fn name(&self) -> &'static str {
-        "sum_to_shape"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["sum_to_shape"]
-    }
+    crate::autograd::record::named!("sum_to_shape");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -340,12 +320,7 @@ pub struct BroadcastTo {
 }
 
 impl Record for BroadcastTo {
-    fn name(&self) -> &'static str {
-        "broadcast_to"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["broadcast_to"]
-    }
+    crate::autograd::record::named!("broadcast_to");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
@@ -367,12 +342,7 @@ pub struct CumSum {
 }
 
 impl Record for CumSum {
-    fn name(&self) -> &'static str {
-        "cumsum"
-    }
-    fn names() -> Vec<&'static str> {
-        vec!["cumsum"]
-    }
+    crate::autograd::record::named!("cumsum");
     fn inputs(&self) -> Vec<&Tensor> {
         vec![&self.x]
     }
