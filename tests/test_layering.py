@@ -1,7 +1,9 @@
 """The Rust crate's layers point one way (docs/ARCHITECTURE.md): nothing under backend/ names the
 op layer, autograd, the compiled graph, tensors, storage or the bindings; the modules of backend/
 import one another without cycles; the op layer never picks a device itself. Read from the sources, so a new `use` that breaks
-the rule fails here with the file and the line."""
+the rule fails here with the file and the line. The Python package's rules (the library never
+imports the CLI side; commands/ has no import cycle) are read the same way, from the end of this
+file on."""
 
 from __future__ import annotations
 
@@ -178,3 +180,147 @@ def test_only_storage_reaches_the_cuda_backend():
             if "backend::cuda" in code:
                 bad.append(f"{rel}:{n}: {code.strip()}")
     assert not bad, "the CUDA backend named outside storage.rs:\n" + "\n".join(bad)
+
+
+# --- Python: the library never imports the CLI; the trainer's modules import without cycles ----
+#
+# The CLI side of python/tlrs: the typer app (cli.py), the flag helpers (cli_args.py), the model
+# commands and their trainer (commands/), `python -m tlrs` (__main__.py) and the run entrypoint
+# (entry.py: `tlrs.run`, `with_runtime`, ... read a program's argument list). Everything else is
+# the library, and imports none of them: a library type reads its values with `_flag_tokens.py`
+# (the token-level primitives the CLI helpers are built on), never through the CLI.
+PY_SRC = Path(__file__).resolve().parents[1] / "python" / "tlrs"
+CLI_SIDE = ("tlrs.cli", "tlrs.cli_args", "tlrs.commands", "tlrs.entry", "tlrs.__main__")
+# Library -> CLI edges allowed, each with its reason (each must still exist: a fixed one is
+# removed from here, so the list only shrinks).
+CLI_IMPORTS_ALLOWED = {
+    ("tlrs", "tlrs.entry"): "the package re-exports the run entrypoints (`tlrs.run`, `tlrs.with_module`, ...)",
+    ("tlrs.data", "tlrs.cli_args"): "format_bytes for data-file messages: to move below the CLI next",
+}
+
+
+def _py_module(path: Path) -> str:
+    parts = ("tlrs", *path.relative_to(PY_SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+PY_MODULES = {_py_module(p): p for p in PY_SRC.rglob("*.py")}
+
+
+def _is_package(mod: str) -> bool:
+    return PY_MODULES.get(mod, Path()).name == "__init__.py"
+
+
+def _py_imports(mod: str, source: str):
+    """(target module, line) for every import in `source`, as module `mod` would resolve it:
+    top-level, inside functions and under `if TYPE_CHECKING:` alike (each is a dependency)."""
+    import ast
+
+    package = mod if _is_package(mod) else mod.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            names = [(base, a.name) for a in node.names]
+        else:
+            continue
+        for base, name in names:
+            target = f"{base}.{name}" if name and f"{base}.{name}" in PY_MODULES else base
+            while target and target not in PY_MODULES and "." in target:
+                target = target.rpartition(".")[0]
+            if target in PY_MODULES:
+                yield target, node.lineno
+
+
+def _py_edges():
+    for mod, path in sorted(PY_MODULES.items()):
+        for target, line in _py_imports(mod, path.read_text(encoding="utf-8")):
+            yield mod, target, path, line
+
+
+def _cli_side(mod: str) -> bool:
+    return any(mod == c or mod.startswith(c + ".") for c in CLI_SIDE)
+
+
+def _library_imports_of_the_cli(edges):
+    return [(mod, target, path, line) for mod, target, path, line in edges
+            if not _cli_side(mod) and _cli_side(target) and (mod, target) not in CLI_IMPORTS_ALLOWED]
+
+
+def test_the_library_never_imports_the_cli():
+    edges = list(_py_edges())
+    bad = [f"{path.relative_to(PY_SRC.parent)}:{line}: {mod} imports {target}"
+           for mod, target, path, line in _library_imports_of_the_cli(edges)]
+    assert not bad, ("a library module imports the CLI side (cli, cli_args, commands, entry): move "
+                     "what it needs below the CLI:\n" + "\n".join(bad))
+    pairs = {(mod, target) for mod, target, *_ in edges}
+    for edge, reason in CLI_IMPORTS_ALLOWED.items():
+        assert edge in pairs, f"allowed edge {edge} ({reason}) is gone: remove it from CLI_IMPORTS_ALLOWED"
+    # The reader works: it sees the edges it must.
+    assert ("tlrs.commands.trainer", "tlrs.cli") in pairs
+    assert ("tlrs.dtype", "tlrs._flag_tokens") in pairs and ("tlrs.config", "tlrs.dtype") in pairs
+
+
+def test_the_python_reader_catches_a_forbidden_import():
+    for code in ("from .cli_args import take_flag_value_once", "from . import cli_args",
+                 "import tlrs.cli", "def f():\n    from .commands.trainer import train",
+                 "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .entry import run"):
+        edges = [("tlrs.dtype", t, PY_MODULES["tlrs.dtype"], n) for t, n in _py_imports("tlrs.dtype", code)]
+        assert _library_imports_of_the_cli(edges), code
+    assert [t for t, _ in _py_imports("tlrs.commands.resume", "from .train_common import RunFlags")] == [
+        "tlrs.commands.train_common"]
+    assert [t for t, _ in _py_imports("tlrs.commands", "from . import trainer")] == ["tlrs.commands.trainer"]
+
+
+def _py_cycles(graph: dict[str, set[str]]) -> list[str]:
+    cycles = []
+
+    def visit(node, stack, seen):
+        if node in stack:
+            cycles.append(" -> ".join(stack[stack.index(node):] + [node]))
+            return
+        if node in seen:
+            return
+        seen.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt, stack + [node], seen)
+
+    seen: set = set()
+    for node in sorted(graph):
+        visit(node, [], seen)
+    return cycles
+
+
+def _commands_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for mod, target, *_ in _py_edges():
+        if mod.startswith("tlrs.commands.") and target.startswith("tlrs.commands.") and mod != target:
+            graph.setdefault(mod, set()).add(target)
+    return graph
+
+
+def test_the_commands_import_each_other_without_cycles():
+    """trainer.py runs data_parallel.py's loop and resume.py's checkpoints; what the three share
+    is in train_common.py and flags.py, which import none of them (lazy and type-only imports
+    count too)."""
+    graph = _commands_graph()
+    cycles = _py_cycles(graph)
+    assert not cycles, "import cycles under commands/:\n" + "\n".join(cycles)
+    assert "tlrs.commands.data_parallel" in graph["tlrs.commands.trainer"]
+    assert "tlrs.commands.train_common" in graph["tlrs.commands.data_parallel"]
+
+
+def test_data_parallel_never_reaches_the_trainer():
+    graph = _commands_graph()
+    reached, todo = set(), ["tlrs.commands.data_parallel"]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in reached:
+                reached.add(nxt)
+                todo.append(nxt)
+    assert "tlrs.commands.trainer" not in reached
+    assert _py_cycles({"a": {"b"}, "b": {"a"}}) == ["a -> b -> a"]

@@ -8,7 +8,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .cli_args import parse_nat, take_parsed_flag_default
+from ._flag_tokens import parse_nat, take_parsed_flag_default
 from .dtype import FLOAT, FLOAT32, LOG_PREFIX, DType
 from .errors import ArgError
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import _core
-from .cli_args import take_flag_value_once
+from ._flag_tokens import take_flag_value_once
 from .errors import ArgError
 
 LOG_PREFIX = "[tlrs]"

@@ -1,36 +1,37 @@
-"""The module API (the reference's `ScalarModule`; definitions are in module_def.py): instantiation,
-forward/backward/steps, training loops with the reference's printed lines, and checkpoints."""
+"""The module API (the reference's `ScalarModule`): instantiation, and forward, backward and
+updates dispatched to the eager or the compiled backend. Definitions are in module_def.py, the
+training loops in module_training.py, checkpoints in module_checkpoint.py."""
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _core, interrupts, optim
-from ._core import Plan, Tensor
+from . import _core, optim
+from ._core import Graph, Plan, Tensor
 from .autograd import grad, no_grad
 from .cast import cast_params
-from .compiled import CompiledLoss, slots_from_native, slots_to_native
+from .compiled import CompiledLoss
 from .config import Backend, Options
-from .errors import CheckpointError, DTypeError, NonFiniteLossError, ShapeError
+from .errors import DTypeError, ShapeError
 from .kernels import kernel_settings
-from .module_checkpoint import (
-    TrainProgress,
-    load_checkpoint,
-    load_torchlean_params,
-    save_checkpoint,
-    save_torchlean,
-)
+from .module_checkpoint import TrainProgress, load_for_module, save_module
 from .module_def import (
     ModuleDef,
     _check_plan,
     _check_shapes,
     _show,
     format_float,
+)
+from .module_training import (
+    Record,
+    Update,
+    check_finite_losses,
+    check_optimizer,
+    train_eager,
+    train_native,
 )
 from .tensor import tensor
 
@@ -40,17 +41,11 @@ __all__ = [
 ]
 
 Inputs = Sequence[Any]
-Record = Callable[[optim.OptimState, list[float]], None]
 
 
 def _check_defn(defn: Any, where: str) -> None:
     if not isinstance(defn, ModuleDef):
         raise TypeError(f"{where}: expected a tlrs ModuleDef, got {type(defn).__name__}")
-
-
-def _check_optimizer(opt: Any, where: str) -> None:
-    if not isinstance(opt, optim.Optimizer):
-        raise TypeError(f"{where}: expected a tlrs.optim optimizer, got {type(opt).__name__}")
 
 
 def _check_options(opts: Options) -> None:
@@ -64,23 +59,6 @@ def _check_options(opts: Options) -> None:
                              f"with {opts.device}, or --backend compiled with --cpu")
         # Raises CudaUnavailableError (naming the missing library or device) when unusable.
         _core.full([], 0.0, "float64", device=opts.device)
-
-
-def check_finite_losses(losses: Sequence[float], name: str, start: int = 0) -> None:
-    """Raise NonFiniteLossError at the first NaN or infinite loss from index `start` on,
-    naming its step and the last finite loss before it."""
-    for i in range(start, len(losses)):
-        if not math.isfinite(losses[i]):
-            raise NonFiniteLossError(i, losses[i], losses[:i], name)
-
-
-def _check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) -> None:
-    """The training loops' argument checks, with the reference's empty-dataset message."""
-    if not samples:
-        raise ValueError(f"{name}: empty dataset")
-    for what, n in (("steps", steps), ("log_every", log_every)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"{name}: {what} must be a natural number, got {n!r}")
 
 
 class Module:
@@ -185,17 +163,22 @@ class Module:
         Raises: ValueError/ShapeError: wrong input count or shape; DTypeError: wrong input dtype.
         """
         if self._compiled is not None:
-            xs_t = self._inputs(xs)
-            graph = self._compiled.graph_for([x.shape for x in xs_t])
+            graph, xs_t = self._graph(xs)
             return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
         with self._settings(), no_grad():
             return self._loss(self._shared_params(), xs)
 
+    def _graph(self, xs: Inputs) -> tuple[Graph, list[Tensor]]:
+        """The compiled backend's graph for the shapes of inputs `xs`, and `xs` as checked
+        tensors (what `forward` and `_value_and_grads` replay there)."""
+        assert self._compiled is not None
+        xs_t = self._inputs(xs)
+        return self._compiled.graph_for([x.shape for x in xs_t]), xs_t
+
     def _value_and_grads(self, xs: Inputs) -> tuple[Tensor, list[Tensor]]:
         """(loss, one gradient per parameter); frozen parameters get zeros."""
         if self._compiled is not None:
-            xs_t = self._inputs(xs)
-            graph = self._compiled.graph_for([x.shape for x in xs_t])
+            graph, xs_t = self._graph(xs)
             return graph.loss_and_grads(self._params, list(self.requires_grad), xs_t,
                                         self.opts.fast_kernels)
         leaves = []
@@ -247,7 +230,7 @@ class Module:
 
     def init_optim(self, opt: optim.Optimizer) -> optim.OptimState:
         """`opt.init` on the current parameters."""
-        _check_optimizer(opt, "init_optim")
+        check_optimizer(opt, "init_optim")
         return opt.init(self._params)
 
     def step_with(
@@ -262,7 +245,7 @@ class Module:
     def _optim_step(
         self, opt: optim.Optimizer, state: optim.OptimState, grads: list[Tensor]
     ) -> optim.OptimState:
-        _check_optimizer(opt, "step")
+        check_optimizer(opt, "step")
         if not isinstance(state, optim.OptimState):
             raise TypeError(f"step: expected an OptimState, got {type(state).__name__}")
         with self._settings():
@@ -277,11 +260,8 @@ class Module:
 
         Raises: ValueError: `trainCycleSGD: empty dataset`, negative counts, or input errors.
         """
-        if self._compiled is not None:
-            self._train_native(samples, steps, log_every, "trainCycleSGD", optim.sgd(lr), None)
-            return
-        self._train(samples, steps, log_every, "trainCycleSGD",
-                    lambda _, grads: self._sgd_step(lr, grads), None)
+        self._run_loop(samples, steps, log_every, "trainCycleSGD", lambda: optim.sgd(lr), None,
+                       lambda _, grads: self._sgd_step(lr, grads))
 
     def train_with(self, opt: optim.Optimizer, state: optim.OptimState, steps: int,
                    samples: Sequence[Inputs], log_every: int = 1,
@@ -292,60 +272,10 @@ class Module:
         Raises: ValueError: `trainCycleOptim: empty dataset`, negative counts, or input errors;
         NonFiniteLossError (with `check_finite`): a NaN or infinite loss, after its step.
         """
-        if self._compiled is not None:
-            out = self._train_native(samples, steps, log_every, "trainCycleOptim", opt, state,
-                                     check_finite)[0]
-        else:
-            out = self._train(samples, steps, log_every, "trainCycleOptim",
-                              lambda st, grads: self._optim_step(opt, st, grads), state,
-                              check_finite)[0]
+        out = self._run_loop(samples, steps, log_every, "trainCycleOptim", lambda: opt, state,
+                             lambda st, grads: self._optim_step(opt, st, grads), check_finite)[0]
         assert isinstance(out, optim.OptimState)
         return out
-
-    def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
-                      opt: optim.Optimizer, state: Any, check_finite: bool = False,
-                      record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
-        """The compiled backend's loop: every step (forward, backward, update) runs in Rust.
-        Returns the new state and each step's pre-update loss. An interrupt ends the native
-        loop between two steps; the steps done are kept and the `Interrupted` carries them."""
-        samples = [self._inputs(xs) for xs in samples]
-        _check_loop(name, samples, steps, log_every)
-        shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
-        if len(shapes) != 1:
-            raise ValueError(f"{name}: the compiled backend needs samples of one shape, got {sorted(shapes)}")
-        assert self._compiled is not None
-        graph = self._compiled.graph_for(next(iter(shapes)))
-        _check_optimizer(opt, name)
-        if not opt.native:
-            raise ValueError(f"{name}: {opt!r} needs Python in its update (an orthogonalizer or "
-                             "projector, or parameter groups), which the compiled backend's native loop "
-                             "cannot run: train it with the eager backend")
-        if state is not None and not isinstance(state, optim.OptimState):
-            raise TypeError(f"{name}: expected an OptimState, got {type(state).__name__}")
-        names = type(opt).slot_names
-        st = opt.init(self._params) if state is None else state
-        if st.kind != opt.kind:
-            raise ValueError(f"{opt.kind}: expected a {opt.kind} state, got a {st.kind} state")
-        with interrupts.handled():
-            losses, params, slots, step, interrupt = graph.train(
-                self._params, list(self.requires_grad), samples, steps, opt.kind,
-                dict(opt.hyper), slots_to_native(st, len(self._params), names), st.step,
-                self.opts.fast_kernels)
-            with interrupts.deferred():
-                self._params = list(params)
-                st = optim.OptimState(opt.kind, step, slots_from_native(slots, names))
-                if record is not None:
-                    record(st, list(losses))
-            for i, loss in enumerate(losses):
-                if log_every != 0 and i % log_every == 0:
-                    print(f"step {i}: loss={format_float(loss)}")
-            if isinstance(interrupt, KeyboardInterrupt):
-                raise interrupts.Interrupted.during(interrupt, st, losses) from None
-            if interrupt is not None:
-                raise interrupt  # what a program's own signal handler raised
-        if check_finite:
-            check_finite_losses(losses, name)
-        return st, list(losses)
 
     def train_steps(self, opt: optim.Optimizer, state: optim.OptimState,
                     batches: Sequence[Inputs], check_finite: bool = False,
@@ -363,39 +293,33 @@ class Module:
         Raises: ValueError: an empty `batches`, a state of another optimizer, or input errors;
         NonFiniteLossError (with `check_finite`): a NaN or infinite loss, after its step.
         """
+        return self._run_loop(batches, len(batches), 0, "train_steps", lambda: opt, state,
+                              lambda st, grads: self._optim_step(opt, st, grads), check_finite,
+                              record)
+
+    def _run_loop(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
+                  native_opt: Callable[[], optim.Optimizer], state: Any, update: Update,
+                  check_finite: bool = False, record: Record | None = None
+                  ) -> tuple[Any, list[float]]:
+        """The training loops' one eager/compiled switch: the compiled backend runs
+        `native_opt()` in its native loop (`_train_native`), the eager backend calls
+        `update(state, grads)` after each step's gradients (`_train`)."""
         if self._compiled is not None:
-            return self._train_native(batches, len(batches), 0, "train_steps", opt, state,
+            return self._train_native(samples, steps, log_every, name, native_opt(), state,
                                       check_finite, record)
-        return self._train(batches, len(batches), 0, "train_steps",
-                           lambda st, grads: self._optim_step(opt, st, grads), state,
-                           check_finite, record)
+        return self._train(samples, steps, log_every, name, update, state, check_finite, record)
+
+    def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
+                      opt: optim.Optimizer, state: Any, check_finite: bool = False,
+                      record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
+        """`module_training.train_native` on this module."""
+        return train_native(self, samples, steps, log_every, name, opt, state, check_finite, record)
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
-               update: Callable[[Any, list[Tensor]], Any], state: Any,
-               check_finite: bool = False, record: Record | None = None
-               ) -> tuple[Any, list[float]]:
-        """The eager loop; returns (state, pre-update losses). A signal interrupts a step's
-        forward and backward pass at once, never its update (see `tlrs.interrupts`)."""
-        samples = list(samples)
-        _check_loop(name, samples, steps, log_every)
-        losses: list[float] = []
-        with interrupts.handled():
-            try:
-                for step in range(steps):
-                    loss, grads = self._value_and_grads(samples[step % len(samples)])
-                    value = loss.item()
-                    if log_every != 0 and step % log_every == 0:
-                        print(f"step {step}: loss={format_float(value)}")
-                    with interrupts.deferred():
-                        state = update(state, grads)
-                        losses.append(value)
-                        if record is not None:
-                            record(state, [value])
-                    if check_finite:
-                        check_finite_losses(losses, name, len(losses) - 1)
-            except KeyboardInterrupt as err:
-                raise interrupts.Interrupted.during(err, state, losses) from None
-        return state, losses
+               update: Update, state: Any, check_finite: bool = False,
+               record: Record | None = None) -> tuple[Any, list[float]]:
+        """`module_training.train_eager` on this module."""
+        return train_eager(self, samples, steps, log_every, name, update, state, check_finite, record)
 
     def mean_loss(self, samples: Sequence[Inputs]) -> Tensor:
         """The mean loss over `samples` (a left fold from 0, then divided by the count), a scalar.
@@ -446,12 +370,7 @@ class Module:
         ValueError: optimizer state not aligned with the parameters, an unknown format, or
         optimizer state/progress with `format="torchlean"`.
         """
-        if format == "torchlean":
-            save_torchlean(self, path, optim_state, progress)
-        elif format == "safetensors":
-            save_checkpoint(self, path, optim_state, progress)
-        else:
-            raise ValueError(f"save: format must be 'safetensors' or 'torchlean', got {format!r}")
+        save_module(self, path, optim_state, progress, format)
 
     @classmethod
     def load(cls, path: str, defn: ModuleDef, opts: Options | None = None, *,
@@ -481,23 +400,8 @@ class Module:
                       dtype: str | None = None
                       ) -> tuple[Module, optim.OptimState | None, TrainProgress | None]:
         """As `load_checkpoint`, with the run's progress (None when `save` got none)."""
-        from .interop.torchlean_params import is_torchlean_file
-
-        if is_torchlean_file(path):  # parameters only: names, flags from the definition
-            params = load_torchlean_params(path, defn.param_shapes, dtype or "float64")
-            defn = dataclasses.replace(defn, init_params=None, init_plan=None)
-            return cls(defn, params, Options() if opts is None else opts), None, None
-        got = load_checkpoint(path)
-        if dtype is not None and got.params and got.params[0].dtype != dtype:
-            raise CheckpointError(f"{path}: the checkpoint holds {got.params[0].dtype} "
-                                  f"parameters, not {dtype}")
-        if got.param_shapes != tuple(defn.param_shapes):
-            raise ValueError(f"checkpoint parameter shapes {_show(got.param_shapes)} do not "
-                             f"match the definition's {_show(defn.param_shapes)}")
-        defn = dataclasses.replace(defn, init_params=None, init_plan=None,
-                                   requires_grad=got.requires_grad, param_names=got.param_names)
-        module = cls(defn, got.params, got.opts if opts is None else opts)
-        return module, got.state, got.progress
+        defn, params, saved, state, progress = load_for_module(path, defn, dtype)
+        return cls(defn, params, saved if opts is None else opts), state, progress
 
 
 def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -> Module:

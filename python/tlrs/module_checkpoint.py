@@ -22,9 +22,10 @@ from .tensor import tensor
 
 if TYPE_CHECKING:
     from .module import Module
+    from .module_def import ModuleDef
 
-__all__ = ["OPTIM_PREFIX", "Loaded", "TrainProgress", "load_checkpoint", "load_torchlean_params",
-           "save_checkpoint", "save_torchlean"]
+__all__ = ["OPTIM_PREFIX", "Loaded", "TrainProgress", "load_checkpoint", "load_for_module",
+           "load_torchlean_params", "save_checkpoint", "save_module", "save_torchlean"]
 
 OPTIM_PREFIX = "__optim__/"
 _TRAIN_PREFIX = "__train__/"
@@ -219,3 +220,50 @@ def load_torchlean_params(path: str, param_shapes: Sequence[Sequence[int]],
             raise ShapeError(f"{path}: parameter {i}: the TorchLean file has shape {list(p.shape)}, "
                              f"the model expects {list(want)}")
     return params
+
+
+# --- what `Module.save` and `Module.load_training` do with either format -------------------------
+
+def save_module(module: Module, path: str, optim_state: optim.OptimState | None,
+                progress: TrainProgress | None, format: str) -> None:
+    """`Module.save`: a safetensors checkpoint (`save_checkpoint`) or, with
+    `format="torchlean"`, a TorchLean parameter file (`save_torchlean`).
+
+    Raises: ValueError: an unknown format, or as the writer chosen.
+    """
+    if format == "torchlean":
+        save_torchlean(module, path, optim_state, progress)
+    elif format == "safetensors":
+        save_checkpoint(module, path, optim_state, progress)
+    else:
+        raise ValueError(f"save: format must be 'safetensors' or 'torchlean', got {format!r}")
+
+
+def load_for_module(path: str, defn: ModuleDef, dtype: str | None
+                    ) -> tuple[ModuleDef, list[Tensor], Options, optim.OptimState | None,
+                               TrainProgress | None]:
+    """`Module.load_training`'s reading: (the definition to build the module from, its parameters,
+    the saved options, the optimizer state, the progress). The definition is `defn` without
+    initial values, with a checkpoint's names and flags (a TorchLean file keeps `defn`'s); a
+    TorchLean file holds no options (default `Options`), state or progress.
+
+    Raises: CheckpointError: as `load_checkpoint`/`load_torchlean_params`, or a `dtype` other than
+    a checkpoint's; ValueError: parameter shapes other than `defn`'s (ShapeError for a TorchLean
+    file, naming the parameter).
+    """
+    from .interop.torchlean_params import is_torchlean_file
+    from .module_def import _show
+
+    if is_torchlean_file(path):  # parameters only: names, flags from the definition
+        params = load_torchlean_params(path, defn.param_shapes, dtype or "float64")
+        return dataclasses.replace(defn, init_params=None, init_plan=None), params, Options(), None, None
+    got = load_checkpoint(path)
+    if dtype is not None and got.params and got.params[0].dtype != dtype:
+        raise CheckpointError(f"{path}: the checkpoint holds {got.params[0].dtype} "
+                              f"parameters, not {dtype}")
+    if got.param_shapes != tuple(defn.param_shapes):
+        raise ValueError(f"checkpoint parameter shapes {_show(got.param_shapes)} do not "
+                         f"match the definition's {_show(defn.param_shapes)}")
+    defn = dataclasses.replace(defn, init_params=None, init_plan=None,
+                               requires_grad=got.requires_grad, param_names=got.param_names)
+    return defn, got.params, got.opts, got.state, got.progress

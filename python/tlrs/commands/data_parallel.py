@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..cli_args import NAT, drop_dash_dash, take_bool_flag_once, take_value_flag_once
 from ..errors import ArgError
+from .train_common import TrainResult, make_optimizer, progress
 
 if TYPE_CHECKING:
     from ..config import Options
-    from ..data import Dataset
+    from ..data import BatchLoader, Dataset
     from ..module import ModuleDef
-    from .trainer import TrainFlags, TrainResult
+    from .train_common import TrainFlags
 
 FLAGS_HELP = """  --distributed           data-parallel over the MPI world (launch with mpiexec -n W)
   --grad-shards N         shards per global batch (default W; same N, same bits at any W)"""
@@ -52,13 +53,6 @@ def session(exe: str, args: Sequence[str]) -> Iterator[None]:
     dist.shutdown()
 
 
-def is_writer() -> bool:
-    """Whether this process writes the run's files: rank 0, or any run without a world."""
-    from .. import distributed as dist
-
-    return not dist.is_initialized() or dist.rank() == 0
-
-
 def take_flags(args: list[str], exe: str) -> tuple[bool, int | None, list[str]]:
     """(`--distributed` given, `--grad-shards N` or None, the rest).
 
@@ -78,10 +72,10 @@ def take_flags(args: list[str], exe: str) -> tuple[bool, int | None, list[str]]:
 
 
 def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
-          seed: int) -> TrainResult:
-    """The data-parallel form of `trainer.train`: the same lines, loader order and summary;
-    each step is one `DistributedTrainer.step` on the global batch (its loss is the shard
-    fold's mean, before the update).
+          seed: int, loader: BatchLoader, steps: int) -> TrainResult:
+    """The data-parallel form of `trainer.train`, on the loader and step count it scheduled:
+    the same lines, loader order and summary; each step is one `DistributedTrainer.step` on the
+    global batch (its loss is the shard fold's mean, before the update).
 
     Raises: ArgError: shards that do not divide among the ranks or split the batch.
     """
@@ -89,9 +83,7 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     from ..interrupts import Interrupted, deferred
     from ..module import format_float
     from . import resume
-    from .trainer import TrainResult, make_optimizer, progress, schedule
 
-    loader, steps = schedule(exe, len(train_set), flags, seed)
     world = dist.world_size() if dist.is_initialized() else 1
     shards = flags.grad_shards or world
     if shards % world:

@@ -24,12 +24,14 @@ from ..errors import ArgError, CheckpointError, NonFiniteLossError
 from ..interrupts import Interrupted, deferred, signal_name
 from ..module import Module, ModuleDef, TrainProgress, check_finite_losses
 from ..random import seed_stream_state, set_seed_stream_state
+from .flags import MAX_STEPS, take_nat, take_path
+from .train_common import RunFlags, is_writer
 
 if TYPE_CHECKING:
     from .. import optim
     from ..config import Options
     from ..data import BatchLoader, Dataset
-    from .trainer import TrainFlags
+    from .train_common import TrainFlags
 
 __all__ = ["FLAGS_HELP", "Run", "RunFlags", "resume", "run_key", "start", "take_flags"]
 
@@ -44,22 +46,11 @@ _FLAG_OF = {"model": "the model", "dtype": "--dtype", "batch": "--batch", "optim
             "lr": "--lr", "seed": "--seed", "grad_shards": "--grad-shards", "data": "the data"}
 
 
-@dataclass(frozen=True)
-class RunFlags:
-    """`--save-every N`, `--resume PATH`, `--allow-nonfinite`."""
-
-    save_every: int | None = None
-    resume: str | None = None
-    allow_nonfinite: bool = False
-
-
 def take_flags(args: list[str], exe: str, save: str | None) -> tuple[RunFlags, list[str]]:
     """Take `--save-every N`, `--resume PATH` and `--allow-nonfinite`, once each.
 
     Raises: ArgError (prefixed): a bad value, a duplicate, or `--save-every` without `--save`.
     """
-    from .trainer import MAX_STEPS, take_nat, take_path
-
     every, rest = take_nat(args, exe, "save-every", None, maximum=MAX_STEPS)
     path, rest = take_path(rest, exe, "resume")
     try:
@@ -219,9 +210,7 @@ class Run:
         """Write the `--save` checkpoint (atomically); a signal waits until it is written."""
         path = self.flags.save
         assert path is not None
-        from . import data_parallel
-
-        if not data_parallel.is_writer():
+        if not is_writer():
             return
         with deferred():
             target = os.path.abspath(path)

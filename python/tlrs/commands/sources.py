@@ -12,18 +12,9 @@ from ..config import Options
 from ..data import Dataset
 from ..errors import ArgError
 from ..module import ModuleDef
-from .trainer import (
-    TrainFlags,
-    _prefixed,
-    finish,
-    print_accuracy,
-    require_no_more,
-    schedule,
-    take_nat,
-    take_path,
-    take_train_flags,
-    train,
-)
+from .flags import prefixed, require_no_more, take_nat, take_path
+from .train_common import TrainFlags
+from .trainer import finish, print_accuracy, schedule, take_train_flags, train
 
 __all__ = ["CLASSIFICATION_SETS", "IMAGE_SETS", "ImageFlags", "ImageSource", "classifier_body",
            "exclusive", "load_file", "notes", "run_classifier", "split", "tabular", "take_dataset",
@@ -109,7 +100,7 @@ def load_file(exe: str, load: Callable[[], Dataset]) -> Dataset:
     """`load()`, with its `DataFileError` prefixed by `exe` (when given) for the CLI."""
     if not exe:
         return load()
-    return _prefixed(exe, load)  # type: ignore[no-any-return]
+    return prefixed(exe, load)  # type: ignore[no-any-return]
 
 
 def exclusive(exe: str, **given: Any) -> None:

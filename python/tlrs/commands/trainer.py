@@ -1,6 +1,7 @@
 """The small trainer every `tlrs run` model command shares: the common flags, model seeds from
 the global stream, the reference's training loop and its printed lines (docs/runtime.md), the
-TrainLog / plot / checkpoint outputs and held-out accuracy.
+TrainLog / plot / checkpoint outputs and held-out accuracy. The flag readers are in flags.py,
+what this file shares with data_parallel.py and resume.py in train_common.py (re-exported here).
 
 A command is `command(name, description, args, body)`: it goes through `tlrs.run` (runtime flags,
 `--seed`, `--help`, CUDA refusal, banner, ok line) and calls `body(exe, dtype, opts, rest)`, with
@@ -15,47 +16,50 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .. import optim
 from ..cli import exe_name, memory_limit
-from ..cli_args import (
-    FLOAT,
-    NAT,
-    drop_dash_dash,
-    flag_value,
-    format_bytes,
-    format_nat,
-    has_help,
-    require_no_args,
-    take_flag_value_once,
-    take_value_flag_once,
-)
+from ..cli_args import drop_dash_dash, format_bytes, has_help, take_flag_value_once
 from ..config import Options
 from ..data import BatchLoader, Dataset
 from ..entry import RunAction, RunOptions, run, run_usage
 from ..errors import ArgError
 from ..init import layer_init
 from ..interrupts import Interrupted
-from ..module import Module, ModuleDef, TrainProgress, format_float
+from ..module import Module, ModuleDef, format_float
 from ..random import with_model
 from ..tensor import tensor
 from ..trainlog import curve_trainlog, plot_loss, require_matplotlib
 from . import data_parallel, resume
-from .outputs import check_outputs, refuse, show_path
+from .flags import (
+    MAX_SIZE,
+    MAX_STEPS,
+    prefixed,
+    require_no_more,
+    take_nat,
+    take_path,
+    take_positive_float,
+)
+from .outputs import check_outputs, refuse
+from .train_common import (
+    OPTIMIZERS,
+    TrainFlags,
+    TrainResult,
+    is_writer,
+    make_optimizer,
+    progress,
+)
 
 __all__ = [
     "MAX_SIZE", "MAX_STEPS", "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy",
     "check_model_size", "check_outputs", "command", "finish", "make_optimizer", "mlp_shapes",
-    "model_seeds", "reseed", "schedule", "take_nat", "take_train_flags", "train",
+    "model_seeds", "require_no_more", "reseed", "schedule", "take_nat", "take_path",
+    "take_positive_float", "take_train_flags", "train",
 ]
 
-OPTIMIZERS = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "adadelta", "muon", "projected_sgd")
 _LOG_OFF = ("false", "off", "none", "no", "disabled")
 Body = Callable[[str, str, Options, list[str]], None]  # (exe, dtype, opts, rest)
 TRAIN_FLAGS_HELP = """Training flags (every command):
@@ -115,70 +119,6 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
                               print_ok=True))
 
 
-def _prefixed(exe: str, call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except ArgError as err:
-        text = str(err)
-        raise ArgError(text if text.startswith(f"{exe}: ") else f"{exe}: {text}") from None
-
-
-MAX_STEPS = 10_000_000
-"""The most optimizer updates one run may ask for (`--steps`, or `--epochs` times the batches per
-epoch): every step's loss is kept for the log and the plot."""
-MAX_SIZE = 2**63 - 1
-"""The largest value a size flag (`--hidden`, `--batch`, ...) may have at all; sizes below it are
-still refused when the model would not fit in memory (`check_model_size`)."""
-
-
-def take_nat(args: list[str], exe: str, key: str, default: int | None,
-             positive: bool = True, maximum: int | None = MAX_SIZE) -> tuple[int | None, list[str]]:
-    """Take `--key N` once (a natural; > 0 when `positive`; at most `maximum` unless None), with
-    `default` when absent.
-
-    Raises: ArgError, prefixed with `exe`: a missing value, a duplicate, not a natural, 0, or
-    more than `maximum`.
-    """
-    n, rest = _prefixed(exe, lambda: take_value_flag_once(args, key, NAT))
-    if n is None:
-        return default, rest
-    if positive and n == 0:
-        raise ArgError(f"{exe}: --{key} must be > 0")
-    if maximum is not None and n > maximum:
-        raise ArgError(f"{exe}: --{key} must be at most {maximum:,}, got "
-                       f"{show_path(format_nat(n))}")
-    return n, rest
-
-
-def take_positive_float(args: list[str], exe: str, key: str,
-                        default: float) -> tuple[float, list[str]]:
-    """Take `--key F` once (a finite JSON-style float literal > 0), with `default` when absent.
-
-    Raises: ArgError, prefixed with `exe`: not a float literal, not finite (`1e999`), or <= 0.
-    """
-    x, rest = _prefixed(exe, lambda: take_value_flag_once(args, key, FLOAT))
-    if x is None:
-        return default, rest
-    if not math.isfinite(x):
-        raw = flag_value(args, key) or ""
-        raise ArgError(f"{exe}: --{key}: expected a finite number, got `{show_path(raw)}` "
-                       "(beyond the binary64 range)")
-    if not x > 0.0:
-        raise ArgError(f"{exe}: --{key} must be > 0")
-    return x, rest
-
-
-def take_path(args: list[str], exe: str, key: str) -> tuple[str | None, list[str]]:
-    """Take `--key PATH` once (verbatim). Raises: ArgError (prefixed): missing value, duplicate,
-    an empty path, or one holding a NUL character."""
-    raw, rest = _prefixed(exe, lambda: take_flag_value_once(args, key))
-    if raw is not None and not raw.strip():
-        raise ArgError(f"{exe}: --{key}: expected a path, got an empty value")
-    if raw is not None and "\0" in raw:
-        raise ArgError(f"{exe}: --{key}: a path cannot contain a NUL character, got {raw!r}")
-    return raw, rest
-
-
 def mlp_shapes(in_dim: int, hidden: int, out_dim: int) -> list[tuple[int, int] | tuple[int]]:
     """The parameter shapes of a two-layer MLP `in -> hidden -> out` (weights and biases)."""
     return [(hidden, in_dim), (hidden,), (out_dim, hidden), (out_dim,)]
@@ -206,26 +146,6 @@ def check_model_size(exe: str, what: str, shapes: Sequence[Sequence[int]], optim
                        f"({parts}), more than the {format_bytes(limit)} limit")
 
 
-@dataclass(frozen=True)
-class TrainFlags:
-    """The training flags common to every command."""
-
-    steps: int | None
-    epochs: int | None
-    lr: float
-    batch: int
-    optim: str
-    log: str | None
-    log_disabled: bool
-    plot: str | None
-    save: str | None
-    dtype: str = "float64"  # the command's `--dtype`: parameters and batches are made in it
-    distributed: bool = False  # `--distributed` (commands/data_parallel.py)
-    grad_shards: int | None = None
-    run: resume.RunFlags = resume.RunFlags()  # --save-every, --resume, --allow-nonfinite
-    init_from: str | None = None  # --init-from: starting parameters (a checkpoint or TorchLean file)
-
-
 def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch: int,
                      steps: int | None = None, epochs: int | None = None
                      ) -> tuple[TrainFlags, list[str]]:
@@ -246,7 +166,7 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
         n_steps, n_epochs = steps, epochs
     rate, rest = take_positive_float(rest, exe, "lr", lr)
     size, rest = take_nat(rest, exe, "batch", batch)
-    name, rest = _prefixed(exe, lambda: take_flag_value_once(rest, "optim"))
+    name, rest = prefixed(exe, lambda: take_flag_value_once(rest, "optim"))
     name = "adam" if name is None else name
     if name not in OPTIMIZERS:
         raise ArgError(f"{exe}: --optim: expected one of {' | '.join(OPTIMIZERS)}, got `{name}`")
@@ -283,30 +203,6 @@ def initial_from(exe: str, defn: ModuleDef, opts: Options, flags: TrainFlags) ->
                                init_plan=None)
 
 
-def require_no_more(rest: list[str], exe: str) -> None:
-    """`<exe>: unexpected arguments: [a, b]` when anything is left."""
-    _prefixed(exe, lambda: require_no_args(rest))
-
-
-def make_optimizer(name: str, lr: float) -> optim.Optimizer:
-    """The optimizer `--optim` names, with the usual defaults for its other hyper-parameters:
-    momentum 0.9; adagrad eps 1e-10; rmsprop decay 0.99, eps 1e-8; adam/adamw betas 0.9/0.999,
-    eps 1e-8 (adamw weight decay 0.01); adadelta rho 0.9, eps 1e-6; muon momentum 0.9 and
-    projected_sgd with TorchLean's default (identity) orthogonalizer and projector."""
-    makers: dict[str, Callable[[], optim.Optimizer]] = {
-        "sgd": lambda: optim.sgd(lr),
-        "momentum": lambda: optim.momentum_sgd(lr, 0.9),
-        "adagrad": lambda: optim.adagrad(lr, 1e-10),
-        "rmsprop": lambda: optim.rmsprop(lr, 0.99, 1e-8),
-        "adam": lambda: optim.adam(lr, 0.9, 0.999, 1e-8),
-        "adamw": lambda: optim.adamw(lr, 0.01, 0.9, 0.999, 1e-8),
-        "adadelta": lambda: optim.adadelta(lr, 0.9, 1e-6),
-        "muon": lambda: optim.muon(lr, 0.9),
-        "projected_sgd": lambda: optim.projected_sgd(lr),
-    }
-    return makers[name]()
-
-
 def model_seeds(count: int) -> list[int]:
     """`count` layer seeds the reference way (`nn.withModel`): one draw from the global seed
     stream (reset by `--seed`), then `count` draws from a local stream started there."""
@@ -333,29 +229,6 @@ def reseed(defn: ModuleDef, schemes: Sequence[tuple[Any, ...] | None]) -> Module
     return dataclasses.replace(defn, init_params=params, init_plan=None)
 
 
-@contextmanager
-def progress(total: int, label: str) -> Iterator[Callable[[Sequence[float]], None]]:
-    """A rich progress bar on a terminal (removed when done); a no-op otherwise. The callback
-    takes the losses of the steps just done (it advances by their count, shows the last)."""
-    if total == 0 or not sys.stdout.isatty():
-        yield lambda losses: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
-                  transient=True) as bar:
-        task = bar.add_task(label, total=total, loss="-")
-        yield lambda losses: bar.update(task, advance=len(losses),
-                                        loss=format_float(losses[-1]) if losses else "-")
-
-
 CHUNK_STEPS = 50
 """Steps per `Module.train_steps` call: the compiled backend runs each chunk in one native
 call, and the progress bar moves after each chunk."""
@@ -365,25 +238,6 @@ def chunk_size(steps: int) -> int:
     """The steps per `train_steps` call for a run of `steps`: `CHUNK_STEPS`, or fewer for a
     short run (about a tenth of it, at least 1) so that its progress bar still moves."""
     return max(1, min(CHUNK_STEPS, steps // 10))
-
-
-@dataclass
-class TrainResult:
-    """What `train` did: mean losses before/after, the pre-update loss of every step (a
-    resumed run's include the saved steps'), and the progress its checkpoint records."""
-
-    module: Module
-    state: optim.OptimState
-    before: float
-    after: float
-    losses: list[float]
-    batch: int
-    exe: str = "tlrs run"
-    progress: TrainProgress | None = None
-
-    @property
-    def steps(self) -> int:
-        return len(self.losses)
 
 
 def schedule(exe: str, n: int, flags: TrainFlags, seed: int = 0) -> tuple[BatchLoader, int]:
@@ -419,9 +273,9 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     Interrupted: SIGINT/SIGTERM, after writing the checkpoint when `--save` is given.
     """
     defn = initial_from(exe, defn, opts, flags)
-    if flags.distributed:
-        return data_parallel.train(exe, defn, opts, train_set, flags, seed)
     loader, steps = schedule(exe, len(train_set), flags, seed)
+    if flags.distributed:
+        return data_parallel.train(exe, defn, opts, train_set, flags, seed, loader, steps)
     dtype = flags.dtype
     key = resume.run_key(exe, flags, seed, train_set)
     opt = make_optimizer(flags.optim, flags.lr)
@@ -494,7 +348,7 @@ def finish(result: TrainResult, flags: TrainFlags, title: str, notes: Sequence[s
 
 
 def _write(exe: str, key: str, path: str, write: Callable[[], object]) -> None:
-    if not data_parallel.is_writer():
+    if not is_writer():
         return  # a data-parallel run's files are rank 0's
     try:
         write()
