@@ -4,9 +4,10 @@ token and position embeddings, pre-LayerNorm blocks with causal self-attention
 tied to the token embedding. It trains with AdamW on a short text, then writes greedily
 (`argmax`) and by sampling (`multinomial`, seeded), in well under a minute on two cores.
 
-Token ids are NumPy int64 arrays: tlrs tensors are float32/float64 for now.
+Token ids and targets are int64 tensors. `--compiled` trains through the compiled backend (the
+step traced once, token ids and targets its graph inputs): the same bits as eager.
 
-    python examples/char_gpt.py [--steps 300]
+    python examples/char_gpt.py [--steps 300] [--compiled]
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(D_MODEL, vocab, bias=False, dtype="float32")
         self.lm_head.weight = self.wte.weight  # weight tying, as nanoGPT
 
-    def forward(self, idx: np.ndarray) -> tlrs.Tensor:
-        x = self.wte(idx) + self.wpe(np.arange(idx.shape[1]))
+    def forward(self, idx: tlrs.Tensor) -> tlrs.Tensor:
+        x = self.wte(idx) + self.wpe(tlrs.arange(idx.shape[1], dtype="int64"))
         for block in self.h:
             x = block(x)
         return self.lm_head(self.ln_f(x))
 
 
-def generate(model: GPT, idx: np.ndarray, n: int, sample: bool) -> np.ndarray:
+def generate(model: GPT, idx: tlrs.Tensor, n: int, sample: bool) -> tlrs.Tensor:
     with tlrs.no_grad():
         for _ in range(n):
             logits = model(idx[:, -BLOCK:])[:, -1, :]
@@ -73,13 +74,30 @@ def generate(model: GPT, idx: np.ndarray, n: int, sample: bool) -> np.ndarray:
                 nxt = ops.multinomial(ops.softmax(logits, -1), 1)
             else:
                 nxt = ops.argmax(logits, -1, keepdim=True)
-            idx = np.concatenate([idx, nxt], axis=1)
+            idx = ops.cat([idx, nxt], 1)
     return idx
+
+
+def lm_loss(model: GPT, x: tlrs.Tensor, y: tlrs.Tensor) -> tlrs.Tensor:
+    logits = model(x)
+    return ops.cross_entropy(ops.reshape(logits, [-1, logits.shape[-1]]), ops.reshape(y, [-1]))
+
+
+def batches(data: np.ndarray, steps: int, seed: int = 0) -> list[list[tlrs.Tensor]]:
+    """`steps` random batches of (ids, next ids), as int64 tensors."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        starts = rng.integers(0, len(data) - BLOCK - 1, BATCH)
+        out.append([tlrs.tensor(np.stack([data[s:s + n] for s in starts])) for n in (BLOCK,)]
+                   + [tlrs.tensor(np.stack([data[s + 1:s + BLOCK + 1] for s in starts]))])
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--compiled", action="store_true", help="train through the compiled backend")
     args = ap.parse_args()
     tlrs.manual_seed(0)
     chars = sorted(set(TEXT))
@@ -88,24 +106,20 @@ def main() -> None:
     params = list(model.parameters())
     print(f"{len(chars)} symbols, {sum(math.prod(p.shape) for p in params):,} parameters (lm_head tied to wte)")
     opt = optim.adamw(3e-3, 0.01, 0.9, 0.99, 1e-8)
-    state = opt.init(params)
-    rng = np.random.default_rng(0)
-    for step in range(args.steps):
-        starts = rng.integers(0, len(data) - BLOCK - 1, BATCH)
-        x = np.stack([data[s:s + BLOCK] for s in starts])
-        y = np.stack([data[s + 1:s + BLOCK + 1] for s in starts])
-        logits = model(x)
-        loss = ops.cross_entropy(ops.reshape(logits, [BATCH * BLOCK, len(chars)]), y.reshape(-1))
-        grads = tlrs.grad(loss, params)
-        params, state = opt.step(state, params, grads)
-        nn.assign_parameters(model, params)  # in place of the old ones, ties kept
-        if step % 200 == 0 or step == args.steps - 1:
-            print(f"step {step:4d}  loss {loss.item():.4f}")
-    prompt = np.array([[chars.index(ch) for ch in "To be"]])
+    defn = nn.to_module_def(model, lm_loss, [[BATCH, BLOCK], [BATCH, BLOCK]], input_dtypes=["int64", "int64"])
+    runner = tlrs.instantiate_with_options(
+        defn, "float32", tlrs.Options(backend="compiled" if args.compiled else "eager"))
+    state = runner.init_optim(opt)
+    todo = batches(data, args.steps)
+    for start in range(0, args.steps, 200):
+        state, losses = runner.train_steps(opt, state, todo[start:start + 200])
+        print(f"step {start + len(losses) - 1:4d}  loss {losses[-1]:.4f}")
+    nn.assign_parameters(model, runner.params())  # the trained values, ties kept
+    prompt = tlrs.tensor([[chars.index(ch) for ch in "To be"]])
     for sample in (False, True):
         tlrs.manual_seed(1)
         out = generate(model, prompt, 60, sample)[0]
-        print(("sampled: " if sample else "greedy:  ") + "".join(chars[i] for i in out))
+        print(("sampled: " if sample else "greedy:  ") + "".join(chars[i] for i in out.numpy()))
 
 
 if __name__ == "__main__":

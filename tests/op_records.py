@@ -44,6 +44,11 @@ NO_FORWARD = {
 }
 
 
+def _gated(mask, m):
+    # A comparison's mask lives on the host (docs/integer-tensors.md): moved to m's device.
+    return mask.to(m.dtype).to(m.device) * m + m
+
+
 def positive(u):
     return u * 0.5 + 1.5
 
@@ -129,6 +134,11 @@ CASES: dict[str, Case] = {
     "sum": Case(lambda p, x: ops.sum(_mixed(p, x), 1, True) + ops.sum(_mixed(p, x)), [[4], [4]]),
     "mean": Case(lambda p, x: ops.mean(_mixed(p, x), 1, True) + ops.mean(_mixed(p, x)), [[4], [4]]),
     "max": Case(lambda p, x: ops.max(_mixed(p, x), 1, True) + ops.max(_mixed(p, x)), [[4], [4]]),
+    # A comparison's bool mask, cast back to the values' dtype, gates them (the mask itself has
+    # no gradient; compiled replays the comparison on each step's values).
+    **{name: Case(lambda p, x, name=name: _gated(getattr(_mixed(p, x), f"__{name}__")(0.1), _mixed(p, x)),
+                  [[4], [4]], onnx=False)
+       for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     "cumsum": Case(lambda p, x: ops.cumsum(_mixed(p, x), 1) + ops.cumsum(_mixed(p, x), 0), [[4], [4]]),
     "reshape": Case(lambda p, x: ops.reshape(_mixed(p, x), [x.shape[0], 2, 2]), [[4], [4]]),
     "permute": Case(lambda p, x: ops.permute(ops.reshape(_mixed(p, x), [x.shape[0], 2, 2]), [0, 2, 1]),

@@ -214,12 +214,24 @@ def test_capsule_forms_and_their_refusals():
 
 
 @pytest.mark.parametrize("src, name", [
-    (torch.arange(3), "int64"), (torch.ones(2, dtype=torch.float16), "float16"),
-    (np.array([True, False]), "bool8"), (np.ones(2, np.complex64), "complex64"),
+    (torch.ones(2, dtype=torch.float16), "float16"), (torch.ones(2, dtype=torch.int32), "int32"),
+    (np.ones(2, np.complex64), "complex64"),
 ])
-def test_non_float32_64_inputs_are_refused_by_dtype(src, name):
-    with pytest.raises(tlrs.DTypeError, match=f"expected a float32 or float64 tensor, got {name}"):
+def test_other_inputs_are_refused_by_dtype(src, name):
+    with pytest.raises(tlrs.DTypeError, match=f"expected a float32, float64, int64 or bool tensor, got {name}"):
         tlrs.from_dlpack(src)
+
+
+@pytest.mark.parametrize("src, dtype", [
+    (torch.arange(-3, 3), "int64"), (np.array([True, False, True]), "bool"),
+    (torch.tensor([[2**62, -5], [7, 0]]), "int64"),
+])
+def test_int64_and_bool_cross_dlpack_both_ways(src, dtype):
+    t = tlrs.from_dlpack(src)
+    want = np.asarray(src)
+    assert t.dtype == dtype and t.numpy().tolist() == want.tolist()
+    back = torch.from_dlpack(t)
+    assert str(back.dtype) == f"torch.{dtype}" and back.tolist() == want.tolist()
 
 
 def test_bad_arguments():

@@ -91,7 +91,7 @@ class Tensor:
         """(DLPack device type, id): (1, 0) on the CPU, (2, N) on cuda:N."""
     def data_ptr(self) -> int:
         """The address of the first element (host memory, or device memory on CUDA)."""
-    def item(self) -> float:
+    def item(self) -> Any:
         """The value of a one-element tensor."""
     def tolist(self) -> Any:
         """The data as (nested) Python lists, or a float for a 0-d tensor."""
@@ -236,6 +236,25 @@ class Tensor:
         """Torch's indexing: ints, slices (step > 0), None, ..., int lists/arrays, bool masks."""
     def __iter__(self) -> Iterator[Tensor]:
         """The slices along the first axis (a 0-d tensor raises TypeError, as in torch)."""
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
+        """Elementwise ==: a bool tensor (likewise !=, <, <=, >, >=)."""
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
+        ...
+    def __lt__(self, other: Tensor | float) -> Tensor: ...
+    def __le__(self, other: Tensor | float) -> Tensor: ...
+    def __gt__(self, other: Tensor | float) -> Tensor: ...
+    def __ge__(self, other: Tensor | float) -> Tensor: ...
+    def __hash__(self) -> int: ...
+    def __bool__(self) -> bool:
+        """The truth of a one-element tensor (more elements: ValueError)."""
+    def long(self) -> Tensor:
+        """As int64 (floats truncate toward zero; NaN and out-of-range values are refused)."""
+    def float(self) -> Tensor:
+        """As float32."""
+    def double(self) -> Tensor:
+        """As float64."""
+    def bool(self) -> Tensor:
+        """As bool (nonzero is True)."""
 
 # ---- elementwise op table (elementwise.rs) ----
 
@@ -336,7 +355,8 @@ def dtype_spellings() -> list[tuple[str, str]]:
     """Every accepted dtype spelling with its canonical name ("float32" or "float64")."""
 
 def tensor_from_numpy(
-    array: npt.NDArray[np.float32] | npt.NDArray[np.float64], requires_grad: bool = False,
+    array: npt.NDArray[np.float32] | npt.NDArray[np.float64] | npt.NDArray[np.int64] | npt.NDArray[np.bool_],
+    requires_grad: bool = False,
     copy: bool = False,
 ) -> Tensor:
     """A Tensor from a float32/float64 array (other dtypes raise DTypeError): sharing its memory
@@ -377,6 +397,9 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors along `dim`."""
 def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:
     """Elements start..end (exclusive) along `dim`."""
+def index_select_t(x: Tensor, dim: int, index: Tensor) -> Tensor: ...
+def compare(op: str, a: Tensor, b: Tensor) -> Tensor: ...
+def cross_entropy_index_tensor(x: Tensor, target: Tensor) -> Tensor: ...
 def index_select(x: Tensor, dim: int, index: Sequence[int]) -> Tensor:
     """The entries at `index` along `dim`."""
 def softmax(x: Tensor, dim: int) -> Tensor:
@@ -597,6 +620,7 @@ def multi_head_attention(
     """Self-attention over x [B, n, d] or [n, d]; `mask` is row-major [n, n], True = masked out."""
 def dropout(x: Tensor, p: float, key: int | None = None) -> Tensor:
     """Inverted dropout with drop probability p; key None draws one from the seed stream."""
+def embedding_t(indices: Tensor, weight: Tensor) -> Tensor: ...
 def embedding(indices: Sequence[int], indices_shape: Sequence[int], weight: Tensor) -> Tensor:
     """Rows of `weight` [num, dim] per index; output shape is `indices_shape` + [dim]."""
 def gather(x: Tensor, dim: int, index: Sequence[int], index_shape: Sequence[int]) -> Tensor:

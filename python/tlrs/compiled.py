@@ -24,8 +24,10 @@ class CompiledLoss:
     """
 
     def __init__(self, loss: Any, param_shapes: Sequence[Sequence[int]],
-                 input_shapes: Sequence[Sequence[int]], dtype: str) -> None:
+                 input_shapes: Sequence[Sequence[int]], dtype: str,
+                 input_dtypes: Sequence[str | None] | None = None) -> None:
         self.loss, self.dtype = loss, dtype
+        self.input_dtypes = list(input_dtypes or [None] * len(input_shapes))
         self.param_shapes = [tuple(s) for s in param_shapes]
         self._graphs: dict[tuple[tuple[int, ...], ...], Graph] = {}
         self.graph_for([tuple(s) for s in input_shapes])  # fail now, not at step 1000
@@ -50,8 +52,14 @@ class CompiledLoss:
         def values(shape: Sequence[int]) -> Tensor:
             return _core.tensor_from_numpy(np.asarray(rng.uniform(lo, hi, size=shape), dtype=self.dtype))
 
+        def ints(shape: Sequence[int]) -> Tensor:
+            # Index 0 is valid for every table; Python cannot read a traced value, and the ops
+            # that take index tensors keep them as inputs, so the value cannot be baked in.
+            return _core.tensor_from_numpy(np.zeros(shape, dtype=np.int64))
+
         params = Graph.leaves([values(s) for s in self.param_shapes])
-        inputs = Graph.leaves([values(s) for s in input_shapes])
+        inputs = Graph.leaves([ints(s) if kind == "int64" else values(s)
+                               for s, kind in zip(input_shapes, self.input_dtypes, strict=True)])
         try:
             root = self.loss(params, inputs)
         except TraceError:
@@ -76,8 +84,9 @@ class CompiledLoss:
         had to take from the system rather than reuse)."""
         graph = self.graph_for(input_shapes)
         rng = np.random.default_rng(0)
-        xs = [_core.tensor_from_numpy(np.asarray(rng.uniform(0.1, 1.0, size=tuple(s)), dtype=self.dtype))
-              for s in input_shapes]
+        xs = [_core.tensor_from_numpy(np.zeros(tuple(s), dtype=np.int64)) if kind == "int64" else
+              _core.tensor_from_numpy(np.asarray(rng.uniform(0.1, 1.0, size=tuple(s)), dtype=self.dtype))
+              for s, kind in zip(input_shapes, self.input_dtypes, strict=True)]
         flags = [True] * len(params)
         first = graph.step_memory(list(params), flags, xs)
         nxt = graph.step_memory(list(params), flags, xs)

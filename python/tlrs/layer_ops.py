@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .index_args import bool_array, int_array, is_int_tensor
 
 __all__ = [
     "avg_pool2d", "batch_norm", "batch_norm_per_image", "conv2d", "dropout", "embedding",
@@ -18,14 +19,7 @@ __all__ = [
 ]
 
 
-def _int_array(index: Any, what: str) -> np.ndarray:
-    """Integer indices as an int64 array of their own shape."""
-    if isinstance(index, Tensor):
-        raise TypeError(f"{what}: expected integer indices (a NumPy int array or a list of ints), got a float Tensor")
-    arr = np.asarray(index)
-    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
-        raise TypeError(f"{what}: expected integer indices, got an array of dtype {arr.dtype}")
-    return arr.astype(np.int64)
+_int_array = int_array
 
 
 def _pair_free(v: int | Sequence[int], what: str) -> int:
@@ -206,7 +200,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, key: int | Non
 
 
 def embedding(input: Any, weight: Tensor) -> Tensor:
-    """Rows of weight [num_embeddings, dim] for integer indices `input` (any shape)."""
+    """Rows of weight [num_embeddings, dim] for integer indices `input` (any shape; an int64
+    tensor stays one, so a compiled step reads each batch's ids)."""
+    if is_int_tensor(input):
+        return _core.embedding_t(input, weight)
     idx = _int_array(input, "embedding")
     return _core.embedding(idx.reshape(-1).tolist(), list(idx.shape), weight)
 
@@ -245,9 +242,7 @@ def masked_fill(input: Tensor, mask: Any, value: float | Tensor) -> Tensor:
     over the filled places (PyTorch's)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"masked_fill: expected a Tensor input, got {type(input).__name__}")
-    arr = np.asarray(mask)
-    if arr.dtype != np.bool_:
-        raise TypeError(f"masked_fill: expected a boolean mask, got dtype {arr.dtype}")
+    arr = bool_array(mask, "masked_fill")
     if isinstance(value, Tensor) and value.ndim != 0:
         raise _core.ShapeError(f"masked_fill: expected a 0-d value tensor, got shape {value.shape}")
     try:

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .index_args import is_int_tensor
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
@@ -35,9 +36,11 @@ def _reduction(reduction: str, size_average: Any, reduce: Any, what: str) -> str
 
 def _labels(target: Any, what: str = "cross_entropy") -> np.ndarray:
     if isinstance(target, Tensor):
+        if target.dtype == "int64":
+            return np.asarray(target.numpy())
         also = " or a float Tensor of probabilities" if what == "cross_entropy" else ""
-        raise TypeError(f"{what}: expected integer class labels (a NumPy int array or a list of ints){also}, "
-                        "got a float Tensor")
+        raise TypeError(f"{what}: expected integer class labels (an int64 Tensor, a NumPy int array or a list of "
+                        f"ints){also}, got a {target.dtype} Tensor")
     arr = np.asarray(target)
     if arr.dtype.kind not in "iu" and arr.size:
         raise TypeError(f"{what}: expected integer class labels, got an array of dtype {arr.dtype}")
@@ -77,8 +80,15 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if not isinstance(input, Tensor):
         raise TypeError(f"cross_entropy: expected a Tensor of logits, got {type(input).__name__}")
-    if isinstance(target, Tensor):
-        if weight is None and reduction == "mean" and label_smoothing == 0 and input.ndim <= 2:
+    plain_options = weight is None and reduction == "mean" and label_smoothing == 0 and input.ndim <= 2
+    if is_int_tensor(target) and plain_options and ignore_index < 0:
+        # Labels stay a tensor (the record keeps it: a compiled step reads each batch's labels);
+        # a negative ignore_index can match no valid label.
+        return _core.cross_entropy_index_tensor(input, target)
+    if isinstance(target, Tensor) and target.dtype != "int64":
+        if target.dtype == "bool":
+            raise TypeError("cross_entropy: expected int64 class labels or float probabilities, got a bool Tensor")
+        if plain_options:
             return _core.cross_entropy_probs(input, target)
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     labels = _labels(target)

@@ -89,7 +89,8 @@ class Module:
         self.set_params(params)
         self._compiled: CompiledLoss | None = None
         if self.opts.backend is Backend.COMPILED:
-            self._compiled = CompiledLoss(defn.loss, defn.param_shapes, defn.input_shapes, self.dtype)
+            self._compiled = CompiledLoss(defn.loss, defn.param_shapes, defn.input_shapes, self.dtype,
+                                          defn.input_dtypes)
 
     @property
     def requires_grad(self) -> tuple[bool, ...]:
@@ -137,11 +138,20 @@ class Module:
             raise ValueError(
                 f"expected {len(shapes)} inputs with shapes {_show(shapes)}, got {count}")
         out = []
-        for i, (x, s) in enumerate(zip(xs, shapes, strict=True)):
-            x = x if isinstance(x, Tensor) else tensor(x, dtype=self.dtype)
-            if x.dtype != self.dtype:
-                raise DTypeError(
-                    f"input {i} has dtype {x.dtype}, expected {self.dtype} (the module's dtype)")
+        kinds = self.defn.input_dtypes or [None] * len(shapes)
+        for i, (x, s, kind) in enumerate(zip(xs, shapes, kinds, strict=True)):
+            want = kind or self.dtype
+            if not isinstance(x, Tensor):
+                arr = np.asarray(x)
+                if want == "int64" and arr.dtype.kind not in "iu":
+                    raise DTypeError(f"input {i}: expected integer values (token ids, labels), got {arr.dtype}")
+                x = tensor(arr, dtype=want)
+            if x.dtype != want:
+                raise DTypeError(f"input {i} has dtype {x.dtype}, expected {want}"
+                                 + ("" if kind else " (the module's dtype)"))
+            if kind == "int64":
+                out.append(x)  # index operands stay on the host (the ops read them there)
+                continue
             x = x.to(self.opts.device)
             got = tuple(x.shape)
             if got != s and (len(got) != len(s) + 1 or got[1:] != s):

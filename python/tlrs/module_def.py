@@ -57,7 +57,9 @@ class ModuleDef:
     per-parameter flags (default all true); init_plan: a `tlrs.init.Plan` for `param_shapes`;
     param_names: unique names used in checkpoints (default `param.0`, `param.1`, ...);
     predict: optional `predict(params, x)` giving the model's output for the first input (what
-    `Module.export_onnx` exports; the ready-made models set it).
+    `Module.export_onnx` exports; the ready-made models set it); input_dtypes: per input, None
+    (the module's float dtype) or "int64" (token ids, class labels: passed as int64 tensors or
+    integer arrays, and graph inputs of the compiled backend, never converted to floats).
     Raises: ValueError: the reference's `torch: requiresGrad list longer/shorter than parameter
     list`, initial values of the wrong count or shape, a plan for other shapes, or bad names.
     """
@@ -70,12 +72,18 @@ class ModuleDef:
     init_plan: Plan | None = None
     param_names: Sequence[str] | None = None
     predict: Callable[[list[Tensor], Any], Tensor] | None = None
+    input_dtypes: Sequence[str | None] | None = None
 
     def __post_init__(self) -> None:
         shapes = _shapes(self.param_shapes, "ModuleDef param_shapes")
         object.__setattr__(self, "param_shapes", shapes)
         inputs = _shapes(self.input_shapes, "ModuleDef input_shapes")
         object.__setattr__(self, "input_shapes", inputs)
+        kinds = [None] * len(inputs) if self.input_dtypes is None else list(self.input_dtypes)
+        if len(kinds) != len(inputs) or any(k not in (None, "int64") for k in kinds):
+            raise ValueError(f"ModuleDef: expected input_dtypes to give None (the module's dtype) or 'int64' for "
+                             f"each of the {len(inputs)} inputs, got {self.input_dtypes!r}")
+        object.__setattr__(self, "input_dtypes", tuple(kinds))
         if not callable(self.loss):
             raise TypeError(f"ModuleDef: loss must be callable, got {type(self.loss).__name__}")
         flags = [True] * len(shapes) if self.requires_grad is None else list(self.requires_grad)

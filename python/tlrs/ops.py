@@ -18,6 +18,7 @@ from ._args import integer_arguments
 # them: neg, exp, ..., silu, leaky_relu(input, negative_slope=0.01), ..., maximum, minimum.
 from ._core import *  # noqa: F403
 from ._core import Tensor
+from .index_args import int_array, is_int_tensor
 
 __all__ = [
     "add", "clamp", "concat", "cumsum", "div", "flatten", "floor_divide", "index_select", "linear",
@@ -28,9 +29,9 @@ __all__ += _core.__all__
 
 
 def _indices(index: Any, what: str) -> list[int]:
-    """Integer indices from a NumPy integer array, a Python int sequence or an int."""
+    """Integer indices from an int64 Tensor, a NumPy integer array, a Python int sequence or an int."""
     if isinstance(index, Tensor):
-        raise TypeError(f"{what}: expected integer indices (a NumPy int array or a list of ints), got a float Tensor")
+        return int_array(index, what).reshape(-1).tolist()
     arr = np.asarray(index)
     if arr.dtype.kind not in "iu":
         if arr.size == 0:
@@ -222,6 +223,8 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     """Entries `index` along `dim` (of a 0-d tensor: dim 0 or -1, one index, a 0-d result)."""
     if _scalar_dim(input, dim):
         return _core.reshape(_core.index_select(_core.reshape(input, [1]), 0, _indices(index, "index_select")), [])
+    if is_int_tensor(index) and index.ndim == 1:
+        return _core.index_select_t(input, dim, index)
     return _core.index_select(input, dim, _indices(index, "index_select"))
 
 

@@ -1,7 +1,7 @@
 """Ops that pick positions: argmax/argmin, topk, sort, multinomial sampling and one_hot.
 
-tlrs tensors are float32/float64 only, so indices come back as NumPy int64 arrays (what `gather`,
-`index_select` and `cross_entropy` take). The positions are found on the host from the values
+Indices come back as int64 tensors (what `gather`, `index_select`, `embedding` and
+`cross_entropy` take; `.numpy()` gives the array). The positions are found on the host from the values
 (a CUDA tensor's are copied back); `topk` and `sort` then take their values with `gather`, a
 recorded op, so the values carry gradients as PyTorch's do. A loss that picks positions this way
 reads tensor values, so the compiled backend refuses it (it would replay one trace's positions).
@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .index_args import int_array
 
 __all__ = ["argmax", "argmin", "topk", "sort", "multinomial", "one_hot"]
 
@@ -25,6 +26,11 @@ def _values(input: Any, op: str) -> np.ndarray[Any, Any]:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(input).__name__}")
     return np.asarray(input.numpy())
+
+
+def _ints(a: Any) -> Tensor:
+    """An int64 array as a tensor of its own (indices, as torch returns them)."""
+    return _core.tensor_from_numpy(np.asarray(a, dtype=np.int64, order="C"), copy=True)
 
 
 def _dim(dim: int, ndim: int, op: str) -> int:
@@ -63,19 +69,19 @@ def _arg_extreme(input: Tensor, dim: int | None, keepdim: bool, largest: bool, o
     return first if keepdim else np.squeeze(first, axis=axis)
 
 
-def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> np.ndarray[Any, Any]:
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the first largest value (over all elements, flattened, when `dim` is None);
-    NaN counts as the largest. A NumPy int64 array."""
-    return _arg_extreme(input, dim, keepdim, True, "argmax")
+    NaN counts as the largest. An int64 tensor."""
+    return _ints(_arg_extreme(input, dim, keepdim, True, "argmax"))
 
 
-def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> np.ndarray[Any, Any]:
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the first smallest value; NaN counts as the smallest here (PyTorch's rule:
-    a NaN is the result of both argmax and argmin). A NumPy int64 array."""
+    a NaN is the result of both argmax and argmin). An int64 tensor."""
     v = _values(input, "argmin")
     # NaN must win argmin too: flip numbers only, keep NaN as the "largest".
     flipped = _core.tensor_from_numpy(np.where(np.isnan(v), v, -v)) if v.size else input
-    return _arg_extreme(flipped, dim, keepdim, True, "argmin")
+    return _ints(_arg_extreme(flipped, dim, keepdim, True, "argmin"))
 
 
 def _take_along(input: Tensor, idx: np.ndarray[Any, Any], axis: int) -> Tensor:
@@ -85,7 +91,7 @@ def _take_along(input: Tensor, idx: np.ndarray[Any, Any], axis: int) -> Tensor:
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
-         sorted: bool = True) -> tuple[Tensor, np.ndarray[Any, Any]]:
+         sorted: bool = True) -> tuple[Tensor, Tensor]:
     """The `k` largest (or smallest) values along `dim` and their indices, largest first (ties
     to the lower index; NaN counts as the largest). Values carry gradients."""
     v = _values(input, "topk")
@@ -95,28 +101,28 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
         raise ValueError(f"topk: expected k in [0, {n}] (the size of dim {dim}), got {k!r}")
     order = _order(v, axis, largest) if v.ndim else np.zeros((), dtype=np.int64)
     idx = np.take(order, np.arange(int(k)), axis=axis).astype(np.int64) if v.ndim else order
-    return _take_along(input, idx, axis), idx
+    return _take_along(input, idx, axis), _ints(idx)
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False,
-         stable: bool = False) -> tuple[Tensor, np.ndarray[Any, Any]]:
+         stable: bool = False) -> tuple[Tensor, Tensor]:
     """Values sorted along `dim` and where each came from. Always stable (ties keep their order,
     one of the answers PyTorch allows when `stable=False`); NaN sorts as the largest value."""
     v = _values(input, "sort")
     axis = _dim(dim, v.ndim, "sort")
     if v.ndim == 0:
-        return input, np.zeros((), dtype=np.int64)
+        return input, _ints(np.zeros((), dtype=np.int64))
     idx = _order(v, axis, descending).astype(np.int64)
-    return _take_along(input, idx, axis), idx
+    return _take_along(input, idx, axis), _ints(idx)
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> np.ndarray[Any, Any]:
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
     """Category indices drawn with probabilities proportional to each row of `input` (1-D or
     2-D, non-negative, finite, positive sum), as `torch.multinomial`. The uniforms come from the
     global seed stream (`tlrs.manual_seed`), counter-based, so a seed gives the same draws on
     every machine; each draw is the first category whose running weight (summed in float64, in
     index order) exceeds u times the row's total. Without replacement a drawn category's weight
-    drops to zero for the row's next draws. A NumPy int64 array [rows, num_samples] (or
+    drops to zero for the row's next draws. An int64 tensor [rows, num_samples] (or
     [num_samples] for a 1-D input). Draws are not PyTorch's (its generator differs)."""
     p = _values(input, "multinomial").astype(np.float64)
     if p.ndim not in (1, 2):
@@ -141,15 +147,15 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> n
             out[r, j] = min(hit, int(np.flatnonzero(w)[-1]))
             if not replacement:
                 w[out[r, j]] = 0.0
-    return out[0] if p.ndim == 1 else out
+    return _ints(out[0] if p.ndim == 1 else out)
 
 
-def one_hot(tensor: Any, num_classes: int = -1) -> np.ndarray[Any, Any]:
-    """Integer class labels (a NumPy int array or list) as one-hot rows: shape [..., num_classes]
-    (`num_classes=-1`: the largest label + 1). A NumPy int64 array, as `torch.nn.functional.
-    one_hot` gives int64; `tlrs.tensor(one_hot(y, C), dtype=...)` makes it a float tensor."""
+def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
+    """Integer class labels (an int64 tensor, a NumPy int array or a list) as one-hot rows: shape
+    [..., num_classes] (`num_classes=-1`: the largest label + 1). An int64 tensor, as
+    `torch.nn.functional.one_hot` gives; `.to('float32')` makes it a float tensor."""
     if isinstance(tensor, Tensor):
-        raise TypeError("one_hot: expected integer labels (a NumPy int array or a list of ints), got a float Tensor")
+        tensor = int_array(tensor, "one_hot")
     labels = np.asarray(tensor)
     if labels.size and labels.dtype.kind not in "iu":
         raise TypeError(f"one_hot: expected integer labels, got an array of dtype {labels.dtype}")
@@ -164,5 +170,4 @@ def one_hot(tensor: Any, num_classes: int = -1) -> np.ndarray[Any, Any]:
         raise ValueError(f"one_hot: expected num_classes a non-negative integer or -1, got {num_classes!r}")
     if labels.size and labels.max() >= num_classes:
         raise ValueError(f"one_hot: class label {int(labels.max())} is not below num_classes={num_classes}")
-    hot: np.ndarray[Any, Any] = (labels[..., None] == np.arange(int(num_classes))).astype(np.int64)
-    return hot
+    return _ints(labels[..., None] == np.arange(int(num_classes)))

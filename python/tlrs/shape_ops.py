@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .index_args import bool_array
 from .layer_ops import masked_fill
 
 __all__ = [
@@ -281,14 +282,9 @@ def _where_operand(v: Any, like: Tensor, what: str) -> Tensor:
 
 
 def where(condition: Any, input: Tensor | float, other: Tensor | float) -> Tensor:
-    """`input` where `condition` (a NumPy bool array or a list of bools) is True, else `other`,
-    all three broadcast together; either value may be a number."""
-    if isinstance(condition, Tensor):
-        raise TypeError("where: expected condition to be a NumPy bool array or a list of bools "
-                        "(tlrs has no bool tensors), got a float Tensor")
-    cond = np.asarray(condition)
-    if cond.dtype != np.bool_:
-        raise TypeError(f"where: expected condition of dtype bool, got {cond.dtype}")
+    """`input` where `condition` (a bool Tensor, a NumPy bool array or a list of bools) is True,
+    else `other`, all three broadcast together; either value may be a number."""
+    cond = bool_array(condition, "where")
     like = input if isinstance(input, Tensor) else other
     if not isinstance(like, Tensor):
         raise TypeError("where: expected input or other to be a Tensor, got two numbers")

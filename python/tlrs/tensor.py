@@ -1,7 +1,8 @@
 """Tensor constructors: from Python data or NumPy arrays, filled, ranges and seeded random.
 
-`dtype=None` keeps a float32/float64 array's dtype and makes everything else float64 (the
-reference's `Float`, IEEE binary64).
+`dtype=None` keeps a float32/float64 array's dtype, makes integer data int64 and bool data bool
+(as torch does; tlrs never turns integers into floats unasked), and makes everything else float64
+(the reference's `Float`, IEEE binary64). Filled constructors default to float64.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from .dtype import TENSOR_DTYPE_SPELLINGS
 
 # Every spelling of the two dtypes (the core's table, see tlrs.dtype) -> its NumPy type.
 _DTYPES = {s: np.dtype(canonical).type for s, canonical in TENSOR_DTYPE_SPELLINGS.items()}
+# Integer and bool tensors (indices, labels, masks): a tensor's dtype, never a model's.
+_DTYPES.update({"int64": np.int64, "long": np.int64, "i64": np.int64, "bool": np.bool_})
+_NAMES = ("float32", "float64", "int64", "bool")
 
 Shape = int | Sequence[int]
 
 
 def _dtype_name(dtype: Any) -> str:
-    """The canonical name ('float32' or 'float64') of a dtype given as a string or NumPy dtype."""
+    """The canonical name ('float32', 'float64', 'int64' or 'bool') of a dtype given as a string
+    or NumPy dtype."""
     if dtype is None:
         return "float64"
     if isinstance(dtype, str) and dtype in _DTYPES:
@@ -33,8 +38,8 @@ def _dtype_name(dtype: Any) -> str:
         name = str(np.dtype(dtype).name)
     except TypeError:
         name = repr(dtype)
-    if name not in ("float32", "float64"):
-        raise _core.DTypeError(f"expected dtype 'float32' or 'float64', got {name!r}")
+    if name not in _NAMES:
+        raise _core.DTypeError(f"expected dtype 'float32', 'float64', 'int64' or 'bool', got {name!r}")
     return name
 
 
@@ -67,12 +72,17 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_gra
         data = data.numpy()
     arr = np.asarray(data)
     if dtype is None:
-        if arr.dtype not in (np.float32, np.float64):
+        if arr.dtype not in (np.float32, np.float64, np.int64, np.bool_):
             if arr.dtype.kind not in "biuf":
                 raise _core.DTypeError(f"expected numeric data, got an array of dtype {arr.dtype}")
-            arr = arr.astype(np.float64)
+            if arr.dtype.kind in "iu" and arr.size and (arr.max() > np.iinfo(np.int64).max):
+                raise ValueError(f"tensor: {arr.max()} does not fit in int64")
+            arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float64)
     else:
-        arr = arr.astype(_dtype_name(dtype))
+        name = _dtype_name(dtype)
+        if name == "int64" and arr.dtype.kind == "f" and arr.size and not (np.isfinite(arr).all() and (arr == np.trunc(arr)).all()):
+            raise ValueError("tensor: dtype int64 needs integer values, got non-integral or non-finite floats")
+        arr = arr.astype(name)
     # asarray(order='C') keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
     return _place(_core.tensor_from_numpy(np.asarray(arr, order="C"), copy=True), device, requires_grad)
 

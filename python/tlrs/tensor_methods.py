@@ -12,7 +12,10 @@ recorded ops with their gradients. `x[key]` follows torch's indexing rules:
   first of them stood when they index adjacent axes (after ints are applied, as torch does),
   else first. A 0-d int array counts as an int, as torch treats a 0-d integer tensor.
 
-Refused: tlrs (float) tensors as indices, two ellipses, and a key that is a short list holding
+Comparisons (`x == y`, `x < 0.5`, ...) give bool tensors; `x.long()`, `x.float()`, `x.double()`,
+`x.bool()` convert dtypes (`Tensor.to`).
+
+Refused: float tensors as indices, two ellipses, and a key that is a short list holding
 lists, slices, None or `...` (torch reads it as a tuple, a deprecated rule): use a tuple.
 """
 
@@ -101,7 +104,10 @@ def _classify(k: Any) -> _Item:
     if isinstance(k, slice):
         return "slice", k
     if isinstance(k, Tensor):
-        raise IndexError("__getitem__: a tlrs Tensor (float) cannot be an index: use ints, or a NumPy int or bool array")
+        if k.dtype not in ("int64", "bool"):
+            raise IndexError(f"__getitem__: a {k.dtype} Tensor cannot be an index: use ints, an int64 or bool "
+                             "Tensor, or a NumPy int or bool array")
+        return _array_item(k.numpy())  # a 0-d int64 tensor counts as an int, as in torch
     if isinstance(k, (list, tuple, np.ndarray)):
         return _array_item(k)
     try:
@@ -242,10 +248,46 @@ def _method(name: str) -> Callable[..., Any]:
     return method
 
 
+def _comparison(op: str) -> Callable[..., Any]:
+    """`x op y` elementwise as a bool tensor; a Python number takes x's dtype (an int64 tensor
+    compared with a non-integral number is refused rather than promoted)."""
+
+    def compare(self: Tensor, other: Any) -> Any:
+        if isinstance(other, Tensor):
+            return _core.compare(op, self, other)
+        if isinstance(other, (bool, int, float, np.number)) and not isinstance(other, complex):
+            if self.dtype == "int64" and float(other) != int(other):
+                raise _core.DTypeError(f"{op}: an int64 tensor compared with {other!r} (tlrs never promotes; "
+                                       "convert with .to('float64'))")
+            return _core.compare(op, self, _core.full([], float(other), self.dtype, False, self.device))
+        return NotImplemented
+
+    compare.__name__ = f"__{op}__"
+    return compare
+
+
+def _bool(self: Tensor) -> bool:
+    """`if x:` on a one-element tensor; more elements are ambiguous (a ValueError, as in torch)."""
+    if math.prod(self.shape) != 1:
+        raise ValueError(f"the truth value of a tensor with {math.prod(self.shape)} elements is ambiguous "
+                         "(use .any() or .all() on its NumPy array)")
+    return bool(self.item())
+
+
+def _as(dtype: str) -> Callable[[Tensor], Tensor]:
+    def convert(self: Tensor) -> Tensor:
+        return self.to(dtype)
+
+    convert.__doc__ = f"This tensor as {dtype} (itself when it already is)."
+    return convert
+
+
 _METHODS: dict[str, Callable[..., Any]] = {
     "size": _size, "dim": _ndim, "view": _view, "flip": _flip, "__getitem__": _getitem, "__iter__": _iter,
     **{n: _method(n) for n in ("unsqueeze", "squeeze", "expand", "repeat", "roll", "chunk", "split",
                                "unbind", "narrow", "tril", "triu", "movedim")},
+    **{f"__{op}__": _comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "__bool__": _bool, "long": _as("int64"), "float": _as("float32"), "double": _as("float64"), "bool": _as("bool"),
 }
 
 for _name, _fn in _METHODS.items():
@@ -253,3 +295,5 @@ for _name, _fn in _METHODS.items():
     if _name not in vars(Tensor) or getattr(vars(Tensor)[_name], "__module__", None) == __name__:
         _fn.__module__, _fn.__name__, _fn.__qualname__ = __name__, _name, f"Tensor.{_name}"
         setattr(Tensor, _name, _fn)
+# Elementwise == would leave tensors unhashable: hash by identity, as torch does.
+Tensor.__hash__ = object.__hash__  # type: ignore[method-assign]

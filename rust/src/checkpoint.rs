@@ -17,6 +17,8 @@ fn bytes_of(t: &Tensor) -> Result<(Dtype, Vec<u8>)> {
     Ok(match &*t.host()? {
         CpuStorage::F32(v) => (Dtype::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         CpuStorage::F64(v) => (Dtype::F64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        CpuStorage::I64(v) => (Dtype::I64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        CpuStorage::Bool(v) => (Dtype::BOOL, v.iter().map(|&x| x as u8).collect()),
     })
 }
 

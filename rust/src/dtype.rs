@@ -10,10 +10,15 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 pub enum DType {
     F32,
     F64,
+    /// Integer tensors (token ids, class labels, indices): no autograd, no float kernels.
+    I64,
+    /// Masks and comparison results.
+    Bool,
 }
 
-/// Every spelling of a dtype that tlrs accepts, here and from Python (`tlrs.dtype` reads this
-/// table through `_core.dtype_spellings()`): the one list.
+/// Every spelling of a float dtype that tlrs accepts, here and from Python (`tlrs.dtype` reads
+/// this table through `_core.dtype_spellings()`): the one list. Integer and bool tensors have
+/// their own (`INT_SPELLINGS`): they are never a model's dtype.
 pub const SPELLINGS: &[(&str, DType)] = &[
     ("float32", DType::F32),
     ("f32", DType::F32),
@@ -23,22 +28,41 @@ pub const SPELLINGS: &[(&str, DType)] = &[
     ("double", DType::F64),
 ];
 
+/// The spellings of the integer and bool tensor dtypes (a tensor's dtype, never a model's).
+pub const INT_SPELLINGS: &[(&str, DType)] = &[
+    ("int64", DType::I64),
+    ("long", DType::I64),
+    ("i64", DType::I64),
+    ("bool", DType::Bool),
+];
+
 impl DType {
-    /// The dtype a spelling names (`SPELLINGS`), if any.
+    /// The float dtype a spelling names (`SPELLINGS`), if any.
     pub fn parse(s: &str) -> Option<DType> {
         SPELLINGS.iter().find(|(n, _)| *n == s).map(|&(_, d)| d)
+    }
+    /// Any tensor dtype a spelling names, integer and bool included.
+    pub fn parse_any(s: &str) -> Option<DType> {
+        Self::parse(s).or_else(|| INT_SPELLINGS.iter().find(|(n, _)| *n == s).map(|&(_, d)| d))
     }
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::I64 => "int64",
+            DType::Bool => "bool",
         }
     }
     pub fn size_in_bytes(self) -> usize {
         match self {
             DType::F32 => 4,
-            DType::F64 => 8,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
         }
+    }
+    /// Whether float kernels (and autograd) apply.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
     }
 }
 

@@ -69,6 +69,17 @@ impl Error {
     }
 }
 
+/// An integer or bool tensor given to an operation that computes in floating point.
+pub fn not_float(op: &'static str, got: crate::DType) -> Error {
+    Error::DType {
+        op,
+        expected: "a float32 or float64 tensor (integer and bool tensors take indexing, \
+                   comparisons and data movement only; convert with .to('float32'))"
+            .into(),
+        got: format!("{got}"),
+    }
+}
+
 /// Operands of two dtypes where one was expected (tlrs never promotes).
 pub fn dtype_mismatch(op: &'static str, a: crate::DType, b: crate::DType) -> Error {
     Error::DType {

@@ -259,9 +259,12 @@ impl FloatInit {
         let bad = |e: InitError| crate::Error::arg("init", e.to_string());
         let n = numel(shape).map_err(bad)?;
         self.check_len(n).map_err(bad)?;
+        if !dtype.is_float() {
+            return Err(crate::error::not_float("init", dtype));
+        }
         let s = Storage::filled(device, dtype, n, self.fill(), || match dtype {
-            crate::DType::F64 => CpuStorage::F64((self.fill_f64(n)).into()),
             crate::DType::F32 => CpuStorage::F32((self.fill_f32(n)).into()),
+            _ => CpuStorage::F64((self.fill_f64(n)).into()),
         })?;
         crate::Tensor::from_storage(s, shape.to_vec())
     }

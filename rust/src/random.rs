@@ -49,6 +49,7 @@ fn build_with(shape: Shape, dtype: DType, f: impl Fn(u64) -> f64 + Sync) -> Resu
     let storage = match dtype {
         DType::F32 => CpuStorage::F32(fill(n, |i| f(i) as f32)?.into()),
         DType::F64 => CpuStorage::F64(fill(n, f)?.into()),
+        other => return Err(crate::error::not_float("random", other)),
     };
     Tensor::from_cpu(storage, shape)
 }

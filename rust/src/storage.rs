@@ -118,6 +118,24 @@ impl Storage {
 
     /// The values converted to `dtype` (each rounded once), on this storage's device.
     pub fn to_dtype(&self, dtype: DType) -> Result<Storage> {
+        if dtype == DType::I64 && self.dtype().is_float() {
+            // Truncation toward zero, as NumPy and PyTorch cast; a value with no int64 (NaN,
+            // an infinity, beyond 2**63) is refused rather than saturated.
+            const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2**63
+            let host = self.host()?;
+            let bad = host
+                .to_f64_vec()
+                .into_iter()
+                .find(|v| !(v.is_finite() && *v >= -LIMIT && *v < LIMIT));
+            if let Some(v) = bad {
+                return Err(Error::arg(
+                    "to",
+                    format!(
+                        "cannot convert {v} to int64: expected finite values within int64's range"
+                    ),
+                ));
+            }
+        }
         Ok(match self {
             Storage::Cpu(c) => c.to_dtype(dtype).into(),
             Storage::Cuda(c) => cuda_ops::cast_buffer(&c.0, dtype)?.into(),
@@ -164,6 +182,7 @@ impl Storage {
             Fill::Payload(v) => match dtype {
                 DType::F64 => g.upload(dtype, v)?,
                 DType::F32 => g.upload(dtype, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())?,
+                other => return Err(crate::error::not_float("init", other)),
             },
             Fill::Sampled { lo, hi, seed } => {
                 cuda_ops::init_uniform(&g, dtype, n, crate::rng::key_of(seed, 0), lo, hi - lo)?
@@ -246,6 +265,16 @@ impl Winners {
 }
 
 impl Storage {
+    /// `self op other` elementwise (one dtype, one shape, one device): a bool mask. Masks live
+    /// in host memory in this version (the index ops read them there), so CUDA operands are
+    /// compared after a copy back, and the mask is a CPU tensor.
+    pub fn compare(&self, op: crate::op_table::CompareOp, other: &Storage) -> Result<Storage> {
+        if self.device() != other.device() {
+            return Err(device_mismatch(op.name(), self, other));
+        }
+        let (a, b) = (self.host()?, other.host()?);
+        a.compare(op, &b).map(Storage::Cpu)
+    }
     pub fn cumsum(&self, o: usize, l: usize, i: usize, reverse: bool) -> Result<Storage> {
         on_one_device!("cumsum", (self), |x| x.cumsum(o, l, i, reverse))
     }

@@ -31,7 +31,7 @@ fn gemm_precision<T: Float>() -> MutexGuard<'static, ()> {
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     dmat::set_matmul_precision(match T::DTYPE {
         DType::F32 => GpuMatmulPrecision::Fp32,
-        DType::F64 => GpuMatmulPrecision::Fp64,
+        _ => GpuMatmulPrecision::Fp64,
     });
     guard
 }
@@ -71,7 +71,7 @@ fn down<T: Float + Default>(b: &DeviceBuffer) -> Vec<T> {
 fn tol<T: Float>() -> f64 {
     match T::DTYPE {
         DType::F32 => 1e-5,
-        DType::F64 => 1e-12,
+        _ => 1e-12,
     }
 }
 
@@ -205,7 +205,7 @@ fn nll_case<T: ExpRow + Default>(rows: usize, classes: usize) {
             logits.iter().map(|v| v.to_f64() as f32).collect(),
             vec![rows, classes],
         ),
-        DType::F64 => Tensor::from_vec_f64(wide, vec![rows, classes]),
+        _ => Tensor::from_vec_f64(wide, vec![rows, classes]),
     }
     .unwrap()
     .detach_with_grad(true);
@@ -508,7 +508,7 @@ fn every_nn_kernel_compiles_in_the_emulator() {
     for dtype in [DType::F32, DType::F64] {
         let sfx = match dtype {
             DType::F32 => "f32",
-            DType::F64 => "f64",
+            _ => "f64",
         };
         let mut names = kernels::kernel_names("nn", dtype);
         names.sort();

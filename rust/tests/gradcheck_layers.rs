@@ -319,6 +319,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
     match t.cpu().unwrap() {
         CpuStorage::F32(v) => v.iter().map(|x| x.to_bits() as u64).collect(),
         CpuStorage::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+        other => panic!("bits of a {} tensor", other.dtype()),
     }
 }
 

@@ -29,6 +29,8 @@ REFUSED = {
                     "has no ONNX form: it is pow's gradient, which only a backward pass records"),
     # Made by the compiled backend's fusion passes, after tracing; the export reads the traced
     # graph, where these are still their separate ops.
+    **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"),
+                    "makes a bool mask, which the export (float tensors only) does not carry yet"),
     **dict.fromkeys(("conv2d_relu", "fused_chain"),
                     "is a fused form the export never sees (it reads the graph as traced)"),
 }

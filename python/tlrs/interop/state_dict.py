@@ -36,10 +36,14 @@ def _as_tensor(key: str, value: Any, dtype: str) -> Tensor:
     try:
         if isinstance(value, Tensor):
             t = value
+            if t.dtype not in ("float32", "float64"):
+                raise DTypeError(f"got {t.dtype}")
         elif hasattr(value, "__dlpack__"):
             # torch refuses to export a tensor that requires grad; its values are what we want.
             src = value.detach() if callable(getattr(value, "detach", None)) else value
             t = from_dlpack(src)
+            if t.dtype not in ("float32", "float64"):
+                raise DTypeError(f"got {t.dtype}")
         else:
             arr = np.asarray(value)
             if arr.dtype.kind != "f":

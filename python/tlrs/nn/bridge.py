@@ -55,12 +55,13 @@ def bound(model: Module, params: Sequence[Tensor]) -> Iterator[None]:
 
 
 def to_module_def(model: Module, loss: Callable[..., Tensor], input_shapes: Sequence[Sequence[int]], *,
-                  predict: Callable[..., Tensor] | None = None) -> ModuleDef:
+                  predict: Callable[..., Tensor] | None = None,
+                  input_dtypes: Sequence[str | None] | None = None) -> ModuleDef:
     """A `ModuleDef` running `loss(model, *inputs)` (a scalar) over `model`'s parameters.
 
-    Args: input_shapes: the loss's input shapes (float tensors; integer labels go in as the
-    losses take them, e.g. one-hot rows, until tlrs has integer tensors); predict: `predict(model,
-    x)` for ONNX export (default: `model(x)`).
+    Args: input_shapes: the loss's input shapes; input_dtypes: per input, None (the model's float
+    dtype) or "int64" (token ids, class labels: int64 tensors, graph inputs of the compiled
+    backend); predict: `predict(model, x)` for ONNX export (default: `model(x)`).
     Returns a definition with the model's current values as initial parameters, its parameter
     names, and `requires_grad` from each parameter's flag.
     """
@@ -81,4 +82,4 @@ def to_module_def(model: Module, loss: Callable[..., Tensor], input_shapes: Sequ
 
     return ModuleDef([p.shape for p in params], [list(s) for s in input_shapes], run_loss,
                      init_params=[p.detach() for p in params], requires_grad=[p.requires_grad for p in params],
-                     param_names=names, predict=run_predict)
+                     param_names=names, predict=run_predict, input_dtypes=input_dtypes)

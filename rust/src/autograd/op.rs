@@ -4,7 +4,7 @@
 //! one line here beside its record.
 
 use super::record::{Attr, Record};
-use crate::ops::{conv, convert, elementwise, fused, index, layout, loss, matmul};
+use crate::ops::{compare, conv, convert, elementwise, fused, index, layout, loss, matmul};
 use crate::ops::{norm_per_image, pool, reduce, softmax};
 use crate::{Result, Shape, Tensor};
 
@@ -75,6 +75,8 @@ declare_ops! {
     Gather(index::Gather),
     ScatterAdd(index::ScatterAdd),
     MaskedFill(index::MaskedFill),
+    /// An elementwise comparison (a bool mask; no gradient).
+    Compare(compare::Compare),
     /// A fused elementwise chain (ops/fused.rs), made by the compiled backend's fusion pass.
     Chain(fused::Chain),
     /// Per-image batch norm on the CPU.

@@ -29,10 +29,12 @@
 
 mod binary;
 mod chain;
+mod compare;
 mod unary;
 
 pub(crate) use binary::{binary_ops, div_floor};
 pub use chain::{ChainGrad, ChainStep};
+pub use compare::CompareOp;
 pub(crate) use unary::{unary_ops, GELU_TANH_BETA};
 
 /// Where a unary op's gradient reads from besides `g`.

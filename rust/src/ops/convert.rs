@@ -20,6 +20,10 @@ impl Record for Cast {
         vec![("dtype", Attr::DType(self.to))]
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        // Integer and bool values have no gradient (a cast from them is a constant to autograd).
+        if !self.x.dtype().is_float() || !self.to.is_float() {
+            return Ok(vec![None]);
+        }
         Ok(vec![Some(g.to_dtype(self.x.dtype())?)])
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {

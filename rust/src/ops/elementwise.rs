@@ -12,6 +12,7 @@ use crate::{Result, Shape, Tensor};
 pub use crate::op_table::{BinaryOp, UnaryOp};
 
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    float_only(op.name(), &[x])?;
     op.check()
         .map_err(|msg| crate::Error::arg(op.name(), msg))?;
     let s = x.storage().unary(op)?;
@@ -112,6 +113,14 @@ pub(crate) fn check_same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Res
 }
 
 /// Fails naming `op` when the tensors do not all share the first one's dtype.
+/// Refuses integer and bool operands of an op that computes in floating point, naming it.
+pub(crate) fn float_only(op: &'static str, ts: &[&Tensor]) -> Result<()> {
+    match ts.iter().find(|t| !t.dtype().is_float()) {
+        Some(t) => Err(crate::error::not_float(op, t.dtype())),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn check_same_dtype(op: &'static str, ts: &[&Tensor]) -> Result<()> {
     if let Some(first) = ts.first() {
         if let Some(t) = ts.iter().find(|t| t.dtype() != first.dtype()) {
@@ -159,6 +168,7 @@ fn scalar_by_value(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Option<Storag
 }
 
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    float_only(op.name(), &[a, b])?;
     let record = || Binary {
         op,
         a: a.clone(),

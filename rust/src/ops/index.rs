@@ -130,17 +130,17 @@ pub fn scatter_add(x: &Tensor, axis: isize, index: &[i64], src: &Tensor) -> Resu
     ))
 }
 
+/// `embedding` with the indices an int64 tensor of any shape (kept as the record's input, so a
+/// compiled graph reads each step's token ids).
+pub fn embedding_t(indices: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    let flat = reshape_to(indices, Shape(vec![indices.numel()]));
+    embedding_rows(weight, indices.dims(), |w| {
+        crate::ops::layout::index_select_t(w, 0, &flat)
+    })
+}
+
 /// Rows of `weight` [num, dim] for each index; output shape is the index shape + [dim].
 pub fn embedding(indices: &[i64], indices_shape: &[usize], weight: &Tensor) -> Result<Tensor> {
-    if weight.rank() != 2 {
-        return Err(Error::shape(
-            "embedding",
-            format!(
-                "expected weight [num_embeddings, dim], got {}",
-                weight.shape()
-            ),
-        ));
-    }
     if numel("embedding", &Shape(indices_shape.to_vec()))? != indices.len() {
         return Err(Error::shape(
             "embedding",
@@ -151,12 +151,30 @@ pub fn embedding(indices: &[i64], indices_shape: &[usize], weight: &Tensor) -> R
             ),
         ));
     }
+    embedding_rows(weight, indices_shape, |w| index_select(w, 0, indices))
+}
+
+/// The rows `select` picks from `weight`, shaped as the indices plus [dim].
+fn embedding_rows(
+    weight: &Tensor,
+    indices_shape: &[usize],
+    select: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    if weight.rank() != 2 {
+        return Err(Error::shape(
+            "embedding",
+            format!(
+                "expected weight [num_embeddings, dim], got {}",
+                weight.shape()
+            ),
+        ));
+    }
     let mut d = indices_shape.to_vec();
     d.push(weight.dims()[1]);
     let d = Shape(d);
     // Named here, not as index_select's: a long index list makes a result larger than both.
     crate::storage::check_alloc("embedding", &d)?;
-    let rows = index_select(weight, 0, indices).map_err(|e| match e {
+    let rows = select(weight).map_err(|e| match e {
         Error::Index { index, bound, .. } => Error::Index {
             op: "embedding",
             index,

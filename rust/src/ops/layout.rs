@@ -279,8 +279,35 @@ pub fn check_indices(op: &'static str, idx: &[i64], bound: usize) -> Result<Vec<
         .collect()
 }
 
+/// The values of an int64 index tensor, read on the host (index tensors live there).
+pub fn host_ints(op: &'static str, index: &Tensor) -> Result<Vec<i64>> {
+    Ok(index.host()?.ints(op)?.to_vec())
+}
+
 /// Entries `index` along `axis` (PyTorch `index_select`).
 pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
+    index_select_from(x, axis, index, None)
+}
+
+/// `index_select` with the indices an int64 tensor of rank 1: the record keeps it as an input,
+/// so a compiled graph reads each step's indices (token ids, labels) instead of the trace's.
+pub fn index_select_t(x: &Tensor, axis: isize, index: &Tensor) -> Result<Tensor> {
+    if index.rank() != 1 {
+        return Err(Error::shape(
+            "index_select",
+            format!("expected a 1-d index tensor, got shape {}", index.shape()),
+        ));
+    }
+    let values = host_ints("index_select", index)?;
+    index_select_from(x, axis, &values, Some(index))
+}
+
+fn index_select_from(
+    x: &Tensor,
+    axis: isize,
+    index: &[i64],
+    tensor: Option<&Tensor>,
+) -> Result<Tensor> {
     let ax = x.shape().axis("index_select", axis)?;
     let idx = check_indices("index_select", index, x.dims()[ax])?;
     let (outer, l, inner) = x.shape().split_at_axis(ax);
@@ -300,6 +327,7 @@ pub fn index_select(x: &Tensor, axis: isize, index: &[i64]) -> Result<Tensor> {
             x: x.clone(),
             axis: ax,
             index: Arc::new(idx),
+            index_tensor: tensor.cloned(),
         },
     ))
 }
@@ -443,25 +471,38 @@ pub struct IndexSelect {
     pub x: Tensor,
     pub axis: usize,
     pub index: Arc<Vec<usize>>,
+    /// The int64 tensor the indices came from, when given as one: then an input (read again on
+    /// replay) rather than an attribute.
+    pub index_tensor: Option<Tensor>,
 }
 
 impl Record for IndexSelect {
     crate::autograd::record::named!("index_select");
     fn inputs(&self) -> Vec<&Tensor> {
-        vec![&self.x]
+        let mut v = vec![&self.x];
+        v.extend(&self.index_tensor);
+        v
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
-        vec![
-            ("axis", Attr::Count(Some(self.axis))),
-            ("index", Attr::List(self.index.to_vec())),
-        ]
+        let mut a = vec![("axis", Attr::Count(Some(self.axis)))];
+        if self.index_tensor.is_none() {
+            a.push(("index", Attr::List(self.index.to_vec())));
+        }
+        a
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
         let grad = index_select_grad(&self.x, self.axis, &self.index, g)?;
-        Ok(vec![Some(grad)])
+        let mut grads = vec![Some(grad)];
+        grads.extend(self.index_tensor.iter().map(|_| None));
+        Ok(grads)
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        let index: Vec<i64> = self.index.iter().map(|&i| i as i64).collect();
-        index_select(first("index_select", xs)?, self.axis as isize, &index)
+        match (xs, &self.index_tensor) {
+            ([x, index, ..], Some(_)) => index_select_t(x, self.axis as isize, index),
+            _ => {
+                let index: Vec<i64> = self.index.iter().map(|&i| i as i64).collect();
+                index_select(first("index_select", xs)?, self.axis as isize, &index)
+            }
+        }
     }
 }

@@ -13,6 +13,9 @@ use std::sync::Arc;
 pub enum Target<'a> {
     /// One class index per row.
     Indices(&'a [i64]),
+    /// One class index per row, as an int64 tensor (kept as the record's input, so a compiled
+    /// graph reads each step's labels).
+    IndexTensor(&'a Tensor),
     /// One-hot rows or class probabilities, same shape as the input.
     Probs(&'a Tensor),
 }
@@ -29,7 +32,29 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
         ));
     }
     let logp = log_softmax(input, -1)?;
+    let (values, tensor);
+    let target = match target {
+        Target::IndexTensor(t) => {
+            if t.rank() > 1 {
+                return Err(Error::shape(
+                    "cross_entropy",
+                    format!(
+                        "expected class indices of shape [N] or [], got {}",
+                        t.shape()
+                    ),
+                ));
+            }
+            values = crate::ops::layout::host_ints("cross_entropy", t)?;
+            tensor = Some(t);
+            Target::Indices(&values)
+        }
+        other => {
+            tensor = None;
+            other
+        }
+    };
     match target {
+        Target::IndexTensor(_) => unreachable!("read into Indices above"),
         Target::Indices(t) => {
             let rows = if input.rank() == 2 {
                 input.dims()[0]
@@ -48,7 +73,7 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
             }
             let classes = input.dims()[input.rank() - 1];
             let idx = check_indices("cross_entropy", t, classes)?;
-            nll_loss_indices(&logp, Arc::new(idx))
+            nll_loss_from(&logp, Arc::new(idx), tensor)
         }
         Target::Probs(p) => {
             crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
@@ -70,6 +95,10 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
 
 /// -mean over rows of logp[n, target[n]].
 pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Tensor> {
+    nll_loss_from(logp, idx, None)
+}
+
+fn nll_loss_from(logp: &Tensor, idx: Arc<Vec<usize>>, tensor: Option<&Tensor>) -> Result<Tensor> {
     let c = logp.dims()[logp.rank() - 1];
     let s = logp.storage().nll(idx.len(), c, &idx)?;
     Ok(Tensor::from_op(
@@ -78,6 +107,7 @@ pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Te
         NllLoss {
             logp: logp.clone(),
             target: idx,
+            target_tensor: tensor.cloned(),
         },
     ))
 }
@@ -112,20 +142,44 @@ pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 pub struct NllLoss {
     pub logp: Tensor,
     pub target: Arc<Vec<usize>>,
+    /// The int64 tensor the labels came from, when given as one: then an input (read again on
+    /// replay) rather than an attribute.
+    pub target_tensor: Option<Tensor>,
 }
 
 impl Record for NllLoss {
     crate::autograd::record::named!("cross_entropy");
     fn inputs(&self) -> Vec<&Tensor> {
-        vec![&self.logp]
+        let mut v = vec![&self.logp];
+        v.extend(&self.target_tensor);
+        v
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
-        vec![("target", Attr::List(self.target.to_vec()))]
+        match self.target_tensor {
+            None => vec![("target", Attr::List(self.target.to_vec()))],
+            Some(_) => vec![],
+        }
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(nll_grad(&self.logp, &self.target, g)?)])
+        let mut grads = vec![Some(nll_grad(&self.logp, &self.target, g)?)];
+        grads.extend(self.target_tensor.iter().map(|_| None));
+        Ok(grads)
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        nll_loss_indices(first("cross_entropy", xs)?, self.target.clone())
+        match (xs, &self.target_tensor) {
+            ([logp, target, ..], Some(_)) => {
+                let values = crate::ops::layout::host_ints("cross_entropy", target)?;
+                let classes = logp.dims()[logp.rank() - 1];
+                if values.len() != logp.numel() / classes.max(1) {
+                    return Err(Error::shape(
+                        "cross_entropy",
+                        format!("{} labels for logits {}", values.len(), logp.shape()),
+                    ));
+                }
+                let idx = check_indices("cross_entropy", &values, classes)?;
+                nll_loss_from(logp, Arc::new(idx), Some(target))
+            }
+            _ => nll_loss_indices(first("cross_entropy", xs)?, self.target.clone()),
+        }
     }
 }

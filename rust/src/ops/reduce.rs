@@ -45,6 +45,7 @@ fn sum_raw(x: &Tensor, axis: Option<usize>) -> Result<Storage> {
 
 /// Sum over all elements (axis None) or one axis; a left fold from 0 in index order.
 pub fn sum(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    crate::ops::elementwise::float_only("sum", &[x])?;
     let axis = resolve("sum", x, axis)?;
     let s = sum_raw(x, axis)?;
     let shape = reduced_shape(x.shape(), axis, keepdim);
@@ -61,6 +62,7 @@ pub fn sum(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
 
 /// Mean: the left-fold sum divided once by the count (an empty reduction gives NaN).
 pub fn mean(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    crate::ops::elementwise::float_only("mean", &[x])?;
     let axis = resolve("mean", x, axis)?;
     let count = match axis {
         None => x.numel(),
@@ -82,6 +84,7 @@ pub fn mean(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
 
 /// Maximum over all elements or one axis; the gradient goes to the first maximal element.
 pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    crate::ops::elementwise::float_only("max", &[x])?;
     let axis = resolve("max", x, axis)?;
     if x.numel() == 0 {
         return Err(Error::shape(
@@ -118,6 +121,7 @@ pub fn max(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
 /// float32 sum in float64, so its float32 results can differ in the last bit). Dim 0 or -1 of
 /// a 0-d tensor is the tensor itself, as in PyTorch.
 pub fn cumsum(x: &Tensor, axis: isize) -> Result<Tensor> {
+    crate::ops::elementwise::float_only("cumsum", &[x])?;
     let axis = match axis {
         0 | -1 if x.shape().rank() == 0 => None,
         a => Some(x.shape().axis("cumsum", a)?),

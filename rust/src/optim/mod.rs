@@ -192,6 +192,7 @@ fn update_with(
     let k = match p.dtype() {
         DType::F32 => Consts::of::<f32>(kind, t),
         DType::F64 => Consts::of::<f64>(kind, t),
+        other => return Err(crate::error::not_float("optim", other)),
     };
     if !p.on_host() {
         let (q, out) = crate::autograd::no_grad(|| on_tensors(kind, &k, p, g, slots))?;
@@ -202,6 +203,7 @@ fn update_with(
     match p.dtype() {
         DType::F32 => cpu::update::<f32>(kind, &k, p, grad, slots),
         DType::F64 => cpu::update::<f64>(kind, &k, p, grad, slots),
+        other => Err(crate::error::not_float("optim", other)),
     }
 }
 

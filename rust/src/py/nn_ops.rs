@@ -230,6 +230,13 @@ pub fn embedding(
     run(py, move || ops::embedding(&indices, &indices_shape, &w))
 }
 
+/// `embedding` with an int64 index tensor of any shape (kept as the record's input).
+#[pyfunction]
+pub fn embedding_t(py: Python<'_>, indices: PyRef<'_, T>, weight: PyRef<'_, T>) -> PyResult<T> {
+    let (i, w) = (indices.inner.clone(), weight.inner.clone());
+    run(py, move || ops::index::embedding_t(&i, &w))
+}
+
 #[pyfunction]
 pub fn gather(
     py: Python<'_>,

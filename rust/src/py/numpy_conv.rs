@@ -73,6 +73,10 @@ pub fn from_numpy_with(
         (CpuStorage::F32(host_buf(arr, a, copy)), a.shape().to_vec())
     } else if let Ok(a) = arr.cast::<PyArrayDyn<f64>>() {
         (CpuStorage::F64(host_buf(arr, a, copy)), a.shape().to_vec())
+    } else if let Ok(a) = arr.cast::<PyArrayDyn<i64>>() {
+        (CpuStorage::I64(host_buf(arr, a, copy)), a.shape().to_vec())
+    } else if let Ok(a) = arr.cast::<PyArrayDyn<bool>>() {
+        (CpuStorage::Bool(host_buf(arr, a, copy)), a.shape().to_vec())
     } else {
         let dt = arr
             .getattr("dtype")
@@ -85,10 +89,16 @@ pub fn from_numpy_with(
                     .unwrap_or_default()
             });
         return Err(DTypeError::new_err(format!(
-            "expected a float32 or float64 array, got {dt}"
+            "expected a float32, float64, int64 or bool array, got {dt}"
         )));
     };
     let t = guard(|| Tensor::from_cpu(storage, shape))?;
+    if requires_grad && !t.dtype().is_float() {
+        return Err(DTypeError::new_err(format!(
+            "requires_grad: only float tensors can require gradients, got {}",
+            t.dtype()
+        )));
+    }
     Ok(if requires_grad {
         t.detach_with_grad(true)
     } else {
@@ -153,10 +163,14 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
     match values {
         Storage::Cpu(CpuStorage::F32(v)) => view(py, t, v, layout.as_ref()),
         Storage::Cpu(CpuStorage::F64(v)) => view(py, t, v, layout.as_ref()),
+        Storage::Cpu(CpuStorage::I64(v)) => view(py, t, v, layout.as_ref()),
+        Storage::Cpu(CpuStorage::Bool(v)) => view(py, t, v, layout.as_ref()),
         Storage::Cuda(_) => {
             let a = match guard(|| t.host().map(|h| h.into_owned()))? {
                 CpuStorage::F32(v) => owned(py, t, v.into_vec())?,
                 CpuStorage::F64(v) => owned(py, t, v.into_vec())?,
+                CpuStorage::I64(v) => owned(py, t, v.into_vec())?,
+                CpuStorage::Bool(v) => owned(py, t, v.into_vec())?,
             };
             Ok(read_only(a))
         }

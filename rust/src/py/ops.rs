@@ -3,7 +3,7 @@
 
 use super::errors::{guard, interruptible};
 use super::int_args::named_int_args;
-use super::tensor::{parse_dtype, PyTensor};
+use super::tensor::PyTensor;
 use crate::backend::cpu::parallel;
 use crate::{autograd, ops, Tensor};
 use pyo3::prelude::*;
@@ -29,7 +29,17 @@ pub fn full(
     requires_grad: bool,
     device: &str,
 ) -> PyResult<T> {
-    let dt = parse_dtype(dtype)?;
+    let dt = super::tensor::parse_any_dtype(dtype)?;
+    if requires_grad && !dt.is_float() {
+        return Err(super::errors::DTypeError::new_err(format!(
+            "requires_grad: only float tensors can require gradients, got {dt}"
+        )));
+    }
+    if !dt.is_float() && value.fract() != 0.0 && dt == crate::DType::I64 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "full: an int64 tensor cannot hold {value}"
+        )));
+    }
     let dev = super::tensor::parse_device(device)?;
     let t = guard(|| Tensor::full_on(shape, value, dt, dev))?;
     Ok(PyTensor::new(if requires_grad {
@@ -130,6 +140,30 @@ pub fn index_select(py: Python<'_>, x: PyRef<'_, T>, dim: isize, index: Vec<i64>
     run(py, move || ops::index_select(&x, dim, &index))
 }
 
+/// `index_select` with an int64 index tensor (kept as the record's input).
+#[pyfunction]
+pub fn index_select_t(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    dim: isize,
+    index: PyRef<'_, T>,
+) -> PyResult<T> {
+    let (x, i) = (x.inner.clone(), index.inner.clone());
+    run(py, move || ops::layout::index_select_t(&x, dim, &i))
+}
+
+/// `a op b` elementwise (`op` one of eq, ne, lt, le, gt, ge): a bool tensor.
+#[pyfunction]
+pub fn compare(py: Python<'_>, op: &str, a: PyRef<'_, T>, b: PyRef<'_, T>) -> PyResult<T> {
+    let op = ops::compare::CompareOp::parse(op).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "expected a comparison ('eq', 'ne', 'lt', 'le', 'gt', 'ge'), got {op:?}"
+        ))
+    })?;
+    let (a, b) = (a.inner.clone(), b.inner.clone());
+    run(py, move || ops::compare::compare(op, &a, &b))
+}
+
 #[pyfunction]
 pub fn softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     let x = x.inner.clone();
@@ -153,6 +187,19 @@ pub fn cross_entropy_indices(py: Python<'_>, x: PyRef<'_, T>, target: Vec<i64>) 
     let x = x.inner.clone();
     run(py, move || {
         ops::cross_entropy(&x, ops::Target::Indices(&target))
+    })
+}
+
+/// Cross-entropy against class indices given as an int64 tensor (kept as the record's input).
+#[pyfunction]
+pub fn cross_entropy_index_tensor(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    target: PyRef<'_, T>,
+) -> PyResult<T> {
+    let (x, t) = (x.inner.clone(), target.inner.clone());
+    run(py, move || {
+        ops::cross_entropy(&x, ops::Target::IndexTensor(&t))
     })
 }
 

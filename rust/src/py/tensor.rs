@@ -26,6 +26,15 @@ pub fn parse_dtype(s: &str) -> PyResult<DType> {
     })
 }
 
+/// Any tensor dtype, integer and bool included (`dtype::INT_SPELLINGS`).
+pub fn parse_any_dtype(s: &str) -> PyResult<DType> {
+    DType::parse_any(s).ok_or_else(|| {
+        DTypeError::new_err(format!(
+            "expected dtype 'float32', 'float64', 'int64' or 'bool', got '{s}'"
+        ))
+    })
+}
+
 /// The dtype spelling table (`dtype::SPELLINGS`): spelling -> canonical name.
 #[pyfunction]
 pub fn dtype_spellings() -> Vec<(&'static str, &'static str)> {
@@ -137,7 +146,9 @@ impl PyTensor {
     }
     #[getter]
     fn requires_grad(&self) -> bool {
-        self.inner.requires_grad()
+        // An integer or bool result may keep its record (a compiled graph replays it), but it
+        // never has a gradient.
+        self.inner.requires_grad() && self.inner.dtype().is_float()
     }
     #[setter]
     fn set_requires_grad(&mut self, on: bool) -> PyResult<()> {
@@ -145,6 +156,12 @@ impl PyTensor {
             return Err(PyValueError::new_err(
                 "requires_grad can only be changed on a leaf tensor (one not computed from others); use detach() first",
             ));
+        }
+        if on && !self.inner.dtype().is_float() {
+            return Err(DTypeError::new_err(format!(
+                "requires_grad: only float tensors can require gradients, got {}",
+                self.inner.dtype()
+            )));
         }
         self.inner = self.inner.detach_with_grad(on);
         Ok(())
@@ -203,9 +220,19 @@ impl PyTensor {
     fn data_ptr(&self) -> u64 {
         super::dlpack::data_address(&self.inner)
     }
-    fn item(&self) -> PyResult<f64> {
+    /// The one element as a Python float, int (int64) or bool.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         readable(&self.inner, "Tensor.item()")?;
-        guard(|| self.inner.item())
+        let v = guard(|| self.inner.item())?;
+        match self.inner.dtype() {
+            DType::I64 => {
+                let host = guard(|| self.inner.host().map(|h| h.into_owned()))?;
+                let ints = guard(|| host.ints("item").map(|v| v[0]))?;
+                Ok(ints.into_pyobject(py)?.into_any())
+            }
+            DType::Bool => Ok(pyo3::types::PyBool::new(py, v != 0.0).to_owned().into_any()),
+            _ => Ok(v.into_pyobject(py)?.into_any()),
+        }
     }
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)?.call_method0("tolist")
@@ -215,12 +242,12 @@ impl PyTensor {
     }
     /// Converts to a dtype ('float32'/'float64') or moves to a device ('cpu', 'cuda', 'cuda:N').
     fn to(&self, target: &str) -> PyResult<PyTensor> {
-        if let Ok(d) = parse_dtype(target) {
+        if let Ok(d) = parse_any_dtype(target) {
             return guard(|| self.inner.to_dtype(d)).map(PyTensor::new);
         }
         let dev = parse_device(target).map_err(|_| {
             PyValueError::new_err(format!(
-                "expected a dtype ('float32', 'float64') or a device ('cpu', 'cuda', 'cuda:N'), got '{target}'"
+                "expected a dtype ('float32', 'float64', 'int64', 'bool') or a device ('cpu', 'cuda', 'cuda:N'), got '{target}'"
             ))
         })?;
         guard(|| self.inner.to_device(dev)).map(PyTensor::new)
@@ -248,7 +275,8 @@ impl PyTensor {
             .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor"))
     }
     fn __float__(&self) -> PyResult<f64> {
-        self.item()
+        readable(&self.inner, "float(Tensor)")?;
+        guard(|| self.inner.item())
     }
     fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         binary(

@@ -327,6 +327,7 @@ pub fn chain_forward(
     match dtype_of(inputs)? {
         DType::F32 => go::<f32>(steps, inputs, head, n),
         DType::F64 => go::<f64>(steps, inputs, head, n),
+        other => Err(crate::error::not_float("fused_chain", other)),
     }
 }
 
@@ -364,5 +365,6 @@ pub fn chain_backward(
     match dtype_of(inputs)? {
         DType::F32 => go::<f32>(steps, inputs, head, (y, g), want),
         DType::F64 => go::<f64>(steps, inputs, head, (y, g), want),
+        other => Err(crate::error::not_float("fused_chain", other)),
     }
 }

@@ -5,7 +5,7 @@ use crate::strided::Strided;
 use crate::Shape;
 
 /// Output of permuting `x` (shape `dims`) so that output axis i is input axis `perm[i]`.
-pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
+pub fn permute<T: Copy>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     let view = Strided::row_major(&Shape::new(dims.to_vec())).permuted(perm);
     let out: Vec<usize> = perm.iter().map(|&a| dims[a]).collect();
     gather(x, &out, &view)
@@ -18,7 +18,7 @@ pub fn permute<T: Float>(x: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
 /// it is written in `TILE`-square tiles spanning the output's last axis and that axis, so both
 /// sides touch whole cache lines (an element-by-element walk reads the input a stride apart: a
 /// 512x784 f32 transpose took 0.71 ms; tiled it streams).
-pub fn gather<T: Float>(x: &[T], dims: &[usize], view: &Strided) -> Vec<T> {
+pub fn gather<T: Copy>(x: &[T], dims: &[usize], view: &Strided) -> Vec<T> {
     let n: usize = dims.iter().product();
     if n == 0 {
         return Vec::new();
@@ -94,7 +94,7 @@ pub fn gather<T: Float>(x: &[T], dims: &[usize], view: &Strided) -> Vec<T> {
 const TILE: usize = 16;
 
 /// Concatenates parts viewed as [outer, len_i, inner] along the middle axis.
-pub fn concat<T: Float>(parts: &[&[T]], lens: &[usize], outer: usize, inner: usize) -> Vec<T> {
+pub fn concat<T: Copy>(parts: &[&[T]], lens: &[usize], outer: usize, inner: usize) -> Vec<T> {
     let total: usize = lens.iter().sum();
     let mut out = Vec::with_capacity(outer * total * inner);
     for o in 0..outer {
@@ -106,7 +106,7 @@ pub fn concat<T: Float>(parts: &[&[T]], lens: &[usize], outer: usize, inner: usi
 }
 
 /// Elements [start, end) of the middle axis of [outer, len, inner].
-pub fn slice<T: Float>(
+pub fn slice<T: Copy>(
     x: &[T],
     outer: usize,
     len: usize,
@@ -140,7 +140,7 @@ pub fn unslice<T: Float>(
 }
 
 /// Rows `idx` of the middle axis of [outer, len, inner]: [outer, idx.len(), inner].
-pub fn index_select<T: Float>(
+pub fn index_select<T: Copy>(
     x: &[T],
     outer: usize,
     len: usize,

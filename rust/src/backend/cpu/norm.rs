@@ -339,6 +339,7 @@ impl CpuStorage {
         match self.dtype() {
             DType::F32 => go::<f32>(self, w, b, d, eps),
             DType::F64 => go::<f64>(self, w, b, d, eps),
+            other => Err(crate::error::not_float(OP, other)),
         }
     }
 
@@ -367,6 +368,7 @@ impl CpuStorage {
         match self.dtype() {
             DType::F32 => go::<f32>(self, w, stats, g, d, want),
             DType::F64 => go::<f64>(self, w, stats, g, d, want),
+            other => Err(crate::error::not_float(OP, other)),
         }
     }
 }

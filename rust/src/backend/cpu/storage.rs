@@ -10,46 +10,82 @@ use crate::{DType, Result};
 pub enum CpuStorage {
     F32(HostBuf<f32>),
     F64(HostBuf<f64>),
+    /// Integer and bool tensors: data movement and the index ops only (`map_cpu_any!`); the
+    /// float kernels (`map_cpu!`) refuse them.
+    I64(HostBuf<i64>),
+    Bool(HostBuf<bool>),
 }
 
 impl CpuStorage {
     /// The elements as `T`, or the dtype mismatch, named for `op`, of an operand that should
     /// share `T` with the others.
     pub fn typed<T: CpuElem>(&self, op: &'static str) -> Result<&[T]> {
-        T::view(self).ok_or_else(|| crate::error::dtype_mismatch(op, T::DTYPE, self.dtype()))
+        T::view(self).ok_or_else(|| match self.dtype() {
+            d if d.is_float() => crate::error::dtype_mismatch(op, T::DTYPE, d),
+            d => crate::error::not_float(op, d),
+        })
+    }
+    /// The integer elements, or an error naming `op` for a float or bool storage.
+    pub fn ints(&self, op: &'static str) -> Result<&[i64]> {
+        match self {
+            CpuStorage::I64(v) => Ok(v),
+            other => Err(crate::Error::DType {
+                op,
+                expected: "an int64 tensor".into(),
+                got: format!("{}", other.dtype()),
+            }),
+        }
+    }
+    /// The bool elements, or an error naming `op` for another dtype.
+    pub fn bools(&self, op: &'static str) -> Result<&[bool]> {
+        match self {
+            CpuStorage::Bool(v) => Ok(v),
+            other => Err(crate::Error::DType {
+                op,
+                expected: "a bool tensor".into(),
+                got: format!("{}", other.dtype()),
+            }),
+        }
     }
 
     pub fn dtype(&self) -> DType {
         match self {
             CpuStorage::F32(_) => DType::F32,
             CpuStorage::F64(_) => DType::F64,
+            CpuStorage::I64(_) => DType::I64,
+            CpuStorage::Bool(_) => DType::Bool,
         }
     }
     pub fn len(&self) -> usize {
         match self {
             CpuStorage::F32(v) => v.len(),
             CpuStorage::F64(v) => v.len(),
+            CpuStorage::I64(v) => v.len(),
+            CpuStorage::Bool(v) => v.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     pub fn zeros(dtype: DType, n: usize) -> Self {
-        match dtype {
-            DType::F32 => CpuStorage::F32(vec![0.0; n].into()),
-            DType::F64 => CpuStorage::F64(vec![0.0; n].into()),
-        }
+        Self::full(dtype, n, 0.0)
     }
+    /// `n` copies of `v` in `dtype` (for an integer dtype `v` is an integer-valued f64 that
+    /// callers have checked; for bool, nonzero is true).
     pub fn full(dtype: DType, n: usize, v: f64) -> Self {
         match dtype {
             DType::F32 => CpuStorage::F32(vec![v as f32; n].into()),
             DType::F64 => CpuStorage::F64(vec![v; n].into()),
+            DType::I64 => CpuStorage::I64(vec![v as i64; n].into()),
+            DType::Bool => CpuStorage::Bool(vec![v != 0.0; n].into()),
         }
     }
     pub fn from_f64(dtype: DType, v: &[f64]) -> Self {
         match dtype {
             DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into()),
             DType::F64 => CpuStorage::F64(v.to_vec().into()),
+            DType::I64 => CpuStorage::I64(v.iter().map(|&x| x as i64).collect::<Vec<_>>().into()),
+            DType::Bool => CpuStorage::Bool(v.iter().map(|&x| x != 0.0).collect::<Vec<_>>().into()),
         }
     }
     /// Like `full`, but an impossible size or a failed allocation is an error, not an abort.
@@ -65,25 +101,49 @@ impl CpuStorage {
                 out.resize(n, v);
                 CpuStorage::F64(out.into())
             }
+            DType::I64 => {
+                let mut out = try_alloc(n)?;
+                out.resize(n, v as i64);
+                CpuStorage::I64(out.into())
+            }
+            DType::Bool => {
+                let mut out = try_alloc(n)?;
+                out.resize(n, v != 0.0);
+                CpuStorage::Bool(out.into())
+            }
         })
     }
-    /// Values widened to f64 (exact for both dtypes).
+    /// Values widened to f64 (exact for the float dtypes and bool; integers beyond 2**53 round).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
             CpuStorage::F32(v) => v.iter().map(|&x| x as f64).collect(),
             CpuStorage::F64(v) => v.to_vec(),
+            CpuStorage::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            CpuStorage::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
         }
     }
-    /// Converts to another dtype (rounding to nearest when narrowing).
+    /// Converts to another dtype: floats round to nearest when narrowing, a float becomes an
+    /// integer by truncation toward zero (NumPy's and PyTorch's cast; NaN and out-of-range
+    /// values are refused by the caller, `Storage::to_dtype`), bool is nonzero, and true is 1.
     pub fn to_dtype(&self, dtype: DType) -> Self {
+        fn cast<A: Copy, B>(v: &[A], f: impl Fn(A) -> B) -> HostBuf<B> {
+            v.iter().map(|&x| f(x)).collect::<Vec<_>>().into()
+        }
         match (self, dtype) {
-            (CpuStorage::F32(v), DType::F64) => {
-                CpuStorage::F64(v.iter().map(|&x| x as f64).collect::<Vec<_>>().into())
-            }
-            (CpuStorage::F64(v), DType::F32) => {
-                CpuStorage::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
-            }
-            _ => self.clone(),
+            (s, d) if s.dtype() == d => self.clone(),
+            (CpuStorage::F32(v), DType::F64) => CpuStorage::F64(cast(v, |x| x as f64)),
+            (CpuStorage::F64(v), DType::F32) => CpuStorage::F32(cast(v, |x| x as f32)),
+            (CpuStorage::F32(v), DType::I64) => CpuStorage::I64(cast(v, |x| x as i64)),
+            (CpuStorage::F64(v), DType::I64) => CpuStorage::I64(cast(v, |x| x as i64)),
+            (CpuStorage::Bool(v), DType::I64) => CpuStorage::I64(cast(v, |x| x as i64)),
+            (CpuStorage::I64(v), DType::F32) => CpuStorage::F32(cast(v, |x| x as f32)),
+            (CpuStorage::I64(v), DType::F64) => CpuStorage::F64(cast(v, |x| x as f64)),
+            (CpuStorage::Bool(v), DType::F32) => CpuStorage::F32(cast(v, |x| x as u8 as f32)),
+            (CpuStorage::Bool(v), DType::F64) => CpuStorage::F64(cast(v, |x| x as u8 as f64)),
+            (CpuStorage::F32(v), DType::Bool) => CpuStorage::Bool(cast(v, |x| x != 0.0)),
+            (CpuStorage::F64(v), DType::Bool) => CpuStorage::Bool(cast(v, |x| x != 0.0)),
+            (CpuStorage::I64(v), DType::Bool) => CpuStorage::Bool(cast(v, |x| x != 0)),
+            _ => unreachable!("every pair of dtypes is listed above"),
         }
     }
 }
@@ -99,6 +159,29 @@ macro_rules! map_cpu {
             }
             $crate::backend::cpu::CpuStorage::F64($v) => {
                 $crate::backend::cpu::CpuStorage::F64(($body).into())
+            }
+            other => return Err($crate::error::not_float("this operation", other.dtype())),
+        }
+    };
+}
+
+/// Like `map_cpu!` for data movement, which any dtype may take: `$body` is generic over
+/// `T: Copy`.
+#[macro_export]
+macro_rules! map_cpu_any {
+    ($s:expr, |$v:ident| $body:expr) => {
+        match $s {
+            $crate::backend::cpu::CpuStorage::F32($v) => {
+                $crate::backend::cpu::CpuStorage::F32(($body).into())
+            }
+            $crate::backend::cpu::CpuStorage::F64($v) => {
+                $crate::backend::cpu::CpuStorage::F64(($body).into())
+            }
+            $crate::backend::cpu::CpuStorage::I64($v) => {
+                $crate::backend::cpu::CpuStorage::I64(($body).into())
+            }
+            $crate::backend::cpu::CpuStorage::Bool($v) => {
+                $crate::backend::cpu::CpuStorage::Bool(($body).into())
             }
         }
     };
@@ -117,6 +200,7 @@ macro_rules! map_cpu2 {
                 $crate::backend::cpu::CpuStorage::F64($x),
                 $crate::backend::cpu::CpuStorage::F64($y),
             ) => Ok($crate::backend::cpu::CpuStorage::F64(($body).into())),
+            (a, b) if a.dtype() == b.dtype() => Err($crate::error::not_float($op, a.dtype())),
             (a, b) => Err($crate::Error::DType {
                 op: $op,
                 expected: "operands of one dtype (tlrs never promotes; convert with .to())".into(),
@@ -175,12 +259,14 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(v) => v.is_borrowed(),
             CpuStorage::F64(v) => v.is_borrowed(),
+            CpuStorage::I64(v) => v.is_borrowed(),
+            CpuStorage::Bool(v) => v.is_borrowed(),
         }
     }
 
     /// The elements of the view `view` (of shape `dims`) of these values, in row-major order.
     pub fn gather(&self, dims: &[usize], view: &crate::strided::Strided) -> Self {
-        map_cpu!(self, |v| super::layout::gather(v, dims, view))
+        map_cpu_any!(self, |v| super::layout::gather(v, dims, view))
     }
 
     /// The batch of products of `self` read as `a` and `rhs` read as `b`, in place.

@@ -13,7 +13,7 @@ use crate::dtype::{lit, Float};
 use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
-use crate::{map_cpu, map_cpu2, DType, Result, Shape};
+use crate::{map_cpu, map_cpu2, map_cpu_any, DType, Result, Shape};
 
 impl BackendStorage for CpuStorage {
     type Winners = Vec<usize>;
@@ -161,6 +161,11 @@ impl BackendStorage for CpuStorage {
     }
 
     fn broadcast_to(&self, from: &Shape, to: &Shape) -> Result<Self> {
+        if !self.dtype().is_float() {
+            // Data movement only: a gather through the broadcast view.
+            let view = crate::strided::Strided::row_major(from).broadcast(from, to);
+            return Ok(map_cpu_any!(self, |v| lk::gather(v, to.dims(), &view)));
+        }
         let sx = broadcast_strides(from, to);
         Ok(map_cpu!(self, |v| broadcast_map(
             v,
@@ -173,7 +178,7 @@ impl BackendStorage for CpuStorage {
     }
 
     fn permute(&self, dims: &[usize], perm: &[usize]) -> Result<Self> {
-        Ok(map_cpu!(self, |v| lk::permute(v, dims, perm)))
+        Ok(map_cpu_any!(self, |v| lk::permute(v, dims, perm)))
     }
 
     fn slice(
@@ -184,7 +189,7 @@ impl BackendStorage for CpuStorage {
         start: usize,
         end: usize,
     ) -> Result<Self> {
-        Ok(map_cpu!(self, |v| lk::slice(
+        Ok(map_cpu_any!(self, |v| lk::slice(
             v, outer, len, inner, start, end
         )))
     }
@@ -203,7 +208,7 @@ impl BackendStorage for CpuStorage {
     }
 
     fn index_select(&self, outer: usize, len: usize, inner: usize, idx: &[usize]) -> Result<Self> {
-        Ok(map_cpu!(self, |v| lk::index_select(
+        Ok(map_cpu_any!(self, |v| lk::index_select(
             v, outer, len, inner, idx
         )))
     }
@@ -213,30 +218,40 @@ impl BackendStorage for CpuStorage {
     }
 
     fn concat(parts: &[(&Self, usize)], outer: usize, inner: usize) -> Result<Self> {
-        fn go<T: super::CpuElem>(
-            parts: &[(&CpuStorage, usize)],
-            outer: usize,
-            inner: usize,
-        ) -> Result<CpuStorage> {
-            let mut views = Vec::with_capacity(parts.len());
-            for (p, _) in parts {
-                views.push(
-                    T::view(p).ok_or_else(|| {
-                        crate::error::dtype_mismatch("concat", T::DTYPE, p.dtype())
-                    })?,
-                );
-            }
-            let lens: Vec<usize> = parts.iter().map(|p| p.1).collect();
-            Ok(T::wrap(lk::concat(&views, &lens, outer, inner)))
+        let Some((first, _)) = parts.first() else {
+            return Ok(CpuStorage::F64(Vec::new().into()));
+        };
+        if let Some((p, _)) = parts.iter().find(|(p, _)| p.dtype() != first.dtype()) {
+            return Err(crate::error::dtype_mismatch(
+                "concat",
+                first.dtype(),
+                p.dtype(),
+            ));
         }
-        match parts.first().map(|p| p.0.dtype()) {
-            Some(crate::DType::F32) => go::<f32>(parts, outer, inner),
-            Some(crate::DType::F64) | None => go::<f64>(parts, outer, inner),
+        let lens: Vec<usize> = parts.iter().map(|p| p.1).collect();
+        // Every part has `first`'s variant (checked above).
+        macro_rules! join {
+            ($variant:ident) => {{
+                let views: Vec<&[_]> = parts
+                    .iter()
+                    .map(|(p, _)| match p {
+                        CpuStorage::$variant(v) => &v[..],
+                        _ => unreachable!("dtypes checked above"),
+                    })
+                    .collect();
+                CpuStorage::$variant(lk::concat(&views, &lens, outer, inner).into())
+            }};
         }
+        Ok(match first {
+            CpuStorage::F32(_) => join!(F32),
+            CpuStorage::F64(_) => join!(F64),
+            CpuStorage::I64(_) => join!(I64),
+            CpuStorage::Bool(_) => join!(Bool),
+        })
     }
 
     fn take(&self, offsets: &[usize]) -> Result<Self> {
-        Ok(map_cpu!(self, |v| offsets
+        Ok(map_cpu_any!(self, |v| offsets
             .iter()
             .map(|&o| v[o])
             .collect::<Vec<_>>()))
@@ -264,6 +279,7 @@ impl BackendStorage for CpuStorage {
             (CpuStorage::F64(s), Some(CpuStorage::F64(b))) => {
                 CpuStorage::F64((go(s, Some(b), offsets, n)).into())
             }
+            (s, None) => return Err(crate::error::not_float("scatter_add", s.dtype())),
             (s, Some(b)) => {
                 return Err(crate::error::dtype_mismatch(
                     "scatter_add",
@@ -323,6 +339,7 @@ impl BackendStorage for CpuStorage {
         match self.dtype() {
             DType::F32 => go::<f32>(self, w, b, d, act),
             DType::F64 => go::<f64>(self, w, b, d, act),
+            other => Err(crate::error::not_float("this operation", other)),
         }
     }
 
@@ -349,6 +366,7 @@ impl BackendStorage for CpuStorage {
         match self.dtype() {
             DType::F32 => go::<f32>(self, w, g, d, need),
             DType::F64 => go::<f64>(self, w, g, d, need),
+            other => Err(crate::error::not_float("this operation", other)),
         }
     }
 
@@ -376,6 +394,7 @@ impl BackendStorage for CpuStorage {
                 let (y, a) = rk::max_axis(v, outer, len, inner);
                 (CpuStorage::F64((y).into()), a)
             }
+            other => return Err(crate::error::not_float("max", other.dtype())),
         })
     }
 
@@ -401,6 +420,7 @@ impl BackendStorage for CpuStorage {
                 let (y, a) = super::pool::max_pool(v, d);
                 (CpuStorage::F64((y).into()), a)
             }
+            other => return Err(crate::error::not_float("max_pool2d", other.dtype())),
         })
     }
 

@@ -109,10 +109,7 @@ impl std::fmt::Debug for DeviceBuffer {
 
 /// The bytes one element of `dtype` takes; index buffers use `DType::F64`'s width for u64.
 pub fn elem_bytes(dtype: DType) -> usize {
-    match dtype {
-        DType::F32 => 4,
-        DType::F64 => 8,
-    }
+    dtype.size_in_bytes()
 }
 
 impl DeviceBuffer {
@@ -267,7 +264,7 @@ pub(crate) fn resolve(args: &[Arg<'_>], dtype: DType) -> Vec<Value> {
             Arg::I64(v) => Value::I64(*v),
             Arg::Scalar(v) => match dtype {
                 DType::F32 => Value::F32(*v as f32),
-                DType::F64 => Value::F64(*v),
+                _ => Value::F64(*v),
             },
             Arg::F64(v) => Value::F64(*v),
             Arg::Gather(g) => Value::Gather(*g),

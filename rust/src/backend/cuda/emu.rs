@@ -186,5 +186,6 @@ pub(crate) fn gemm(call: &GemmCall, dtype: DType, x: u64, y: u64, c: u64) {
     match dtype {
         DType::F32 => run::<f32>(call, x as *const f32, y as *const f32, c as *mut f32),
         DType::F64 => run::<f64>(call, x as *const f64, y as *const f64, c as *mut f64),
+        _ => unreachable!("device buffers are float only (Gpu::alloc refuses other dtypes)"),
     }
 }

@@ -124,6 +124,7 @@ fn type_names(dtype: DType) -> (&'static str, &'static str, &'static str, &'stat
     match dtype {
         DType::F32 => ("f32", "float", "f", "double"),
         DType::F64 => ("f64", "double", "", "float"),
+        _ => unreachable!("device buffers are float only (Gpu::alloc refuses other dtypes)"),
     }
 }
 

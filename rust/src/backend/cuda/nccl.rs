@@ -83,6 +83,7 @@ fn nccl_type(dtype: DType) -> std::ffi::c_int {
     match dtype {
         DType::F32 => nccl_lib::NCCL_FLOAT32,
         DType::F64 => nccl_lib::NCCL_FLOAT64,
+        _ => unreachable!("device buffers are float only (Gpu::alloc refuses other dtypes)"),
     }
 }
 

@@ -44,6 +44,7 @@ impl CudaStorage {
         Ok(match self.dtype() {
             DType::F32 => CpuStorage::F32((gpu.download::<f32>(&self.0)?).into()),
             DType::F64 => CpuStorage::F64((gpu.download::<f64>(&self.0)?).into()),
+            _ => unreachable!("device buffers are float only (Gpu::alloc refuses other dtypes)"),
         })
     }
     /// Copies host values to device `ordinal`.
@@ -52,6 +53,7 @@ impl CudaStorage {
         let buf = match s {
             CpuStorage::F32(v) => gpu.upload(DType::F32, v)?,
             CpuStorage::F64(v) => gpu.upload(DType::F64, v)?,
+            other => return Err(super::gpu::host_only(other.dtype())),
         };
         Ok(CudaStorage::new(buf))
     }

@@ -4,12 +4,12 @@
 use super::{
     capsule_destructor, row_major_strides, DLDataType, DLDevice, DLManagedTensor,
     DLManagedTensorVersioned, DLPackVersion, DLTensor, Managed, FLAG_IS_COPIED, FLAG_READ_ONLY,
-    K_DL_CPU, K_DL_CUDA, K_DL_FLOAT,
+    K_DL_BOOL, K_DL_CPU, K_DL_CUDA, K_DL_FLOAT, K_DL_INT,
 };
 use crate::py::errors::guard;
 use crate::py::tensor::readable;
 use crate::storage::{CpuStorage, CudaStorage, Storage};
-use crate::{Device, Tensor};
+use crate::{DType, Device, Tensor};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -52,6 +52,8 @@ pub fn data_address(t: &Tensor) -> u64 {
     match t.storage() {
         Storage::Cpu(CpuStorage::F32(v)) => v.as_ptr() as u64,
         Storage::Cpu(CpuStorage::F64(v)) => v.as_ptr() as u64,
+        Storage::Cpu(CpuStorage::I64(v)) => v.as_ptr() as u64,
+        Storage::Cpu(CpuStorage::Bool(v)) => v.as_ptr() as u64,
         Storage::Cuda(c) => c.0.address(),
     }
 }
@@ -62,7 +64,11 @@ fn dl_tensor(t: &Tensor, shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
         device: dl_device(t),
         ndim: shape.len() as i32,
         dtype: DLDataType {
-            code: K_DL_FLOAT,
+            code: match t.dtype() {
+                DType::I64 => K_DL_INT,
+                DType::Bool => K_DL_BOOL,
+                _ => K_DL_FLOAT,
+            },
             bits: (t.dtype().size_in_bytes() * 8) as u8,
             lanes: 1,
         },
@@ -75,8 +81,7 @@ fn dl_tensor(t: &Tensor, shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
 /// A tensor with `t`'s values in memory of its own (for `copy=True`).
 fn fresh_copy(t: &Tensor) -> crate::Result<Tensor> {
     let storage: Storage = match t.storage() {
-        Storage::Cpu(CpuStorage::F32(v)) => CpuStorage::F32(v.to_vec().into()).into(),
-        Storage::Cpu(CpuStorage::F64(v)) => CpuStorage::F64(v.to_vec().into()).into(),
+        Storage::Cpu(c) => crate::map_cpu_any!(c, |v| v.to_vec()).into(),
         Storage::Cuda(c) => CudaStorage::upload(c.ordinal(), &c.download()?)?.into(),
     };
     Tensor::from_storage(storage, t.shape().clone())

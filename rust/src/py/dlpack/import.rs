@@ -4,7 +4,7 @@
 
 use super::{
     row_major_strides, DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor, Managed,
-    K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_FLOAT,
+    K_DL_BOOL, K_DL_CPU, K_DL_CUDA, K_DL_CUDA_HOST, K_DL_FLOAT, K_DL_INT,
 };
 use crate::backend::cpu::host_buf::{HostBuf, Owner};
 use crate::backend::cuda::DeviceBuffer;
@@ -54,8 +54,10 @@ fn elem_dtype(dt: DLDataType) -> PyResult<DType> {
     match (dt.code, dt.bits, dt.lanes) {
         (K_DL_FLOAT, 32, 1) => Ok(DType::F32),
         (K_DL_FLOAT, 64, 1) => Ok(DType::F64),
+        (K_DL_INT, 64, 1) => Ok(DType::I64),
+        (K_DL_BOOL, 8, 1) => Ok(DType::Bool),
         _ => Err(DTypeError::new_err(format!(
-            "from_dlpack: expected a float32 or float64 tensor, got {}",
+            "from_dlpack: expected a float32, float64, int64 or bool tensor, got {}",
             dtype_name(dt)
         ))),
     }
@@ -209,6 +211,10 @@ impl Layout {
                 match self.dtype {
                     DType::F32 => CpuStorage::F32(HostBuf::borrowed(addr as *const f32, n, owner)),
                     DType::F64 => CpuStorage::F64(HostBuf::borrowed(addr as *const f64, n, owner)),
+                    DType::I64 => CpuStorage::I64(HostBuf::borrowed(addr as *const i64, n, owner)),
+                    DType::Bool => {
+                        CpuStorage::Bool(HostBuf::borrowed(addr as *const bool, n, owner))
+                    }
                 }
             }
             .into();
@@ -221,6 +227,8 @@ impl Layout {
         let s = match self.dtype {
             DType::F32 => CpuStorage::F32(copy_host(addr as *const f32, &offsets).into()),
             DType::F64 => CpuStorage::F64(copy_host(addr as *const f64, &offsets).into()),
+            DType::I64 => CpuStorage::I64(copy_host(addr as *const i64, &offsets).into()),
+            DType::Bool => CpuStorage::Bool(copy_host(addr as *const bool, &offsets).into()),
         };
         drop(owner); // the copy is ours: release the producer's buffer now
         s.into()

@@ -16,7 +16,9 @@ use std::ffi::{c_void, CStr};
 const K_DL_CPU: i32 = 1;
 const K_DL_CUDA: i32 = 2;
 const K_DL_CUDA_HOST: i32 = 3;
+const K_DL_INT: u8 = 0;
 const K_DL_FLOAT: u8 = 2;
+const K_DL_BOOL: u8 = 6;
 const FLAG_READ_ONLY: u64 = 1;
 const FLAG_IS_COPIED: u64 = 2;
 
