@@ -59,6 +59,7 @@ class Case:
     exact: bool = False  # the op only moves or selects values: any correct result is bit for bit torch's
     torch_out: Callable[[Any], Any] | None = None  # the part of torch's result the tlrs function returns
     reference: Callable[..., Any] | None = None  # replaces torch's op where torch's result is random
+    ints: bool = False  # the op takes int64 tensors too: its int64 samples run as well
 
 
 def _values(out: Any) -> Any:
@@ -126,13 +127,13 @@ CASES: dict[str, Case] = {
     # amax's gradient splits evenly between tied maxima, tlrs's goes to the first (its samples have no ties)
     "amax": Case(ops.max, exact=True),
     # shapes and indexing
-    "reshape": Case(ops.reshape, exact=True),
+    "reshape": Case(ops.reshape, exact=True, ints=True),
     "flatten": Case(ops.flatten, exact=True),
-    "permute": Case(ops.permute, exact=True),
+    "permute": Case(ops.permute, exact=True, ints=True),
     "transpose": Case(ops.transpose, exact=True),
-    "cat": Case(ops.cat, exact=True),
+    "cat": Case(ops.cat, exact=True, ints=True),
     "slice": Case(ops.slice, exact=True),
-    "index_select": Case(ops.index_select, exact=True),
+    "index_select": Case(ops.index_select, exact=True, ints=True),
     "gather": Case(ops.gather, exact=True),
     "scatter_add": Case(ops.scatter_add),
     "masked_fill": Case(ops.masked_fill, exact=True),
@@ -189,34 +190,36 @@ CASES: dict[str, Case] = {
     "nn.functional.group_norm": Case(ops.group_norm),
     "nn.functional.scaled_dot_product_attention": Case(ops.scaled_dot_product_attention),
     # torch's shape functions (tlrs.shape_ops) and Tensor methods (tlrs.tensor_methods)
-    "unsqueeze": Case(ops.unsqueeze, exact=True),
-    "squeeze": Case(ops.squeeze, exact=True),
-    "squeeze:multiple": Case(ops.squeeze, exact=True),
-    "stack": Case(ops.stack, exact=True),
-    "split": Case(ops.split, exact=True),
+    "unsqueeze": Case(ops.unsqueeze, exact=True, ints=True),
+    "squeeze": Case(ops.squeeze, exact=True, ints=True),
+    "squeeze:multiple": Case(ops.squeeze, exact=True, ints=True),
+    "stack": Case(ops.stack, exact=True, ints=True),
+    "split": Case(ops.split, exact=True, ints=True),
     "split:list_args": Case(ops.split, exact=True),
     "unsafe_split": Case(ops.split, exact=True),
     "split_with_sizes": Case(ops.split_with_sizes, exact=True),
-    "chunk": Case(ops.chunk, exact=True),
+    "chunk": Case(ops.chunk, exact=True, ints=True),
     "unsafe_chunk": Case(ops.chunk, exact=True),
     "unbind": Case(ops.unbind, exact=True),
-    "narrow": Case(ops.narrow, exact=True),
-    "flip": Case(ops.flip, exact=True),
-    "roll": Case(ops.roll, exact=True),
+    "narrow": Case(ops.narrow, exact=True, ints=True),
+    "flip": Case(ops.flip, exact=True, ints=True),
+    "roll": Case(ops.roll, exact=True, ints=True),
     "tril": Case(ops.tril, exact=True),
     "triu": Case(ops.triu, exact=True),
     # the OpInfo's op is `lambda self, condition, other: torch.where(condition, self, other)`
     "where": Case(lambda self, condition, other: ops.where(condition, self, other), exact=True),
-    "expand": Case(ops.expand, exact=True),
-    "repeat": Case(ops.repeat, exact=True),
-    "movedim": Case(ops.movedim, exact=True),
+    "expand": Case(ops.expand, exact=True, ints=True),
+    "repeat": Case(ops.repeat, exact=True, ints=True),
+    "movedim": Case(ops.movedim, exact=True, ints=True),
     "view": Case(lambda x, shape: x.view(shape), exact=True),
     "__getitem__": Case(lambda x, key: x[key], exact=True),
     # positions (indices come back as NumPy int64 arrays)
-    "argmax": Case(ops.argmax, exact=True),
-    "argmin": Case(ops.argmin, exact=True),
+    **{name: Case(getattr(ops, name), exact=True, ints=True) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "argmax": Case(ops.argmax, exact=True, ints=True),
+    "argmin": Case(ops.argmin, exact=True, ints=True),
+    # int64 samples left out: their ties are many, and torch leaves topk's order among ties open.
     "topk": Case(ops.topk, exact=True),
-    "sort": Case(ops.sort, exact=True),
+    "sort": Case(ops.sort, exact=True, ints=True),
 }
 
 DTYPES = (torch.float32, torch.float64)
@@ -234,23 +237,32 @@ def opinfo(key: str) -> Any:
     return next(op for op in op_db if op.name == name and op.variant_test_name == variant)
 
 
+def dtypes_of(key: str) -> tuple[torch.dtype, ...]:
+    """The dtypes `key`'s samples run in: float32 and float64, and int64 where tlrs takes it."""
+    return DTYPES + ((torch.int64,) if CASES[key].ints else ())
+
+
 def samples(op: Any, dtype: torch.dtype) -> tuple[str, list[Any]]:
     """The samples (and where they came from), the same on every call: the generators draw from
     torch's global RNG, seeded here. Some reference generators cannot make grad-requiring inputs
     (integer tensors with requires_grad=True): those ops take their plain samples."""
+    grad = dtype.is_floating_point
     try:
         torch.manual_seed(0)
-        return "reference_inputs", list(op.reference_inputs("cpu", dtype, requires_grad=True))
+        return "reference_inputs", list(op.reference_inputs("cpu", dtype, requires_grad=grad))
     except Exception:
         torch.manual_seed(0)
-        return "sample_inputs", list(op.sample_inputs("cpu", dtype, requires_grad=True))
+        return "sample_inputs", list(op.sample_inputs("cpu", dtype, requires_grad=grad))
 
 
 def _to_tlrs(x: Any) -> Any:
-    """One argument as tlrs takes it: float32/float64 tensors as tlrs tensors, other tensors
-    (indices, masks, integer targets) as NumPy arrays, torch dtypes and devices as their names."""
+    """One argument as tlrs takes it: float32/float64 tensors as tlrs tensors, int64 and bool
+    tensors (indices, masks, labels) as tlrs tensors of theirs, other tensors as NumPy arrays,
+    torch dtypes and devices as their names."""
     if isinstance(x, torch.Tensor):
         arr = x.detach().numpy()
+        if x.dtype in (torch.int64, torch.bool):
+            return tlrs.tensor(arr)
         return tlrs.tensor(arr, requires_grad=x.requires_grad) if x.dtype in DTYPES else arr.copy()
     if isinstance(x, (torch.dtype, torch.device)):
         return str(x).removeprefix("torch.")
@@ -474,9 +486,9 @@ def iter_records(key: str, dtype: torch.dtype, start: int = 0,
         yield {**base, **(rec or {"status": "skipped"})}
 
 
-def run_in_process(key: str, dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[dict[str, Any]]:
+def run_in_process(key: str, dtypes: tuple[torch.dtype, ...] | None = None) -> list[dict[str, Any]]:
     """One op's records, in this process (no guard: for debugging)."""
-    return [r for dt in dtypes for r in iter_records(key, dt) if r["status"] != "skipped"]
+    return [r for dt in (dtypes or dtypes_of(key)) for r in iter_records(key, dt) if r["status"] != "skipped"]
 
 
 class Runner:
@@ -524,8 +536,9 @@ class Runner:
             self.proc.stdin.close()
         self._stop()
 
-    def run(self, key: str, dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[dict[str, Any]]:
-        """The records of `key`'s samples (skipped ones left out)."""
+    def run(self, key: str, dtypes: tuple[torch.dtype, ...] | None = None) -> list[dict[str, Any]]:
+        """The records of `key`'s samples (skipped ones left out), in `dtypes_of(key)` by default."""
+        dtypes = dtypes_of(key) if dtypes is None else dtypes
         out: list[dict[str, Any]] = []
         for dtype in dtypes:
             dt, start = str(dtype).removeprefix("torch."), 0

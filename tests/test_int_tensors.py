@@ -4,6 +4,9 @@ the compiled backend (compiled equals eager bit for bit)."""
 
 from __future__ import annotations
 
+import operator
+from operator import index as operator_index
+
 import numpy as np
 import pytest
 
@@ -64,12 +67,25 @@ def test_comparisons_match_numpy_with_broadcasting(op, dtype):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
-def test_comparisons_refuse_mixed_dtypes_and_fractions_of_ints():
-    with pytest.raises(tlrs.DTypeError):
-        _ = tlrs.tensor([1, 2]) == tlrs.tensor([1.0, 2.0])
+@pytest.mark.parametrize("v", [2.5, -2.5, 2.0, 2, float("inf"), float("-inf"), float("nan"), 1e30, -1e30,
+                               2**70, -(2**70), np.int64(5), np.float32(2.5), True])
+def test_int_tensors_compare_exactly_with_any_python_number(v):
+    a = np.array([-3, 0, 2, 5, 2**62])
+    t = tlrs.tensor(a)
+    for op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        # Python compares an int with a float exactly: the oracle.
+        want = [getattr(operator, op)(int(x), v.item() if isinstance(v, np.generic) else v) for x in a]
+        assert getattr(t, f"__{op}__")(v).numpy().tolist() == want, (op, v)
+
+
+def test_comparisons_widen_float32_exactly_and_refuse_int_with_float_tensors():
+    x, y = tlrs.tensor(np.float32([0.1, 2.0])), tlrs.tensor([0.1, 2.0])
+    assert (x == y).numpy().tolist() == [False, True]  # float32(0.1) widened is not 0.1
     with pytest.raises(tlrs.DTypeError, match="never promotes"):
-        _ = tlrs.tensor([1, 2]) < 1.5
-    assert (tlrs.tensor([1, 2]) < 2).numpy().tolist() == [True, False]
+        _ = tlrs.tensor([1, 2]) == tlrs.tensor([1.0, 2.0])
+    assert operator_index(tlrs.tensor(3)) == 3
+    with pytest.raises(TypeError, match="one-element int64"):
+        operator_index(tlrs.tensor([1, 2]))
 
 
 def test_data_movement_on_integer_tensors():

@@ -245,6 +245,9 @@ class Tensor:
     def __gt__(self, other: Tensor | float) -> Tensor: ...
     def __ge__(self, other: Tensor | float) -> Tensor: ...
     def __hash__(self) -> int: ...
+    @property
+    def _is_traced(self) -> bool:
+        """Whether the values come from a compiled trace's leaves (unreadable placeholders)."""
     def __bool__(self) -> bool:
         """The truth of a one-element tensor (more elements: ValueError)."""
     def long(self) -> Tensor:

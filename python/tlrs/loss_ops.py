@@ -81,9 +81,10 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
     if not isinstance(input, Tensor):
         raise TypeError(f"cross_entropy: expected a Tensor of logits, got {type(input).__name__}")
     plain_options = weight is None and reduction == "mean" and label_smoothing == 0 and input.ndim <= 2
-    if is_int_tensor(target) and plain_options and ignore_index < 0:
-        # Labels stay a tensor (the record keeps it: a compiled step reads each batch's labels);
-        # a negative ignore_index can match no valid label.
+    if is_int_tensor(target) and plain_options and (
+            target._is_traced or not (np.asarray(target.numpy()) == ignore_index).any()):
+        # Labels stay a tensor (the record keeps it: a compiled step reads each batch's labels).
+        # Traced labels cannot be read here: an ignored label among them is an IndexError.
         return _core.cross_entropy_index_tensor(input, target)
     if isinstance(target, Tensor) and target.dtype != "int64":
         if target.dtype == "bool":

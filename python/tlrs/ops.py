@@ -294,6 +294,21 @@ from .spatial_ops import __all__ as _spatial_all  # noqa: E402
 __all__ += _layer_all + _conv_transpose_all + _loss_all + _shape_all + _reduce_all + _spatial_all + _selection_all + ["cat"]
 
 
+def _comparison(name: str) -> Any:
+    def compare(input: Tensor, other: Any) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
+        return getattr(input, f"__{name}__")(other)  # type: ignore[no-any-return]
+
+    compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = f"`input {name} other` elementwise (torch.{name}): a bool tensor; see Tensor.__{name}__."
+    return compare
+
+
+eq, ne, lt, le, gt, ge = (_comparison(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+__all__ += ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
 # Only the ops with integer arguments: the elementwise ones stay one call deep (dispatch cost).
 _INT_ARG_OPS = ("sum", "mean", "max", "cumsum", "reshape", "flatten", "permute", "transpose", "concat",
                 "slice", "index_select", "softmax", "log_softmax", "cross_entropy", "conv2d",

@@ -248,18 +248,43 @@ def _method(name: str) -> Callable[..., Any]:
     return method
 
 
+_FLOATS = ("float32", "float64")
+# x op v for an integer x and a real v, as a comparison with an integer: (op, rounding of v).
+_INT_EQUIVALENT = {"lt": ("lt", math.ceil), "le": ("le", math.floor), "gt": ("gt", math.floor),
+                   "ge": ("ge", math.ceil)}
+
+
+def _compare_int_with_real(self: Tensor, op: str, v: float) -> Tensor:
+    """An int64 tensor against a number that is not an int64 (a fraction, ±inf, NaN, or beyond
+    int64's range), exactly, as torch's promoted comparison gives: no rounding anywhere."""
+    beyond = math.isinf(v) or abs(v) >= 2.0**63  # no int64 is on the other side
+    if math.isnan(v) or beyond or (op in ("eq", "ne") and v != math.floor(v)):
+        if math.isnan(v) or op in ("eq", "ne"):
+            answer = op == "ne"
+        else:
+            answer = (v > 0) == (op in ("lt", "le"))
+        return _core.compare("eq", self, self) if answer else _core.compare("ne", self, self)
+    int_op, rounding = _INT_EQUIVALENT.get(op, (op, int))
+    return _core.compare(int_op, self, _core.full([], float(rounding(v)), "int64"))
+
+
 def _comparison(op: str) -> Callable[..., Any]:
-    """`x op y` elementwise as a bool tensor; a Python number takes x's dtype (an int64 tensor
-    compared with a non-integral number is refused rather than promoted)."""
+    """`x op y` elementwise as a bool tensor. Operands keep their dtypes except where a promotion
+    is exact: float32 with float64 (float32 widens), and an int64 tensor with a Python number
+    that is not an int64 (compared exactly). int64 with a float tensor is refused."""
 
     def compare(self: Tensor, other: Any) -> Any:
         if isinstance(other, Tensor):
+            if self.dtype != other.dtype and self.dtype in _FLOATS and other.dtype in _FLOATS:
+                return _core.compare(op, self.to("float64"), other.to("float64"))
             return _core.compare(op, self, other)
         if isinstance(other, (bool, int, float, np.number)) and not isinstance(other, complex):
-            if self.dtype == "int64" and float(other) != int(other):
-                raise _core.DTypeError(f"{op}: an int64 tensor compared with {other!r} (tlrs never promotes; "
-                                       "convert with .to('float64'))")
-            return _core.compare(op, self, _core.full([], float(other), self.dtype, False, self.device))
+            v = float(other) if not isinstance(other, (int, np.integer)) or self.dtype != "int64" else other
+            if self.dtype == "int64" and isinstance(v, float):
+                return _compare_int_with_real(self, op, v)
+            if self.dtype == "int64" and not -(2**63) <= int(v) < 2**63:
+                return _compare_int_with_real(self, op, math.copysign(math.inf, int(v)))
+            return _core.compare(op, self, _core.full([], float(v), self.dtype, False, self.device))
         return NotImplemented
 
     compare.__name__ = f"__{op}__"
@@ -272,6 +297,14 @@ def _bool(self: Tensor) -> bool:
         raise ValueError(f"the truth value of a tensor with {math.prod(self.shape)} elements is ambiguous "
                          "(use .any() or .all() on its NumPy array)")
     return bool(self.item())
+
+
+def _index(self: Tensor) -> int:
+    """A one-element int64 tensor as a Python int (`range(t)`, `x[t]`, `operator.index(t)`)."""
+    if self.dtype != "int64" or math.prod(self.shape) != 1:
+        raise TypeError(f"only one-element int64 tensors can be converted to an index, got a {self.dtype} "
+                        f"tensor of shape {list(self.shape)}")
+    return int(self.item())
 
 
 def _as(dtype: str) -> Callable[[Tensor], Tensor]:
@@ -287,7 +320,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
     **{n: _method(n) for n in ("unsqueeze", "squeeze", "expand", "repeat", "roll", "chunk", "split",
                                "unbind", "narrow", "tril", "triu", "movedim")},
     **{f"__{op}__": _comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
-    "__bool__": _bool, "long": _as("int64"), "float": _as("float32"), "double": _as("float64"), "bool": _as("bool"),
+    "__bool__": _bool, "__index__": _index, "long": _as("int64"), "float": _as("float32"), "double": _as("float64"), "bool": _as("bool"),
 }
 
 for _name, _fn in _METHODS.items():

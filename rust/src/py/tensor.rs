@@ -144,6 +144,12 @@ impl PyTensor {
     fn ndim(&self) -> usize {
         self.inner.rank()
     }
+    /// Whether the values come from a compiled trace's leaves (placeholders Python must not read):
+    /// lets a function choose a path without reading them.
+    #[getter]
+    fn _is_traced(&self) -> bool {
+        self.inner.traced()
+    }
     #[getter]
     fn requires_grad(&self) -> bool {
         // An integer or bool result may keep its record (a compiled graph replays it), but it
