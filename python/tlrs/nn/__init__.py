@@ -26,8 +26,10 @@ from .attention import MultiheadAttention
 from .bridge import to_module_def
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
+from .conv_transpose import ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten
+from .group_norm import GroupNorm
 from .linear import Identity, Linear
 from .loss import CrossEntropyLoss, MSELoss
 from .module import Module
@@ -36,13 +38,15 @@ from .parameter import Parameter
 from .pooling import AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .state import IncompatibleKeys
+from .transformer import TransformerEncoderLayer
 from .utils import assign_parameters, clip_grad_norm, clip_grad_norm_
 
 __all__ = [
-    "ELU", "GELU", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
-    "Embedding", "Flatten", "Identity", "IncompatibleKeys", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
-    "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList", "Parameter", "ReLU", "Sequential", "SiLU",
-    "Sigmoid", "Softmax", "Softplus", "Tanh", "assign_parameters", "clip_grad_norm", "clip_grad_norm_", "to_module_def",
+    "ELU", "GELU", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss",
+    "Dropout", "Embedding", "Flatten", "GroupNorm", "Identity", "IncompatibleKeys", "LayerNorm", "LeakyReLU",
+    "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList",
+    "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh",
+    "TransformerEncoderLayer", "assign_parameters", "clip_grad_norm", "clip_grad_norm_", "to_module_def",
 ]
 
 # Conv1d exists where ops.conv1d does (it is being added to the op set).
