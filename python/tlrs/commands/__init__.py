@@ -4,12 +4,14 @@
 from . import (  # noqa: F401 - imported for their registration side effect
     autoencoder,
     cnn,
+    gpt,
     mlp,
     mlp_classifier,
     quickstart_mlp,
     resnet,
     softmax_regression,
     transformer,
+    vit,
 )
 
 DEFAULT_MODELS = {
@@ -21,7 +23,9 @@ DEFAULT_MODELS = {
         ("transformer", transformer),
     )
 }
-"""Each command's default model definition (no training), e.g. for parameter counts."""
+"""Each command's default model definition (no training), e.g. for parameter counts. `gpt` and
+`vit` have none: their definitions take int64 inputs and their sizes follow the data (the text's
+symbols, the images' shape), so `tlrs graph`/`tlrs export` do not list them."""
 
-__all__ = ["DEFAULT_MODELS", "autoencoder", "cnn", "mlp", "mlp_classifier", "quickstart_mlp",
-           "resnet", "softmax_regression", "transformer"]
+__all__ = ["DEFAULT_MODELS", "autoencoder", "cnn", "gpt", "mlp", "mlp_classifier", "quickstart_mlp",
+           "resnet", "softmax_regression", "transformer", "vit"]
