@@ -39,6 +39,7 @@ NO_FORWARD = {
     "pow_slope_exponent": "recorded only by tensor_pow's gradient rule",
     "sum_to_shape": "recorded only by gradient rules (a broadcast operand's gradient)",
     "broadcast_to": "recorded only by gradient rules (a reduction's gradient)",
+    "dropout": "random: a mask per training step; tests/test_step_dropout.py checks eager == compiled and its gradient",
     "conv2d_relu": "made by the compiled backend's fusion pass; tests/test_compiled_fusion.py",
     "fused_chain": "made by the compiled backend's fusion pass; tests/test_compiled_fusion.py",
 }

@@ -401,6 +401,8 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:
     """Elements start..end (exclusive) along `dim`."""
 def index_select_t(x: Tensor, dim: int, index: Tensor) -> Tensor: ...
+def enter_step(step: int) -> tuple[int, int] | None: ...
+def exit_step(previous: tuple[int, int] | None) -> None: ...
 def compare(op: str, a: Tensor, b: Tensor) -> Tensor: ...
 def cross_entropy_index_tensor(x: Tensor, target: Tensor) -> Tensor: ...
 def index_select(x: Tensor, dim: int, index: Sequence[int]) -> Tensor:
@@ -699,6 +701,8 @@ class Graph:
         slots: Sequence[Sequence[Tensor]],
         step: int,
         fast: bool = False,
+        lrs: Sequence[float] | None = None,
+        clip: float | None = None,
     ) -> tuple[list[float], list[Tensor], list[list[Tensor]], int, BaseException | None]:
         """Runs `steps` updates natively; returns (pre-update losses, params, slots, step count,
         the exception of an interrupt that ended the loop early, or None)."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._core import Graph, Tensor, TraceError
+from .random import training_step
 
 __all__ = ["CompiledLoss", "TraceError"]
 
@@ -61,7 +62,10 @@ class CompiledLoss:
         inputs = Graph.leaves([ints(s) if kind == "int64" else values(s)
                                for s, kind in zip(input_shapes, self.input_dtypes, strict=True)])
         try:
-            root = self.loss(params, inputs)
+            # In a step scope: dropout records its mask's number in the step, which each
+            # replayed step draws afresh (tlrs.random.training_step).
+            with training_step(0):
+                root = self.loss(params, inputs)
         except TraceError:
             raise
         except Exception as err:  # noqa: BLE001 - any failure while tracing is reported as one

@@ -30,6 +30,7 @@ from .module_training import (
     Update,
     check_finite_losses,
     check_optimizer,
+    clipped_update,
     train_eager,
     train_native,
 )
@@ -289,7 +290,8 @@ class Module:
 
     def train_steps(self, opt: optim.Optimizer, state: optim.OptimState,
                     batches: Sequence[Inputs], check_finite: bool = False,
-                    record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
+                    record: Record | None = None, *, clip: float | None = None,
+                    lrs: Sequence[float] | None = None) -> tuple[optim.OptimState, list[float]]:
         """One update by `opt` per batch, in order, printing nothing; returns the new state and
         each step's loss before its update (the loss its gradients came from: one forward per
         step). The compiled backend runs all of them in one native call.
@@ -302,10 +304,27 @@ class Module:
         from what it saw.
         Raises: ValueError: an empty `batches`, a state of another optimizer, or input errors;
         NonFiniteLossError (with `check_finite`): a NaN or infinite loss, after its step.
+
+        `clip`: each step's trainable gradients are scaled to joint 2-norm at most `clip`
+        (`tlrs.nn.clip_grad_norm`, PyTorch's `clip_grad_norm_` formula); `lrs`: the learning
+        rate of each step (one per batch, e.g. a schedule's `get_last_lr()` sequence). Both run
+        inside the compiled backend's native loop too, with the eager loop's bits.
         """
-        return self._run_loop(batches, len(batches), 0, "train_steps", lambda: opt, state,
-                              lambda st, grads: self._optim_step(opt, st, grads), check_finite,
-                              record)
+        if clip is not None and not (isinstance(clip, (int, float)) and clip > 0):
+            raise ValueError(f"train_steps: clip must be a positive max norm, got {clip!r}")
+        if lrs is not None and len(lrs) < len(batches):
+            raise ValueError(f"train_steps: expected a learning rate per batch ({len(batches)}), got {len(lrs)}")
+        if lrs is not None and "lr" not in opt.hyper:
+            raise ValueError(f"train_steps: a learning-rate schedule needs an optimizer with an lr, got {opt!r}")
+        if clip is None and lrs is None:
+            return self._run_loop(batches, len(batches), 0, "train_steps", lambda: opt, state,
+                                  lambda st, grads: self._optim_step(opt, st, grads), check_finite,
+                                  record)
+        if self._compiled is not None:
+            return self._train_native(batches, len(batches), 0, "train_steps", opt, state, check_finite,
+                                      record, clip=clip, lrs=lrs)
+        return self._train(batches, len(batches), 0, "train_steps", clipped_update(self, opt, clip, lrs), state,
+                           check_finite, record)
 
     def _run_loop(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                   native_opt: Callable[[], optim.Optimizer], state: Any, update: Update,
@@ -321,9 +340,11 @@ class Module:
 
     def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                       opt: optim.Optimizer, state: Any, check_finite: bool = False,
-                      record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
+                      record: Record | None = None, *, clip: float | None = None,
+                      lrs: Sequence[float] | None = None) -> tuple[optim.OptimState, list[float]]:
         """`module_training.train_native` on this module."""
-        return train_native(self, samples, steps, log_every, name, opt, state, check_finite, record)
+        return train_native(self, samples, steps, log_every, name, opt, state, check_finite, record,
+                            clip, lrs)
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                update: Update, state: Any, check_finite: bool = False,

@@ -5,6 +5,7 @@ print the reference's `step N: loss=<v>` lines, stop between two whole steps on 
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from ._core import Tensor
 from .compiled import slots_from_native, slots_to_native
 from .errors import NonFiniteLossError
 from .module_def import format_float
+from .random import training_step
 
 if TYPE_CHECKING:
     from .module import Module
@@ -52,10 +54,12 @@ def check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) ->
 
 def train_native(module: Module, samples: Sequence[Inputs], steps: int, log_every: int,
                  name: str, opt: optim.Optimizer, state: Any, check_finite: bool = False,
-                 record: Record | None = None) -> tuple[optim.OptimState, list[float]]:
+                 record: Record | None = None, clip: float | None = None,
+                 lrs: Sequence[float] | None = None) -> tuple[optim.OptimState, list[float]]:
     """The compiled backend's loop: every step (forward, backward, update) runs in Rust.
     Returns the new state and each step's pre-update loss. An interrupt ends the native
-    loop between two steps; the steps done are kept and the `Interrupted` carries them."""
+    loop between two steps; the steps done are kept and the `Interrupted` carries them.
+    `clip` and `lrs`: as `clipped_update`, run natively."""
     samples = [module._inputs(xs) for xs in samples]
     check_loop(name, samples, steps, log_every)
     shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
@@ -78,7 +82,7 @@ def train_native(module: Module, samples: Sequence[Inputs], steps: int, log_ever
         losses, params, slots, step, interrupt = graph.train(
             module._params, list(module.requires_grad), samples, steps, opt.kind,
             dict(opt.hyper), slots_to_native(st, len(module._params), names), st.step,
-            module.opts.fast_kernels)
+            module.opts.fast_kernels, None if lrs is None else [float(v) for v in lrs], clip)
         with interrupts.deferred():
             module._params = list(params)
             st = optim.OptimState(opt.kind, step, slots_from_native(slots, names))
@@ -96,6 +100,33 @@ def train_native(module: Module, samples: Sequence[Inputs], steps: int, log_ever
     return st, list(losses)
 
 
+def clipped_update(module: Module, opt: optim.Optimizer, clip: float | None,
+                   lrs: Sequence[float] | None) -> Update:
+    """An eager update by `opt` that first clips the trainable gradients to joint 2-norm `clip`
+    (`tlrs.nn.clip_grad_norm`, PyTorch's formula) and takes the learning rate of its step from
+    `lrs` (one per step, e.g. a schedule's): what the native loop runs, in the same order."""
+    from .nn.utils import clip_grad_norm  # the layer API sits above the runtime: import at use
+
+    calls = [0]
+
+    def update(state: Any, grads: list[Tensor]) -> Any:
+        step_opt = opt
+        if lrs is not None:
+            step_opt = copy.copy(opt)
+            step_opt.hyper = {**opt.hyper, "lr": float(lrs[calls[0]])}
+        calls[0] += 1
+        if clip is not None:
+            trained = [i for i, flag in enumerate(module.requires_grad) if flag]
+            if trained:
+                clipped, _ = clip_grad_norm([grads[i] for i in trained], clip)
+                grads = list(grads)
+                for i, g in zip(trained, clipped, strict=True):
+                    grads[i] = g
+        return module._optim_step(step_opt, state, grads)
+
+    return update
+
+
 def train_eager(module: Module, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                 update: Update, state: Any, check_finite: bool = False,
                 record: Record | None = None) -> tuple[Any, list[float]]:
@@ -107,7 +138,10 @@ def train_eager(module: Module, samples: Sequence[Inputs], steps: int, log_every
     with interrupts.handled():
         try:
             for step in range(steps):
-                loss, grads = module._value_and_grads(samples[step % len(samples)])
+                # The step's dropout masks come from the optimizer's step count, as in the
+                # native loop.
+                with training_step(getattr(state, "step", step)):
+                    loss, grads = module._value_and_grads(samples[step % len(samples)])
                 value = loss.item()
                 if log_every != 0 and step % log_every == 0:
                     print(f"step {step}: loss={format_float(value)}")

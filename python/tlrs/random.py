@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from . import _core
@@ -24,6 +25,19 @@ T = TypeVar("T")
 def manual_seed(seed: int) -> None:
     """Seeds the global seed stream. Raises: ValueError: a seed outside [0, 2**64)."""
     _core.manual_seed(natural("seed", seed, 2**64))
+
+
+@contextmanager
+def training_step(step: int) -> Iterator[None]:
+    """Runs its body as training step `step`: each `dropout` without a key draws the step's next
+    mask, `key_of(key_of(seed, step), n)` for the n-th (seed: the global stream's, as
+    `manual_seed` set it), so the eager and compiled backends draw the same fresh masks each
+    step. `Module`'s training loops open one per step with the optimizer's step count."""
+    previous = _core.enter_step(natural("step", step, 2**64))
+    try:
+        yield
+    finally:
+        _core.exit_step(previous)
 
 
 def set_seed_stream_state(seed: int, counter: int) -> None:

@@ -3,7 +3,7 @@
 //! or the thread count (docs/numerics.md).
 
 use crate::rng::{uniform_at, SeedStream};
-use crate::storage::{try_alloc, CpuStorage, Storage};
+use crate::storage::{try_alloc, CpuStorage};
 use crate::{DType, Result, Shape, Tensor};
 use std::sync::Mutex;
 
@@ -97,30 +97,24 @@ pub fn dropout(x: &Tensor, p: f64, key: Option<u64>) -> Result<Tensor> {
     if p == 0.0 {
         return Ok(x.clone());
     }
+    let keep = 1.0 - p;
+    if key.is_none() {
+        // Inside a training step: the step's next mask (ops/dropout.rs), replayed by compiled
+        // graphs with each step's key.
+        if let Some(call) = crate::ops::dropout::next_call() {
+            return crate::ops::dropout::step_dropout(x, keep, call);
+        }
+    }
     if key.is_none() && x.traced() {
         return Err(crate::Error::arg(
             "dropout",
-            "cannot compile the loss: dropout without a key draws a fresh mask on every call, \
-             but a compiled graph would replay the trace's mask for every step; pass key= (the \
-             same mask each call) or use the eager backend",
+            "cannot compile the loss: dropout without a key outside a training step draws a \
+             fresh mask on every call, but a compiled graph would replay the trace's mask; \
+             train through Module.train_* (each step draws its own mask), pass key= (the same \
+             mask each call), or use the eager backend",
         ));
     }
-    let keep = 1.0 - p;
     let key = key.unwrap_or_else(fresh_seed);
-    let n = x.numel();
-    let host = || {
-        let scale: Vec<f64> = (0..n as u64)
-            .map(|i| {
-                if keep > uniform_at(key, i) {
-                    1.0 / keep
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        CpuStorage::from_f64(x.dtype(), &scale)
-    };
-    // On a device the same mask is drawn there (storage.rs picks), with the same bits.
-    let m = Storage::dropout_scale(x.device(), x.dtype(), n, (key, keep), host)?;
-    crate::ops::mul(x, &Tensor::from_storage(m, x.shape().clone())?)
+    let m = crate::ops::dropout::scale(x, keep, key)?;
+    crate::ops::mul(x, &m)
 }

@@ -29,6 +29,7 @@ REFUSED = {
                     "has no ONNX form: it is pow's gradient, which only a backward pass records"),
     # Made by the compiled backend's fusion passes, after tracing; the export reads the traced
     # graph, where these are still their separate ops.
+    "dropout": "is training-time randomness (a fresh mask each step); export the model in eval mode",
     **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"),
                     "makes a bool mask, which the export (float tensors only) does not carry yet"),
     **dict.fromkeys(("conv2d_relu", "fused_chain"),

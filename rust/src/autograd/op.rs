@@ -4,7 +4,9 @@
 //! one line here beside its record.
 
 use super::record::{Attr, Record};
-use crate::ops::{compare, conv, convert, elementwise, fused, index, layout, loss, matmul};
+use crate::ops::{
+    compare, conv, convert, dropout, elementwise, fused, index, layout, loss, matmul,
+};
 use crate::ops::{norm_per_image, pool, reduce, softmax};
 use crate::{Result, Shape, Tensor};
 
@@ -77,6 +79,8 @@ declare_ops! {
     MaskedFill(index::MaskedFill),
     /// An elementwise comparison (a bool mask; no gradient).
     Compare(compare::Compare),
+    /// Dropout inside a training step (a fresh mask each step).
+    StepDropout(dropout::StepDropout),
     /// A fused elementwise chain (ops/fused.rs), made by the compiled backend's fusion pass.
     Chain(fused::Chain),
     /// Per-image batch norm on the CPU.

@@ -131,10 +131,14 @@ pub fn train(
     flags: &[bool],
     samples: &[Vec<Tensor>],
     steps: usize,
-    kind: OptimKind,
+    kinds: &[OptimKind],
+    clip: Option<f64>,
     mut slots: Vec<Vec<Tensor>>,
     mut step: u64,
 ) -> Result<TrainResult> {
+    if kinds.is_empty() {
+        return Err(Error::arg("train", "no optimizer settings"));
+    }
     if samples.is_empty() {
         return Err(Error::arg("train", "empty dataset"));
     }
@@ -142,11 +146,21 @@ pub fn train(
     for s in 0..steps {
         // The forward pass asks the stop check before its first node: a signal that came
         // between steps ends the loop here, before this step's update starts.
-        let (loss, grads) = match loss_and_grads(g, &params, flags, &samples[s % samples.len()]) {
+        // The step's dropout masks come from its step count, as in the eager loop.
+        let sample = &samples[s % samples.len()];
+        let (loss, grads) = match crate::ops::dropout::with_step(step, || {
+            loss_and_grads(g, &params, flags, sample)
+        }) {
             Err(Error::Interrupted) => break, // this step's update never started
             r => r?,
         };
         losses.push(loss.item()?);
+        let grads = match clip {
+            Some(max_norm) => crate::autograd::no_grad(|| clip_by_norm(grads, flags, max_norm))?,
+            None => grads,
+        };
+        // One setting for every step, or one per step (a learning-rate schedule).
+        let kind = kinds[s.min(kinds.len() - 1)];
         step += 1;
         // Each parameter moves into its update, so after the first step (whose parameters the
         // caller still holds) the update writes into the loop's own buffers.
@@ -169,4 +183,39 @@ pub fn train(
         slots,
         step,
     })
+}
+
+/// The trainable gradients scaled so their joint 2-norm is at most `max_norm`, by
+/// `tlrs.nn.clip_grad_norm`'s operations in its order (PyTorch's formula: the norm of the
+/// per-tensor norms, then each gradient times min(max_norm / (norm + 1e-6), 1)), so the
+/// compiled loop clips with the eager loop's bits. Frozen parameters' gradients pass as they are.
+fn clip_by_norm(grads: Vec<Tensor>, flags: &[bool], max_norm: f64) -> Result<Vec<Tensor>> {
+    use crate::ops;
+    let norm = |t: &Tensor| -> Result<Tensor> {
+        let a = ops::abs(t)?;
+        ops::sqrt(&ops::sum(&ops::mul(&a, &a)?, None, false)?)
+    };
+    let trained: Vec<&Tensor> = grads
+        .iter()
+        .zip(flags)
+        .filter(|(_, &f)| f)
+        .map(|(g, _)| g)
+        .collect();
+    let Some(first) = trained.first() else {
+        return Ok(grads);
+    };
+    let (dtype, device) = (first.dtype(), first.device());
+    let norms = trained
+        .iter()
+        .map(|g| ops::reshape(&norm(g)?, &[1]))
+        .collect::<Result<Vec<_>>>()?;
+    let total = norm(&ops::concat(&norms, 0)?)?;
+    let eps = Tensor::full_on(Vec::<usize>::new(), 1e-6, dtype, device)?;
+    let max = Tensor::full_on(Vec::<usize>::new(), max_norm, dtype, device)?;
+    let coef = ops::clamp(&ops::div(&max, &ops::add(&total, &eps)?)?, None, Some(1.0))?;
+    grads
+        .into_iter()
+        .zip(flags)
+        .map(|(g, &f)| if f { ops::mul(&g, &coef) } else { Ok(g) })
+        .collect()
 }

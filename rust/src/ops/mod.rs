@@ -5,6 +5,7 @@ pub mod attention;
 pub mod compare;
 pub mod conv;
 pub mod convert;
+pub mod dropout;
 pub mod elementwise;
 pub mod fused;
 pub mod index;

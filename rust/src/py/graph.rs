@@ -232,7 +232,9 @@ impl PyGraph {
     }
     /// Runs `steps` updates natively; returns (pre-update losses, params, slots, step count,
     /// the exception of an interrupt that ended the loop early, or None).
-    #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false))]
+    /// `lrs`: one learning rate per step (a schedule), else `hyper`'s throughout; `clip`: the
+    /// max 2-norm of the trainable gradients (`tlrs.nn.clip_grad_norm`'s formula), each step.
+    #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false, lrs=None, clip=None))]
     #[allow(clippy::too_many_arguments)]
     fn train(
         &self,
@@ -246,8 +248,43 @@ impl PyGraph {
         slots: Vec<Vec<PyRef<'_, PyTensor>>>,
         step: u64,
         fast: bool,
+        lrs: Option<Vec<f64>>,
+        clip: Option<f64>,
     ) -> PyResult<Trained> {
-        let okind = guard(|| OptimKind::parse(kind, &|k| hyper.get(k).copied()))?;
+        if lrs.is_some() && !hyper.contains_key("lr") {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "train: a learning-rate schedule needs an optimizer with an lr, got {kind}"
+            )));
+        }
+        if lrs.as_ref().is_some_and(|l| l.len() < steps) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "train: expected a learning rate for each of the {steps} steps"
+            )));
+        }
+        if clip.is_some_and(|c| c.is_nan() || c <= 0.0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "train: clip must be a positive max norm, got {clip:?}"
+            )));
+        }
+        let kinds = match &lrs {
+            None => vec![guard(|| {
+                OptimKind::parse(kind, &|k| hyper.get(k).copied())
+            })?],
+            Some(lrs) => lrs
+                .iter()
+                .map(|&lr| {
+                    guard(|| {
+                        OptimKind::parse(kind, &|k| {
+                            if k == "lr" {
+                                Some(lr)
+                            } else {
+                                hyper.get(k).copied()
+                            }
+                        })
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?,
+        };
         let ps = inner(&params);
         let samples: Vec<Vec<Tensor>> = samples.iter().map(|s| inner(s)).collect();
         let slots: Vec<Vec<Tensor>> = slots.iter().map(|s| inner(s)).collect();
@@ -258,7 +295,7 @@ impl PyGraph {
         // keeps a consistent state.
         let (r, interrupt) = interruptible_parts(py, || {
             with_fast_kernels(fast, || {
-                exec::train(g, ps, &flags, &samples, steps, okind, slots, step)
+                exec::train(g, ps, &flags, &samples, steps, &kinds, clip, slots, step)
             })
         });
         let r = r?;

@@ -74,6 +74,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::linear,
         ops::grad,
         ops::enter_no_grad,
+        ops::enter_step,
+        ops::exit_step,
         ops::exit_no_grad,
         ops::is_grad_enabled,
         ops::set_num_threads,

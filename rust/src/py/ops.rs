@@ -244,6 +244,19 @@ pub fn grad(
     Ok(gs.into_iter().map(|g| g.map(PyTensor::new)).collect())
 }
 
+/// Opens training step `step` (dropout draws the step's masks); returns the scope it replaced,
+/// for `exit_step`.
+#[pyfunction]
+pub fn enter_step(step: u64) -> Option<(u64, u64)> {
+    ops::dropout::set_step(Some(step))
+}
+
+/// Puts back the scope `enter_step` replaced.
+#[pyfunction]
+pub fn exit_step(previous: Option<(u64, u64)>) {
+    ops::dropout::restore_step(previous)
+}
+
 #[pyfunction]
 pub fn enter_no_grad() {
     autograd::enter_no_grad();
