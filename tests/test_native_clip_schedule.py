@@ -77,5 +77,36 @@ def test_bad_options_are_refused_by_name():
     opt = optim.adam(0.02, 0.9, 0.999, 1e-8)
     with pytest.raises(ValueError, match="clip must be a positive max norm"):
         m.train_steps(opt, m.init_optim(opt), _data(2), clip=0.0)
-    with pytest.raises(ValueError, match="a learning rate per batch"):
+    with pytest.raises(ValueError, match="a learning rate per step"):
         m.train_steps(opt, m.init_optim(opt), _data(3), lrs=[0.1])
+
+
+def test_accumulation_averages_micro_batches_and_the_native_loop_agrees():
+    defn = nn.to_module_def(_model(), _loss, [[16, 5], [16, 3]])
+    batches = _data(12)
+    runs = []
+    for backend in ("eager", "compiled"):
+        m = tlrs.instantiate_with_options(defn, "float64", tlrs.Options(backend=backend))
+        opt = optim.sgd(0.05)
+        st, losses = m.train_steps(opt, m.init_optim(opt), batches, accumulate=3, clip=1.0)
+        runs.append((losses, st.step, [p.numpy().tobytes() for p in m.params()]))
+    assert runs[0] == runs[1] and runs[0][1] == 4 and len(runs[0][0]) == 4
+    # The oracle: torch, each step the mean of three micro-batches' gradients, clipped.
+    model = _model()
+    tm = torch.nn.Sequential(torch.nn.Linear(5, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3)).double()
+    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    topt = torch.optim.SGD(tm.parameters(), lr=0.05)
+    want = []
+    for s in range(4):
+        topt.zero_grad()
+        total = 0.0
+        for x, y in batches[3 * s:3 * s + 3]:
+            loss = torch.nn.functional.mse_loss(tm(torch.tensor(x)), torch.tensor(y)) / 3
+            loss.backward()
+            total += loss.item()
+        torch.nn.utils.clip_grad_norm_(tm.parameters(), 1.0)
+        topt.step()
+        want.append(total)
+    np.testing.assert_allclose(runs[0][0], want, rtol=1e-12)
+    with pytest.raises(ValueError, match="whole steps of 5"):
+        m.train_steps(opt, m.init_optim(opt), batches, accumulate=5)

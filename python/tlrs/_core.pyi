@@ -703,6 +703,7 @@ class Graph:
         fast: bool = False,
         lrs: Sequence[float] | None = None,
         clip: float | None = None,
+        accumulate: int = 1,
     ) -> tuple[list[float], list[Tensor], list[list[Tensor]], int, BaseException | None]:
         """Runs `steps` updates natively; returns (pre-update losses, params, slots, step count,
         the exception of an interrupt that ended the loop early, or None)."""

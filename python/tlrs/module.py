@@ -291,7 +291,8 @@ class Module:
     def train_steps(self, opt: optim.Optimizer, state: optim.OptimState,
                     batches: Sequence[Inputs], check_finite: bool = False,
                     record: Record | None = None, *, clip: float | None = None,
-                    lrs: Sequence[float] | None = None) -> tuple[optim.OptimState, list[float]]:
+                    lrs: Sequence[float] | None = None, accumulate: int = 1
+                    ) -> tuple[optim.OptimState, list[float]]:
         """One update by `opt` per batch, in order, printing nothing; returns the new state and
         each step's loss before its update (the loss its gradients came from: one forward per
         step). The compiled backend runs all of them in one native call.
@@ -309,22 +310,30 @@ class Module:
         (`tlrs.nn.clip_grad_norm`, PyTorch's `clip_grad_norm_` formula); `lrs`: the learning
         rate of each step (one per batch, e.g. a schedule's `get_last_lr()` sequence). Both run
         inside the compiled backend's native loop too, with the eager loop's bits.
+        `accumulate` k: each step averages the losses and gradients of k consecutive batches
+        (a left fold, then one division by k), so `batches` holds k per step.
         """
+        if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+            raise ValueError(f"train_steps: accumulate must be a positive int, got {accumulate!r}")
+        if len(batches) % accumulate:
+            raise ValueError(f"train_steps: {len(batches)} batches do not make whole steps of {accumulate}")
+        steps = len(batches) // accumulate
         if clip is not None and not (isinstance(clip, (int, float)) and clip > 0):
             raise ValueError(f"train_steps: clip must be a positive max norm, got {clip!r}")
-        if lrs is not None and len(lrs) < len(batches):
-            raise ValueError(f"train_steps: expected a learning rate per batch ({len(batches)}), got {len(lrs)}")
+        if lrs is not None and len(lrs) < steps:
+            raise ValueError(f"train_steps: expected a learning rate per step ({steps}), got {len(lrs)}")
         if lrs is not None and "lr" not in opt.hyper:
             raise ValueError(f"train_steps: a learning-rate schedule needs an optimizer with an lr, got {opt!r}")
-        if clip is None and lrs is None:
+        if clip is None and lrs is None and accumulate == 1:
             return self._run_loop(batches, len(batches), 0, "train_steps", lambda: opt, state,
                                   lambda st, grads: self._optim_step(opt, st, grads), check_finite,
                                   record)
         if self._compiled is not None:
-            return self._train_native(batches, len(batches), 0, "train_steps", opt, state, check_finite,
-                                      record, clip=clip, lrs=lrs)
-        return self._train(batches, len(batches), 0, "train_steps", clipped_update(self, opt, clip, lrs), state,
-                           check_finite, record)
+            return self._train_native(batches, steps, 0, "train_steps", opt, state, check_finite,
+                                      record, clip=clip, lrs=lrs, accumulate=accumulate)
+        update = clipped_update(self, opt, clip, lrs)
+        return train_eager(self, batches, steps, 0, "train_steps", update, state, check_finite, record,
+                           accumulate)
 
     def _run_loop(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                   native_opt: Callable[[], optim.Optimizer], state: Any, update: Update,
@@ -341,10 +350,11 @@ class Module:
     def _train_native(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                       opt: optim.Optimizer, state: Any, check_finite: bool = False,
                       record: Record | None = None, *, clip: float | None = None,
-                      lrs: Sequence[float] | None = None) -> tuple[optim.OptimState, list[float]]:
+                      lrs: Sequence[float] | None = None, accumulate: int = 1
+                      ) -> tuple[optim.OptimState, list[float]]:
         """`module_training.train_native` on this module."""
         return train_native(self, samples, steps, log_every, name, opt, state, check_finite, record,
-                            clip, lrs)
+                            clip, lrs, accumulate)
 
     def _train(self, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                update: Update, state: Any, check_finite: bool = False,

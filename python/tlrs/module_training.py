@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import interrupts, optim
+from . import _core, interrupts, optim
 from ._core import Tensor
 from .compiled import slots_from_native, slots_to_native
 from .errors import NonFiniteLossError
@@ -55,11 +55,12 @@ def check_loop(name: str, samples: Sequence[Any], steps: int, log_every: int) ->
 def train_native(module: Module, samples: Sequence[Inputs], steps: int, log_every: int,
                  name: str, opt: optim.Optimizer, state: Any, check_finite: bool = False,
                  record: Record | None = None, clip: float | None = None,
-                 lrs: Sequence[float] | None = None) -> tuple[optim.OptimState, list[float]]:
+                 lrs: Sequence[float] | None = None, accumulate: int = 1
+                 ) -> tuple[optim.OptimState, list[float]]:
     """The compiled backend's loop: every step (forward, backward, update) runs in Rust.
     Returns the new state and each step's pre-update loss. An interrupt ends the native
     loop between two steps; the steps done are kept and the `Interrupted` carries them.
-    `clip` and `lrs`: as `clipped_update`, run natively."""
+    `clip` and `lrs`: as `clipped_update`; `accumulate`: as `train_eager`; all run natively."""
     samples = [module._inputs(xs) for xs in samples]
     check_loop(name, samples, steps, log_every)
     shapes = {tuple(tuple(x.shape) for x in xs) for xs in samples}
@@ -82,7 +83,7 @@ def train_native(module: Module, samples: Sequence[Inputs], steps: int, log_ever
         losses, params, slots, step, interrupt = graph.train(
             module._params, list(module.requires_grad), samples, steps, opt.kind,
             dict(opt.hyper), slots_to_native(st, len(module._params), names), st.step,
-            module.opts.fast_kernels, None if lrs is None else [float(v) for v in lrs], clip)
+            module.opts.fast_kernels, None if lrs is None else [float(v) for v in lrs], clip, accumulate)
         with interrupts.deferred():
             module._params = list(params)
             st = optim.OptimState(opt.kind, step, slots_from_native(slots, names))
@@ -127,11 +128,27 @@ def clipped_update(module: Module, opt: optim.Optimizer, clip: float | None,
     return update
 
 
+def accumulated(module: Module, samples: Sequence[Inputs], first: int, k: int) -> tuple[Tensor, list[Tensor]]:
+    """One step's loss and gradients over `k` consecutive samples from `first` (wrapping): for
+    k > 1 their means, each a left fold in sample order divided by k once (the native loop's
+    ops, in its order)."""
+    loss, grads = module._value_and_grads(samples[first % len(samples)])
+    if k == 1:
+        return loss, grads
+    for j in range(1, k):
+        more, more_grads = module._value_and_grads(samples[(first + j) % len(samples)])
+        loss = _core.add(loss, more)
+        grads = [_core.add(a, g) for a, g in zip(grads, more_grads, strict=True)]
+    div = [_core.full([], float(k), t.dtype, device=t.device) for t in (loss, *grads)]
+    return _core.div(loss, div[0]), [_core.div(g, d) for g, d in zip(grads, div[1:], strict=True)]
+
+
 def train_eager(module: Module, samples: Sequence[Inputs], steps: int, log_every: int, name: str,
                 update: Update, state: Any, check_finite: bool = False,
-                record: Record | None = None) -> tuple[Any, list[float]]:
+                record: Record | None = None, accumulate: int = 1) -> tuple[Any, list[float]]:
     """The eager loop; returns (state, pre-update losses). A signal interrupts a step's
-    forward and backward pass at once, never its update (see `tlrs.interrupts`)."""
+    forward and backward pass at once, never its update (see `tlrs.interrupts`). With
+    `accumulate` k, step i averages the losses and gradients of samples k·i .. k·i + k - 1."""
     samples = list(samples)
     check_loop(name, samples, steps, log_every)
     losses: list[float] = []
@@ -141,7 +158,7 @@ def train_eager(module: Module, samples: Sequence[Inputs], steps: int, log_every
                 # The step's dropout masks come from the optimizer's step count, as in the
                 # native loop.
                 with training_step(getattr(state, "step", step)):
-                    loss, grads = module._value_and_grads(samples[step % len(samples)])
+                    loss, grads = accumulated(module, samples, step * accumulate, accumulate)
                 value = loss.item()
                 if log_every != 0 and step % log_every == 0:
                     print(f"step {step}: loss={format_float(value)}")

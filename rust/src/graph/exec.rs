@@ -132,12 +132,15 @@ pub fn train(
     samples: &[Vec<Tensor>],
     steps: usize,
     kinds: &[OptimKind],
-    clip: Option<f64>,
+    (clip, accumulate): (Option<f64>, usize),
     mut slots: Vec<Vec<Tensor>>,
     mut step: u64,
 ) -> Result<TrainResult> {
-    if kinds.is_empty() {
-        return Err(Error::arg("train", "no optimizer settings"));
+    if kinds.is_empty() || accumulate == 0 {
+        return Err(Error::arg(
+            "train",
+            "expected optimizer settings and accumulate >= 1",
+        ));
     }
     if samples.is_empty() {
         return Err(Error::arg("train", "empty dataset"));
@@ -147,9 +150,8 @@ pub fn train(
         // The forward pass asks the stop check before its first node: a signal that came
         // between steps ends the loop here, before this step's update starts.
         // The step's dropout masks come from its step count, as in the eager loop.
-        let sample = &samples[s % samples.len()];
         let (loss, grads) = match crate::ops::dropout::with_step(step, || {
-            loss_and_grads(g, &params, flags, sample)
+            accumulated(g, &params, flags, samples, s * accumulate, accumulate)
         }) {
             Err(Error::Interrupted) => break, // this step's update never started
             r => r?,
@@ -218,4 +220,43 @@ fn clip_by_norm(grads: Vec<Tensor>, flags: &[bool], max_norm: f64) -> Result<Vec
         .zip(flags)
         .map(|(g, &f)| if f { ops::mul(&g, &coef) } else { Ok(g) })
         .collect()
+}
+
+/// The loss and gradients of one step over `k` consecutive samples from `first` (wrapping): for
+/// k > 1 their means, each a left fold in sample order divided by k once (what the eager loop's
+/// `accumulate` computes with the same ops).
+fn accumulated(
+    g: &Graph,
+    params: &[Tensor],
+    flags: &[bool],
+    samples: &[Vec<Tensor>],
+    first: usize,
+    k: usize,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let at = |j: usize| &samples[(first + j) % samples.len()];
+    let (mut loss, mut grads) = loss_and_grads(g, params, flags, at(0))?;
+    if k == 1 {
+        return Ok((loss, grads));
+    }
+    for j in 1..k {
+        // Each sample's forward records its own graph; only the sums run without one.
+        let (l, gs) = loss_and_grads(g, params, flags, at(j))?;
+        crate::autograd::no_grad(|| -> Result<()> {
+            loss = crate::ops::add(&loss, &l)?;
+            for (acc, g) in grads.iter_mut().zip(&gs) {
+                *acc = crate::ops::add(acc, g)?;
+            }
+            Ok(())
+        })?;
+    }
+    crate::autograd::no_grad(|| {
+        let div = |t: &Tensor| {
+            let n = Tensor::full_on(Vec::<usize>::new(), k as f64, t.dtype(), t.device())?;
+            crate::ops::div(t, &n)
+        };
+        Ok((
+            div(&loss)?,
+            grads.iter().map(div).collect::<Result<Vec<_>>>()?,
+        ))
+    })
 }

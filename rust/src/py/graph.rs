@@ -234,7 +234,8 @@ impl PyGraph {
     /// the exception of an interrupt that ended the loop early, or None).
     /// `lrs`: one learning rate per step (a schedule), else `hyper`'s throughout; `clip`: the
     /// max 2-norm of the trainable gradients (`tlrs.nn.clip_grad_norm`'s formula), each step.
-    #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false, lrs=None, clip=None))]
+    /// `accumulate`: samples per step, their losses and gradients averaged.
+    #[pyo3(signature = (params, flags, samples, steps, kind, hyper, slots, step, fast=false, lrs=None, clip=None, accumulate=1))]
     #[allow(clippy::too_many_arguments)]
     fn train(
         &self,
@@ -250,6 +251,7 @@ impl PyGraph {
         fast: bool,
         lrs: Option<Vec<f64>>,
         clip: Option<f64>,
+        accumulate: usize,
     ) -> PyResult<Trained> {
         if lrs.is_some() && !hyper.contains_key("lr") {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -295,7 +297,17 @@ impl PyGraph {
         // keeps a consistent state.
         let (r, interrupt) = interruptible_parts(py, || {
             with_fast_kernels(fast, || {
-                exec::train(g, ps, &flags, &samples, steps, &kinds, clip, slots, step)
+                exec::train(
+                    g,
+                    ps,
+                    &flags,
+                    &samples,
+                    steps,
+                    &kinds,
+                    (clip, accumulate),
+                    slots,
+                    step,
+                )
             })
         });
         let r = r?;
