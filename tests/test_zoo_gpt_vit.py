@@ -80,7 +80,6 @@ def test_gpt_reads_text_and_writes_greedily(capsys, in_tmp):
 @pytest.mark.parametrize("args,text", [
     (["--d-model", "10", "--heads", "4"], "--d-model 10 is not a multiple of --heads 4"),
     (["--text", "missing.txt"], "--text missing.txt: cannot read it"),
-    (["--distributed"], "--distributed is not available for this command"),
 ])
 def test_gpt_refusals(capsys, args, text):
     code, _, err = run_cli(capsys, "gpt", *args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext, redirect_stdout
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,8 @@ from ..errors import ArgError
 from .train_common import TrainResult, make_optimizer, progress
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..config import Options
     from ..data import BatchLoader, Dataset
     from ..module import ModuleDef
@@ -72,10 +75,14 @@ def take_flags(args: list[str], exe: str) -> tuple[bool, int | None, list[str]]:
 
 
 def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
-          seed: int, loader: BatchLoader, steps: int) -> TrainResult:
-    """The data-parallel form of `trainer.train`, on the loader and step count it scheduled:
-    the same lines, loader order and summary; each step is one `DistributedTrainer.step` on the
-    global batch (its loss is the shard fold's mean, before the update).
+          loader: BatchLoader, steps: int, key: dict[str, Any], fixed_idx: Sequence[np.ndarray],
+          lrs: array[float] | None) -> TrainResult:
+    """The data-parallel form of `trainer.train`, on the loader, step count, run key, mean-loss
+    batches and learning rates (`--schedule`/`--warmup`; None: `--lr`) it made: the same
+    lines, loader order and summary; each step is one `DistributedTrainer.step` on the global
+    batch (its loss is the shard fold's mean, before the update), at its step's rate. Integer
+    arrays stay integers (int64 module inputs), float ones are made the command's dtype.
+    (`--clip` and `--accumulate` are refused when the flags are read.)
 
     Raises: ArgError: shards that do not divide among the ranks or split the batch.
     """
@@ -92,13 +99,12 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     if flags.batch % shards:
         raise ArgError(f"{exe}: --batch {flags.batch} must be divisible by --grad-shards {shards}")
     dtype = flags.dtype
-    key = resume.run_key(exe, flags, seed, train_set)
     x, y = train_set.x, train_set.y
 
     def batch(idx: Any) -> list[Any]:
-        return [x[idx].astype(dtype), y[idx].astype(dtype)]
+        return [a[idx].astype("int64" if a.dtype.kind in "iu" else dtype) for a in (x, y)]
 
-    fixed = [batch(idx) for idx in loader.fixed_batches()]
+    fixed = [batch(idx) for idx in fixed_idx]
     opt = make_optimizer(flags.optim, flags.lr)
     # The checkpoint is the same at every world size: a run resumes at any other.
     got = resume.start(exe, flags, defn, opts, key, loader, steps, fixed)
@@ -118,6 +124,8 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
                 for idx in loader.batches(n):
                     # A signal waits for the whole step: the ranks stay in step together, and
                     # the parameters and state move as one.
+                    if lrs is not None:
+                        opt.hyper["lr"] = lrs[len(run_.losses)]
                     with deferred():
                         loss = trainer.step(batch(idx))
                         run_.record(trainer.state, [loss])

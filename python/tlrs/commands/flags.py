@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from ..cli_args import (
     FLOAT,
@@ -59,8 +59,14 @@ def take_nat(args: list[str], exe: str, key: str, default: int | None,
     return n, rest
 
 
+@overload
 def take_positive_float(args: list[str], exe: str, key: str,
-                        default: float) -> tuple[float, list[str]]:
+                        default: float) -> tuple[float, list[str]]: ...
+@overload
+def take_positive_float(args: list[str], exe: str, key: str,
+                        default: None) -> tuple[float | None, list[str]]: ...
+def take_positive_float(args: list[str], exe: str, key: str,
+                        default: float | None) -> tuple[float | None, list[str]]:
     """Take `--key F` once (a finite JSON-style float literal > 0), with `default` when absent.
 
     Raises: ArgError, prefixed with `exe`: not a float literal, not finite (`1e999`), or <= 0.

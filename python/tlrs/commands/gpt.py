@@ -1,12 +1,9 @@
 """`tlrs run gpt`: a character-level GPT in the nanoGPT layout (tlrs.nn, models/nn_transformers.py)
 on text every Python installation has (standard-library docstrings) or `--text PATH`; token ids
-and targets are int64 tensors, graph inputs of the compiled backend.
-
-The shared trainer (`trainer.train`) makes every batch in the command's float dtype, so it cannot
-feed int64 token ids or labels; `train_inputs` below is its loop with each batch made from the
-data as they are (integer arrays as int64 tensors, float arrays in the command's dtype), with the
-same `--save`/`--resume`/`--init-from`, interrupts, non-finite stop, progress bar and printed
-lines. `tlrs run vit` uses it too.
+and targets are int64 tensors, graph inputs of the compiled backend: the shared trainer
+(`trainer.train`) makes integer arrays int64 tensors and float arrays the command's dtype, and so
+does the data-parallel trainer (`--distributed`: int64 inputs take any leading batch size, so a
+shard of a batch is an input too).
 """
 
 from __future__ import annotations
@@ -14,40 +11,32 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import sys
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from .. import nn
-from .._core import Tensor
 from ..cli import register
 from ..cli_args import take_bool_flag_once
 from ..config import Options
 from ..data import BatchLoader, Dataset
 from ..errors import ArgError
-from ..interrupts import Interrupted
 from ..models.nn_transformers import GPT, GPTConfig, generate, gpt_module_def
-from ..module import ModuleDef, format_float
 from ..tensor import tensor
-from . import resume
 from .outputs import show_path
 from .sources import notes
-from .train_common import TrainFlags, TrainResult, make_optimizer, progress
 from .trainer import (
     check_model_size,
-    chunk_size,
     command,
     finish,
-    initial_from,
     require_no_more,
     schedule,
     take_nat,
     take_path,
     take_train_flags,
+    train,
 )
 
-__all__ = ["DESCRIPTION", "DOC_MODULES", "EVAL_BATCHES", "TEXT_CHARS", "builtin_text", "gpt", "train_inputs"]
+__all__ = ["DESCRIPTION", "DOC_MODULES", "EVAL_BATCHES", "TEXT_CHARS", "builtin_text", "gpt"]
 
 DESCRIPTION = "char-level GPT (nanoGPT layout), next-character cross-entropy"
 DOC_MODULES = ("json", "textwrap", "argparse", "collections", "functools")
@@ -59,74 +48,6 @@ MAX_TEXT_BYTES = 16 * 2**20
 """The largest `--text` file read."""
 EVAL_BATCHES = 16
 """The most full batches `mean_loss(train(...))` averages over (evenly spaced over the text)."""
-
-
-# --- the training loop for int64 inputs (shared with vit.py) ---------------------------------------
-
-def as_input(a: np.ndarray, dtype: str) -> Tensor:
-    """A batch array as a module input: integer arrays as int64 tensors (token ids, labels),
-    anything else in the command's float dtype."""
-    return tensor(a) if a.dtype.kind in "iu" else tensor(a, dtype=dtype)
-
-
-def refuse_distributed(exe: str, flags: TrainFlags) -> None:
-    """ArgError for `--distributed`: the data-parallel trainer makes float batches only."""
-    if flags.distributed:
-        raise ArgError(f"{exe}: --distributed is not available for this command: the data-parallel "
-                       "trainer makes float batches, and this model takes int64 inputs")
-
-
-def train_inputs(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
-                 seed: int, *, model_key: str | None = None, key_data: Dataset | None = None,
-                 evaluate: Callable[[BatchLoader], Sequence[np.ndarray]] | None = None) -> TrainResult:
-    """`trainer.train` for definitions with int64 inputs: the same steps, lines and outputs, with
-    each batch `[x[idx], y[idx]]` made by `as_input` (so `train_set.x`/`.y` may hold int64 token
-    ids or labels, for `ModuleDef(input_dtypes=[..., "int64"])`).
-
-    Args: model_key: what `--resume` compares as "the model" (default `exe`: name the flags
-    that shape the model that parameter shapes do not show); key_data: the data `--resume`
-    digests (default `train_set`); evaluate: the index batches of the mean loss before and after
-    (default every full batch in order, as `trainer.train`).
-    Raises: as `trainer.train`; ArgError: `--distributed` (the data-parallel trainer makes
-    float batches only).
-    """
-    refuse_distributed(exe, flags)
-    defn = initial_from(exe, defn, opts, flags)
-    loader, steps = schedule(exe, len(train_set), flags, seed)
-    dtype = flags.dtype
-    key = resume.run_key(exe, flags, seed, train_set if key_data is None else key_data)
-    if model_key is not None:
-        key["model"] = model_key
-    opt = make_optimizer(flags.optim, flags.lr)
-    x, y = train_set.x, train_set.y
-
-    def batch(idx: np.ndarray) -> list[Tensor]:
-        return [as_input(x[idx], dtype), as_input(y[idx], dtype)]
-
-    fixed = [batch(idx) for idx in (loader.fixed_batches() if evaluate is None else evaluate(loader))]
-    got = resume.start(exe, flags, defn, opts, key, loader, steps, fixed)
-    module, before = got.module, got.before
-    state = module.init_optim(opt) if got.state is None else got.state
-    print(f"mean_loss(train(before)) = {format_float(before)}")
-    sys.stdout.flush()
-    run_ = resume.Run(exe, flags, flags.run, key, module, loader, state, before, steps, got.losses)
-    size = chunk_size(steps)
-    try:
-        with progress(steps, exe) as advance:
-            if run_.losses:  # a resumed run starts part way
-                advance(run_.losses)
-            while n := run_.chunk_steps(size):
-                run_.begin_chunk()
-                batches = [batch(idx) for idx in loader.batches(n)]
-                first = len(run_.losses)
-                module.train_steps(opt, run_.state, batches, record=run_.record)
-                advance(run_.losses[first:])
-                run_.after_chunk(first)
-    except Interrupted as err:
-        raise run_.interrupted(err) from None
-    after = module.mean_loss(fixed).item()
-    print(f"mean_loss(train(after)) = {format_float(after)}")
-    return TrainResult(module, run_.state, before, after, run_.losses, flags.batch, exe, run_.progress())
 
 
 # --- the text -------------------------------------------------------------------------------------
@@ -181,7 +102,7 @@ def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     first character, drawn by `multinomial` from the seeded stream (`--seed`), or the arg-max
     with `--greedy`; not printable ones (newlines) are escaped. The mean losses before and after
     are over at most 16 full batches, evenly spaced over the text. Training flags (default 1000
-    steps, batch 16, Adam lr 3e-3); not --distributed.
+    steps, batch 16, Adam lr 3e-3), --distributed too.
     """
     path, rest = take_path(rest, exe, "text")
     block, rest = take_nat(rest, exe, "block", 32, maximum=2**20)
@@ -195,7 +116,6 @@ def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
         raise ArgError(f"{exe}: {err}") from None
     flags, rest = take_train_flags(rest, exe, dtype=dtype, lr=3e-3, batch=16, steps=1000)
     require_no_more(rest, exe)
-    refuse_distributed(exe, flags)
     assert block is not None and d_model is not None and heads is not None and layers is not None
     assert n_sample is not None
     if d_model % heads:
@@ -232,9 +152,9 @@ def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
         picks = np.linspace(0, len(batches) - 1, min(len(batches), EVAL_BATCHES)).round().astype(int)
         return [batches[i] for i in picks]
 
-    result = train_inputs(exe, gpt_module_def(model, flags.batch), opts, ds, flags, opts.seed,
-                          model_key=f"{exe} {size_flags}", key_data=Dataset(codes[:-1], codes[1:]),
-                          evaluate=spread)
+    result = train(exe, gpt_module_def(model, flags.batch), opts, ds, flags, opts.seed,
+                   model_key=f"{exe} {size_flags}", key_data=Dataset(codes[:-1], codes[1:]),
+                   evaluate=spread)
     finish(result, flags, "GPT training", [*notes(ds, opts), f"chars={len(text)}", f"vocab={len(vocab)}"])
     if n_sample:
         nn.assign_parameters(model, result.module.params())  # the trained values, ties kept

@@ -25,7 +25,7 @@ from ..interrupts import Interrupted, deferred, signal_name
 from ..module import Module, ModuleDef, TrainProgress, check_finite_losses
 from ..random import seed_stream_state, set_seed_stream_state
 from .flags import MAX_STEPS, take_nat, take_path
-from .train_common import RunFlags, is_writer
+from .train_common import RunFlags, is_writer, schedule_key
 
 if TYPE_CHECKING:
     from .. import optim
@@ -39,11 +39,17 @@ FLAGS_HELP = """  --save-every N          also write the --save checkpoint every
   --resume PATH           continue the run saved in PATH (flags that shape it must match)
   --allow-nonfinite       train on when the loss is NaN or infinite (default: stop, exit 2)"""
 
-SHAPING = ("model", "dtype", "batch", "optim", "lr", "seed", "grad_shards", "data")
-"""The flags a resumed run must share with the saved one (the data by a digest)."""
+SHAPING = ("model", "dtype", "batch", "optim", "lr", "seed", "grad_shards", "clip", "schedule",
+           "accumulate", "data")
+"""The flags a resumed run must share with the saved one (the data by a digest). `clip`,
+`schedule` (with `--warmup`, and the run's step count where the schedule decays over it) and
+`accumulate` are recorded only when they differ from the defaults, so the checkpoints of runs
+without them are as before."""
 
 _FLAG_OF = {"model": "the model", "dtype": "--dtype", "batch": "--batch", "optim": "--optim",
-            "lr": "--lr", "seed": "--seed", "grad_shards": "--grad-shards", "data": "the data"}
+            "lr": "--lr", "seed": "--seed", "grad_shards": "--grad-shards", "clip": "--clip",
+            "schedule": "the lr schedule", "accumulate": "--accumulate", "data": "the data"}
+_DEFAULT_SHOWN = {"schedule": "constant", "accumulate": "1"}
 
 
 def take_flags(args: list[str], exe: str, save: str | None) -> tuple[RunFlags, list[str]]:
@@ -71,11 +77,20 @@ def _digest(data: Dataset) -> str:
     return h.hexdigest()[:32]
 
 
-def run_key(exe: str, flags: TrainFlags, seed: int, data: Dataset) -> dict[str, Any]:
-    """The values of the flags that shape a run (`SHAPING`), as the checkpoint records them."""
-    return {"model": exe, "dtype": flags.dtype, "batch": flags.batch, "optim": flags.optim,
-            "lr": flags.lr, "seed": int(seed), "grad_shards": flags.grad_shards,
-            "data": _digest(data)}
+def run_key(exe: str, flags: TrainFlags, seed: int, data: Dataset, steps: int) -> dict[str, Any]:
+    """The values of the flags that shape a run (`SHAPING`) of `steps` optimizer steps, as the
+    checkpoint records them."""
+    key: dict[str, Any] = {"model": exe, "dtype": flags.dtype, "batch": flags.batch,
+                           "optim": flags.optim, "lr": flags.lr, "seed": int(seed),
+                           "grad_shards": flags.grad_shards, "data": _digest(data)}
+    if flags.clip is not None:
+        key["clip"] = flags.clip
+    sched = schedule_key(flags, steps)
+    if sched is not None:
+        key["schedule"] = sched
+    if flags.accumulate != 1:
+        key["accumulate"] = flags.accumulate
+    return key
 
 
 def _differences(saved: dict[str, Any], here: dict[str, Any]) -> list[str]:
@@ -85,13 +100,13 @@ def _differences(saved: dict[str, Any], here: dict[str, Any]) -> list[str]:
             if key == "data":
                 out.append("the data differ")
             else:
-                out.append(f"{_FLAG_OF[key]} {_show(saved.get(key))} there, "
-                           f"{_show(here.get(key))} here")
+                out.append(f"{_FLAG_OF[key]} {_show(key, saved.get(key))} there, "
+                           f"{_show(key, here.get(key))} here")
     return out
 
 
-def _show(value: Any) -> str:
-    return "(none)" if value is None else str(value)
+def _show(key: str, value: Any) -> str:
+    return _DEFAULT_SHOWN.get(key, "(none)") if value is None else str(value)
 
 
 @dataclass
@@ -184,7 +199,7 @@ class Run:
         if self._mark is None:
             return
         state, done = self._mark
-        taken = len(self.losses) - done
+        taken = (len(self.losses) - done) * self.flags.accumulate  # batches: k per step
         self.loader.restore(state)
         for _ in self.loader.batches(taken):
             pass

@@ -1,21 +1,25 @@
 """What a training run's modules share (trainer.py, data_parallel.py, resume.py import it; it
 imports none of them): the flags that shape a run (`TrainFlags`, `RunFlags`), the optimizer
-table, the progress bar, what a run returns (`TrainResult`) and which process writes its files."""
+table, the learning-rate schedules (`step_lrs`), the progress bar, what a run returns
+(`TrainResult`) and which process writes its files."""
 
 from __future__ import annotations
 
 import sys
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .. import optim
+from .. import lr_scheduler, optim
 from ..module import Module, TrainProgress, format_float
 
-__all__ = ["OPTIMIZERS", "RunFlags", "TrainFlags", "TrainResult", "is_writer", "make_optimizer",
-           "progress"]
+__all__ = ["OPTIMIZERS", "SCHEDULES", "RunFlags", "TrainFlags", "TrainResult", "is_writer",
+           "make_optimizer", "progress", "schedule_key", "step_lrs"]
 
 OPTIMIZERS = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "adadelta", "muon", "projected_sgd")
+SCHEDULES = ("constant", "cosine", "step", "linear")
+"""`--schedule`'s names (see `step_lrs`)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class TrainFlags:
     grad_shards: int | None = None
     run: RunFlags = RunFlags()  # --save-every, --resume, --allow-nonfinite
     init_from: str | None = None  # --init-from: starting parameters (a checkpoint or TorchLean file)
+    clip: float | None = None  # --clip: each step's gradients to joint 2-norm at most this
+    schedule: str = "constant"  # --schedule: the learning rate over the run (`step_lrs`)
+    warmup: int = 0  # --warmup: steps of linear warmup before the schedule
+    accumulate: int = 1  # --accumulate: batches averaged per optimizer step
 
 
 @dataclass
@@ -83,6 +91,63 @@ def make_optimizer(name: str, lr: float) -> optim.Optimizer:
         "projected_sgd": lambda: optim.projected_sgd(lr),
     }
     return makers[name]()
+
+
+class _Rate:
+    """What the schedules drive: an optimizer's `hyper["lr"]` (weakly referable, so that the
+    schedulers of a `SequentialLR` share its initial rate, as torch's share `initial_lr`)."""
+
+    def __init__(self, lr: float) -> None:
+        self.hyper = {"lr": lr}
+
+
+def step_lrs(flags: TrainFlags, steps: int) -> array[float] | None:
+    """The learning rate of each of a run's `steps` optimizer steps (None: `--lr` throughout,
+    i.e. `--schedule constant` without `--warmup`), computed once for the whole run by the
+    `tlrs.lr_scheduler` classes, so they are torch's rates bit for bit: entry i is the rate
+    torch's scheduler holds after i `step()` calls.
+
+    With `--warmup W` (W < steps), steps 0..W-1 warm up by `LinearLR(start_factor=1/(W+1),
+    total_iters=W)` (lr/(W+1), 2·lr/(W+1), ..., W·lr/(W+1)); the schedule then runs over the
+    remaining R = steps - W steps from `--lr`, chained by `SequentialLR(milestones=[W])`:
+    `constant` (`--lr`; after a warmup, where `LinearLR` leaves it, maybe an ulp off), `cosine` (`CosineAnnealingLR(T_max=R)`, to 0 at step R, just after
+    the run), `step` (`StepLR(step_size=ceil(R/3), gamma=0.1)`: a tenth after each third) or
+    `linear` (`LinearLR(start_factor=1, end_factor=0, total_iters=R)`, to 0 at step R).
+    """
+    if flags.schedule == "constant" and flags.warmup == 0:
+        return None
+    rate = _Rate(flags.lr)
+    warmup, rest = flags.warmup, steps - flags.warmup
+    if rest < 1:
+        raise ValueError(f"--warmup {warmup} leaves no step of the run's {steps}")
+    parts: list[lr_scheduler.LRScheduler] = []
+    if warmup:
+        parts.append(lr_scheduler.LinearLR(rate, start_factor=1.0 / (warmup + 1), end_factor=1.0,
+                                           total_iters=warmup))
+    if flags.schedule == "cosine":
+        parts.append(lr_scheduler.CosineAnnealingLR(rate, T_max=rest))
+    elif flags.schedule == "step":
+        parts.append(lr_scheduler.StepLR(rate, step_size=-(-rest // 3), gamma=0.1))
+    elif flags.schedule == "linear":
+        parts.append(lr_scheduler.LinearLR(rate, start_factor=1.0, end_factor=0.0, total_iters=rest))
+    sched = parts[0] if len(parts) == 1 else lr_scheduler.SequentialLR(rate, parts, milestones=[warmup])
+    out = array("d")
+    for i in range(steps):
+        if i:
+            sched.step()
+        out.append(rate.hyper["lr"])
+    return out
+
+
+def schedule_key(flags: TrainFlags, steps: int) -> str | None:
+    """What of the learning-rate schedule a resumed run must share (None: none): the schedule,
+    the warmup, and the run's step count where the schedule decays over it."""
+    if flags.schedule == "constant" and flags.warmup == 0:
+        return None
+    parts = [flags.schedule if flags.schedule == "constant" else f"{flags.schedule} over {steps} steps"]
+    if flags.warmup:
+        parts.append(f"warmup {flags.warmup}")
+    return ", ".join(parts)
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core import Tensor
 from ..cli import exe_name, memory_limit
 from ..cli_args import drop_dash_dash, format_bytes, has_help, take_flag_value_once
 from ..config import Options
@@ -46,19 +47,24 @@ from .flags import (
 from .outputs import check_outputs, refuse
 from .train_common import (
     OPTIMIZERS,
+    SCHEDULES,
     TrainFlags,
     TrainResult,
     is_writer,
     make_optimizer,
     progress,
+    step_lrs,
 )
 
 __all__ = [
     "MAX_SIZE", "MAX_STEPS", "OPTIMIZERS", "TrainFlags", "TrainResult", "accuracy",
     "check_model_size", "check_outputs", "command", "finish", "make_optimizer", "mlp_shapes",
-    "model_seeds", "require_no_more", "reseed", "schedule", "take_nat", "take_path",
+    "MAX_ACCUMULATE", "model_seeds", "require_no_more", "reseed", "schedule", "take_nat", "take_path",
     "take_positive_float", "take_train_flags", "train",
 ]
+
+MAX_ACCUMULATE = 1024
+"""The most batches `--accumulate` averages per step (a chunk's batches are all in memory)."""
 
 _LOG_OFF = ("false", "off", "none", "no", "disabled")
 Body = Callable[[str, str, Options, list[str]], None]  # (exe, dtype, opts, rest)
@@ -68,6 +74,16 @@ TRAIN_FLAGS_HELP = """Training flags (every command):
   --batch N               minibatch size (the incomplete last batch is dropped)
   --optim NAME            sgd | momentum | adagrad | rmsprop | adam | adamw | adadelta | muon |
                           projected_sgd (adam)
+  --clip X                scale each step's gradients to joint 2-norm at most X (> 0)
+  --schedule NAME         the lr over the run: constant | cosine | step | linear (constant);
+                          cosine and linear reach 0 just after the last step, step divides it
+                          by 10 after each third of the steps (torch's schedulers' rates)
+  --warmup N              first N steps warm up linearly, the k-th at lr*k/(N+1) (0); the
+                          schedule runs over the steps after
+  --accumulate K          each step averages the losses and gradients of K batches (1, at most
+                          1024); --steps counts steps, --epochs N makes N*batches/K steps, and
+                          each logged loss is its step's mean over its K batches
+                          (--clip and --accumulate: not with --distributed)
   --log PATH              write the loss curve as TrainLog JSON (off/false/none/no: none)
   --plot PATH.png         draw the loss curve (needs tlrs[plot])
   --save PATH             save a checkpoint (parameters, optimizer state, the run's progress)
@@ -153,10 +169,14 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
     `steps` or `epochs`, whichever is given), `--lr F` (> 0), `--batch N` (> 0), `--optim NAME`,
     `--log PATH` (`false`, `off`, `none`, `no`, `disabled`: no log), `--plot PATH.png` (checks
     that matplotlib is installed), `--save PATH`, `--init-from PATH`, `--save-every N`,
-    `--resume PATH`, `--allow-nonfinite`; output paths are checked to be writable.
+    `--resume PATH`, `--allow-nonfinite`, `--clip X` (> 0), `--schedule NAME` (`SCHEDULES`),
+    `--warmup N` (>= 0), `--accumulate K` (1 .. `MAX_ACCUMULATE`); output paths are checked to
+    be writable.
 
     Raises: ArgError prefixed with `exe`: the reference's messages (`--steps and --epochs are
-    mutually exclusive (pick one)`, `--lr must be > 0`, ...) or an unknown optimizer.
+    mutually exclusive (pick one)`, `--lr must be > 0`, ...), an unknown optimizer or
+    schedule, or `--clip`/`--accumulate` with `--distributed` (its update neither clips nor
+    accumulates).
     """
     n_steps, rest = take_nat(args, exe, "steps", None, maximum=MAX_STEPS)
     n_epochs, rest = take_nat(rest, exe, "epochs", None, maximum=MAX_STEPS)
@@ -180,12 +200,26 @@ def take_train_flags(args: list[str], exe: str, *, dtype: str, lr: float, batch:
             raise ArgError(f"{exe}: --plot: {err}") from None
     save, rest = take_path(rest, exe, "save")
     init_from, rest = take_path(rest, exe, "init-from")
+    clip, rest = take_positive_float(rest, exe, "clip", None)
+    sched, rest = prefixed(exe, lambda: take_flag_value_once(rest, "schedule"))
+    sched = "constant" if sched is None else sched
+    if sched not in SCHEDULES:
+        raise ArgError(f"{exe}: --schedule: expected one of {' | '.join(SCHEDULES)}, got `{sched}`")
+    warmup, rest = take_nat(rest, exe, "warmup", 0, positive=False, maximum=MAX_STEPS)
+    accumulate, rest = take_nat(rest, exe, "accumulate", 1, maximum=MAX_ACCUMULATE)
     run_flags, rest = resume.take_flags(rest, exe, save)
     check_outputs(exe, [("log", None if off else log), ("plot", plot), ("save", save)])
     distributed, shards, rest = data_parallel.take_flags(rest, exe)
-    assert size is not None
+    assert size is not None and warmup is not None and accumulate is not None
+    if distributed and clip is not None:
+        raise ArgError(f"{exe}: --clip is not available with --distributed (the data-parallel "
+                       "update does not clip)")
+    if distributed and accumulate > 1:
+        raise ArgError(f"{exe}: --accumulate is not available with --distributed (each "
+                       "data-parallel step takes one global batch; raise --batch instead)")
     flags = TrainFlags(n_steps, n_epochs, rate, size, name, None if off else log, off, plot, save,
-                       dtype, distributed, shards, run_flags, init_from)
+                       dtype, distributed, shards, run_flags, init_from, clip, sched, warmup,
+                       accumulate)
     return flags, rest
 
 
@@ -241,46 +275,83 @@ def chunk_size(steps: int) -> int:
 
 
 def schedule(exe: str, n: int, flags: TrainFlags, seed: int = 0) -> tuple[BatchLoader, int]:
-    """The loader over `n` training samples and the step count the flags ask for (`--steps`, or
-    `--epochs` times the full batches per epoch).
+    """The loader over `n` training samples and the optimizer step count the flags ask for
+    (`--steps`, or `--epochs` times the full batches per epoch, divided by `--accumulate` and
+    rounded down).
 
-    Raises: ArgError (prefixed): a batch larger than the training set, or more than `MAX_STEPS`
-    steps."""
+    Raises: ArgError (prefixed): a batch larger than the training set, more than `MAX_STEPS`
+    steps, epochs that make no whole step of `--accumulate` batches, or a `--warmup` that
+    leaves no step."""
     try:
         loader = BatchLoader(n, flags.batch, seed)
     except ValueError as err:
         raise ArgError(f"{exe}: --batch: {err}") from None
     per_epoch = loader.batches_per_epoch
-    steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch
+    k = flags.accumulate
+    steps = flags.steps if flags.steps is not None else (flags.epochs or 1) * per_epoch // k
+    of_k = "" if k == 1 else f" of --accumulate {k} batches"
     if steps > MAX_STEPS:
         raise ArgError(f"{exe}: --epochs {flags.epochs} at {per_epoch:,} batches per epoch is "
-                       f"{steps:,} steps, more than the {MAX_STEPS:,} a run may take")
+                       f"{steps:,} steps{of_k}, more than the {MAX_STEPS:,} a run may take")
+    if steps == 0:
+        raise ArgError(f"{exe}: --epochs {flags.epochs} at {per_epoch:,} batches per epoch is "
+                       f"no whole step{of_k}")
+    if flags.warmup >= steps:
+        raise ArgError(f"{exe}: --warmup {flags.warmup} must be less than the run's {steps:,} "
+                       "steps (the schedule runs after it)")
     return loader, steps
 
 
+def as_input(a: np.ndarray, dtype: str) -> Tensor:
+    """A batch array as a module input: integer arrays as int64 tensors (token ids, labels; the
+    definition declares them with `ModuleDef(input_dtypes=[..., "int64"])`), anything else in
+    the command's float dtype."""
+    return tensor(a, dtype="int64") if a.dtype.kind in "iu" else tensor(a, dtype=dtype)
+
+
 def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: TrainFlags,
-          seed: int) -> TrainResult:
+          seed: int, *, model_key: str | None = None, key_data: Dataset | None = None,
+          evaluate: Callable[[BatchLoader], Sequence[np.ndarray]] | None = None) -> TrainResult:
     """Instantiate `defn` in the command's dtype (`flags.dtype`) and train it the reference way
     (`fitModuleLoaderSteps`), or continue the run `--resume` names (commands/resume.py).
 
     Prints `mean_loss(train(before)) = v` (mean over the loader's full batches in the original
     order; a resumed run prints the saved run's), runs the steps (`--steps`, or `--epochs` ×
-    full batches per epoch, counted from the run's start) on minibatches shuffled with the
-    dataset-shuffle LCG seeded by `seed`, recording each step's pre-update loss, then prints
-    `mean_loss(train(after)) = v`.
+    full batches per epoch / `--accumulate`, counted from the run's start) on minibatches
+    shuffled with the dataset-shuffle LCG seeded by `seed`, recording each step's pre-update
+    loss (with `--accumulate K`, the mean over its K batches), then prints
+    `mean_loss(train(after)) = v`. Each batch is `[x[idx], y[idx]]` made by `as_input`:
+    integer arrays in `train_set` become int64 tensors, float arrays the command's dtype.
+    `--clip`, the `--schedule`/`--warmup` learning rates (`step_lrs`, computed once for the
+    whole run; a resumed run takes them from its step on) and `--accumulate` go to
+    `Module.train_steps`.
+
+    Args: model_key: what `--resume` compares as "the model" (default `exe`: name the flags
+    that shape the model that parameter shapes do not show); key_data: the data `--resume`
+    digests (default `train_set`); evaluate: the index batches of the mean loss before and
+    after (default every full batch in order).
     Raises: ArgError: a batch larger than the training set, more than `MAX_STEPS` steps, a
     checkpoint of another run, or a NaN/infinite loss (without --allow-nonfinite);
     Interrupted: SIGINT/SIGTERM, after writing the checkpoint when `--save` is given.
     """
     defn = initial_from(exe, defn, opts, flags)
     loader, steps = schedule(exe, len(train_set), flags, seed)
+    key = resume.run_key(exe, flags, seed, train_set if key_data is None else key_data, steps)
+    if model_key is not None:
+        key["model"] = model_key
+    fixed_idx = loader.fixed_batches() if evaluate is None else list(evaluate(loader))
+    lrs = step_lrs(flags, steps)
     if flags.distributed:
-        return data_parallel.train(exe, defn, opts, train_set, flags, seed, loader, steps)
+        return data_parallel.train(exe, defn, opts, train_set, flags, loader, steps, key, fixed_idx,
+                                   lrs)
     dtype = flags.dtype
-    key = resume.run_key(exe, flags, seed, train_set)
     opt = make_optimizer(flags.optim, flags.lr)
     x, y = train_set.x, train_set.y
-    fixed = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)] for idx in loader.fixed_batches()]
+
+    def batch(idx: np.ndarray) -> list[Tensor]:
+        return [as_input(x[idx], dtype), as_input(y[idx], dtype)]
+
+    fixed = [batch(idx) for idx in fixed_idx]
     got = resume.start(exe, flags, defn, opts, key, loader, steps, fixed)
     module, before = got.module, got.before
     state = module.init_optim(opt) if got.state is None else got.state
@@ -288,19 +359,21 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     sys.stdout.flush()
     run_ = resume.Run(exe, flags, flags.run, key, module, loader, state, before, steps,
                       got.losses)
-    size = chunk_size(steps)
+    k = flags.accumulate
+    size = max(1, chunk_size(steps) // k)  # at most about CHUNK_STEPS batches a call
     try:
         with progress(steps, exe) as advance:
             if run_.losses:  # a resumed run starts part way
                 advance(run_.losses)
             while n := run_.chunk_steps(size):
                 run_.begin_chunk()
-                batches = [[tensor(x[idx], dtype=dtype), tensor(y[idx], dtype=dtype)]
-                           for idx in loader.batches(n)]
+                batches = [batch(idx) for idx in loader.batches(n * k)]
                 first = len(run_.losses)
-                # One update per batch; each step's loss is the pre-update loss its gradients
-                # came from (one native call per chunk on the compiled backend).
-                module.train_steps(opt, run_.state, batches, record=run_.record)
+                # One update per k batches; each step's loss is the pre-update loss its
+                # gradients came from (one native call per chunk on the compiled backend).
+                module.train_steps(opt, run_.state, batches, record=run_.record, clip=flags.clip,
+                                   lrs=None if lrs is None else list(lrs[first:first + n]),
+                                   accumulate=k)
                 advance(run_.losses[first:])
                 run_.after_chunk(first)
     except Interrupted as err:
@@ -322,6 +395,12 @@ def finish(result: TrainResult, flags: TrainFlags, title: str, notes: Sequence[s
     """
     all_notes = [*notes, f"lr={flags.lr:f}", f"steps={result.steps}", f"batch={result.batch}",
                  f"optim={flags.optim}"]
+    if flags.clip is not None:
+        all_notes.append(f"clip={flags.clip!r}")
+    if flags.schedule != "constant" or flags.warmup:
+        all_notes += [f"schedule={flags.schedule}", f"warmup={flags.warmup}"]
+    if flags.accumulate != 1:
+        all_notes.append(f"accumulate={flags.accumulate}")
     exe = result.exe
     if flags.log is not None:
         log = flags.log

@@ -1,7 +1,8 @@
 """`tlrs run vit`: a small vision transformer written with tlrs.nn (models/nn_transformers.py):
 patch embedding by a strided Conv2d, a class token or mean pooling, pre-LN blocks with
 `scaled_dot_product_attention`, a linear head; int64 labels and cross-entropy, trained by
-`gpt.train_inputs` (the shared trainer's loop with int64 inputs), held-out accuracy at the end."""
+the shared trainer (`trainer.train`, which makes integer arrays int64 tensors), held-out accuracy at
+the end."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from ..config import Options
 from ..data import Dataset
 from ..errors import ArgError
 from ..models.nn_transformers import VIT_POOLS, ViT, ViTConfig, vit_module_def
-from .gpt import refuse_distributed, train_inputs
 from .sources import notes, split, take_image_source
+from .train_common import TrainFlags
 from .trainer import (
     check_model_size,
     command,
@@ -24,11 +25,21 @@ from .trainer import (
     take_nat,
     take_path,
     take_train_flags,
+    train,
 )
 
 __all__ = ["DESCRIPTION", "vit"]
 
 DESCRIPTION = "vision transformer (tlrs.nn) image classifier"
+
+
+def refuse_distributed(exe: str, flags: TrainFlags) -> None:
+    """ArgError for `--distributed`: the data-parallel trainer splits each batch into shards, and
+    the definition declares its images' batch size (`vit_module_def`: [batch, C, H, W] in the
+    module's dtype, checked), so a shard is not an input it takes."""
+    if flags.distributed:
+        raise ArgError(f"{exe}: --distributed is not available for this command: its model declares "
+                       "the batch of images, and the data-parallel trainer's shards are smaller")
 
 
 def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
@@ -77,8 +88,8 @@ def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
           f"{ds.num_classes} classes); {t} tokens; {count:,} parameters")
     defn = vit_module_def(model, flags.batch)
     labelled = Dataset(train_set.x, train_set.labels, train_set.labels, train_set.name)
-    result = train_inputs(exe, defn, opts, labelled, flags, opts.seed,
-                          model_key=f"{exe} {size_flags} --pool {pool}")
+    result = train(exe, defn, opts, labelled, flags, opts.seed,
+                   model_key=f"{exe} {size_flags} --pool {pool}")
     finish(result, flags, "ViT training", [*notes(ds, opts), f"test={len(test_set)}"])
     assert defn.predict is not None
     print_accuracy(defn.predict, result.module, test_set)
