@@ -15,6 +15,8 @@ that each op works on every path the crate offers, so a new op cannot skip one.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -140,6 +142,11 @@ def test_onnx_export_runs_in_onnxruntime(name, tmp_path):
         assert err <= 1e-5 * max(1.0, float(np.abs(want).max())), f"{name} at batch {batch}: {err}"
 
 
+# Ops whose CUDA kernels still call the platform's sin, cos or pow (backend/cuda/cu/libm_*.cu
+# carries exp, log, expm1, log1p, tanh and erf so far): equal within rounding, not bit for bit.
+CUDA_NOT_YET_EXACT = {"sin", "cos", "pow", "tensor_pow"}
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -154,10 +161,19 @@ def test_cuda_agrees_with_the_cpu(name, dtype):
         loss = _loss(case)(ts[:-1], [ts[-1]])
         return [loss.numpy()] + [g.numpy() for g in tlrs.grad(loss, ts)]
 
-    tlrs.cuda.set_matmul_precision("fp64")  # f64 products at f64 on the device too
+    # Products in the tensors' own precision, as the CPU reference kernels fold them.
+    tlrs.cuda.set_matmul_precision("fp64" if dtype == "float64" else "fp32")
     try:
         cpu, dev = run("cpu"), run("cuda")
     finally:
         tlrs.cuda.set_matmul_precision("fp32")
     for k, (a, b) in enumerate(zip(cpu, dev, strict=True)):
-        np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=f"{name} #{k}")
+        # On a real GPU the products are cuBLAS's (another fold order): exact on the emulator,
+        # whose products fold as the CPU's; tests/test_cuda_exact_math.py holds the device's
+        # transcendentals to the CPU's bits on both.
+        if name in CUDA_NOT_YET_EXACT or os.environ.get("TLRS_CUDA_EMULATOR") != "1":
+            np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=f"{name} #{k}")
+        else:  # the CPU's bits (NaNs equal to NaNs: their payloads are the platform's)
+            a, b = np.atleast_1d(a), np.atleast_1d(b)
+            same = (np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))
+            assert np.all(same), f"{name} #{k}: CUDA differs from the CPU's bits"

@@ -25,7 +25,9 @@ static thread_local tlrs_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __device__ static
 #define __forceinline__ inline
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
 "#;
 
 type Entry = unsafe extern "C" fn(*mut *mut c_void, u32, u32);

@@ -153,6 +153,11 @@ fn instantiate(template: &str, name: &str, expr: &str, dtype: DType) -> String {
 /// The CUDA C source of one family for one dtype; `None` for an unknown family.
 pub fn source(family: &str, dtype: DType) -> Option<String> {
     let mut src = instantiate(PRELUDE, "", "", dtype);
+    // The CPU's transcendentals (the libm crate's algorithms), which the kernels below call.
+    src.push_str(match dtype {
+        DType::F32 => include_str!("cu/libm_f32.cu"),
+        _ => include_str!("cu/libm_f64.cu"),
+    });
     if family == "elementwise" {
         // The op table (op_table/) gives each op's expressions; the templates add the loop.
         src.push_str(&instantiate(TABLE_HELPERS, "", "", dtype));
@@ -430,8 +435,10 @@ mod tests {
 
     #[test]
     fn f32_uses_float_functions_and_f64_double_ones() {
-        let f = source("elementwise", DType::F32).unwrap();
-        let d = source("elementwise", DType::F64).unwrap();
+        // The kernels after the libm prelude (which defines both widths for every family).
+        let after_libm = |s: String| s.split("tl_erf").last().unwrap().to_string();
+        let f = after_libm(source("elementwise", DType::F32).unwrap());
+        let d = after_libm(source("elementwise", DType::F64).unwrap());
         assert!(f.contains("expf(v)") && f.contains("erff(") && !f.contains("exp(v)"));
         assert!(d.contains("exp(v)") && d.contains("log1p(exp(v * beta))") && !d.contains("expf("));
         // Only the cast kernel names the other type.

@@ -1,0 +1,275 @@
+// The libm crate's binary32 algorithms (the CPU reference kernels' transcendentals) as device
+// functions, so a CUDA kernel gives the CPU's bits: the same IEEE operations in the same order
+// (NVRTC runs with --fmad=false, the emulator with -ffp-contract=off). Each follows the libm
+// crate's Rust (a port of musl, itself from FreeBSD's msun):
+//   Copyright (C) 1993, 2004 by Sun Microsystems, Inc. All rights reserved.
+//   Permission to use, copy, modify, and distribute this software is freely granted, provided
+//   that this notice is preserved.
+// The macros at the end send the kernels' expf/logf/expm1f/log1pf/tanhf/erff calls here; sin, cos and pow still
+// use the platform's (docs/numerics.md). kernels.rs includes the file of the kernels' width.
+
+__device__ __forceinline__ unsigned tl_bits32(float x) { return (unsigned)__float_as_int(x); }
+
+__device__ __forceinline__ float tl_float(unsigned b) { return __int_as_float((int)b); }
+
+__device__ inline float tl_scalbnf(float x, int n) {
+    const float f_max = tl_float(0x7f000000u), mul = tl_float(0x00800000u) * tl_float(0x4b800000u);
+    if (n > 127) {
+        x *= f_max; n -= 127;
+        if (n > 127) { x *= f_max; n -= 127; if (n > 127) n = 127; }
+    } else if (n < -126) {
+        x *= mul; n += 126 - 24;
+        if (n < -126) { x *= mul; n += 126 - 24; if (n < -126) n = -126; }
+    }
+    return x * tl_float((unsigned)(127 + n) << 23);
+}
+
+__device__ inline float tl_expf(float x) {
+    const float LN2_HI = 6.9314575195e-01f, LN2_LO = 1.4286067653e-06f, INV_LN2 = 1.4426950216e+00f;
+    const float P1 = 1.6666625440e-1f, P2 = -2.7667332906e-3f;
+    unsigned hx = tl_bits32(x);
+    int sign = (int)(hx >> 31);
+    hx &= 0x7fffffffu;
+    if (hx >= 0x42aeac50u) {
+        if (hx > 0x7f800000u) return x;
+        if (hx >= 0x42b17218u && !sign) return x * tl_float(0x7f000000u);
+        if (sign && hx >= 0x42cff1b5u) return 0.0f;
+    }
+    int k; float hi, lo;
+    if (hx > 0x3eb17218u) {
+        if (hx > 0x3f851592u) k = (int)(INV_LN2 * x + (sign ? -0.5f : 0.5f));
+        else k = 1 - sign - sign;
+        float kf = (float)k;
+        hi = x - kf * LN2_HI;
+        lo = kf * LN2_LO;
+        x = hi - lo;
+    } else if (hx > 0x39000000u) {
+        k = 0; hi = x; lo = 0.0f;
+    } else {
+        return 1.0f + x;
+    }
+    float xx = x * x;
+    float c = x - xx * (P1 + xx * P2);
+    float y = 1.0f + (x * c / (2.0f - c) - lo + hi);
+    return k == 0 ? y : tl_scalbnf(y, k);
+}
+
+__device__ inline float tl_logf(float x) {
+    const float LN2_HI = 6.9313812256e-01f, LN2_LO = 9.0580006145e-06f;
+    const float LG1 = 0.66666662693f, LG2 = 0.40000972152f, LG3 = 0.28498786688f, LG4 = 0.24279078841f;
+    unsigned ix = tl_bits32(x);
+    int k = 0;
+    if (ix < 0x00800000u || (ix >> 31) != 0) {
+        if ((ix << 1) == 0) return -1.0f / (x * x);
+        if ((ix >> 31) != 0) return (x - x) / 0.0f;
+        k -= 25;
+        x *= tl_float(0x4c000000u);
+        ix = tl_bits32(x);
+    } else if (ix >= 0x7f800000u) {
+        return x;
+    } else if (ix == 0x3f800000u) {
+        return 0.0f;
+    }
+    ix += 0x3f800000u - 0x3f3504f3u;
+    k += (int)(ix >> 23) - 0x7f;
+    ix = (ix & 0x007fffffu) + 0x3f3504f3u;
+    x = tl_float(ix);
+    float f = x - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float w = z * z;
+    float t1 = w * (LG2 + w * LG4);
+    float t2 = z * (LG1 + w * LG3);
+    float r = t2 + t1;
+    float hfsq = 0.5f * f * f;
+    float dk = (float)k;
+    return s * (hfsq + r) + dk * LN2_LO - hfsq + f + dk * LN2_HI;
+}
+
+__device__ inline float tl_expm1f(float x) {
+    const float LN2_HI = 6.9313812256e-01f, LN2_LO = 9.0580006145e-06f, INV_LN2 = 1.4426950216e+00f;
+    const float Q1 = -3.3333212137e-2f, Q2 = 1.5807170421e-3f;
+    const float x1p127 = tl_float(0x7f000000u);
+    unsigned hx = tl_bits32(x);
+    bool sign = (hx >> 31) != 0;
+    hx &= 0x7fffffffu;
+    if (hx >= 0x4195b844u) {
+        if (hx > 0x7f800000u) return x;
+        if (sign) return -1.0f;
+        if (hx > 0x42b17217u) return x * x1p127;
+    }
+    int k; float hi, lo, c = 0.0f;
+    if (hx > 0x3eb17218u) {
+        if (hx < 0x3F851592u) {
+            if (!sign) { hi = x - LN2_HI; lo = LN2_LO; k = 1; }
+            else { hi = x + LN2_HI; lo = -LN2_LO; k = -1; }
+        } else {
+            k = (int)(INV_LN2 * x + (sign ? -0.5f : 0.5f));
+            float t = (float)k;
+            hi = x - t * LN2_HI;
+            lo = t * LN2_LO;
+        }
+        x = hi - lo;
+        c = (hi - x) - lo;
+    } else if (hx < 0x33000000u) {
+        return x;
+    } else {
+        k = 0;
+    }
+    float hfx = 0.5f * x;
+    float hxs = x * hfx;
+    float r1 = 1.0f + hxs * (Q1 + hxs * Q2);
+    float t = 3.0f - r1 * hfx;
+    float e = hxs * ((r1 - t) / (6.0f - x * t));
+    if (k == 0) return x - (x * e - hxs);
+    e = x * (e - c) - c;
+    e -= hxs;
+    if (k == -1) return 0.5f * (x - e) - 0.5f;
+    if (k == 1) {
+        if (x < -0.25f) return -2.0f * (e - (x + 0.5f));
+        return 1.0f + 2.0f * (x - e);
+    }
+    float twopk = tl_float((unsigned)((0x7f + k) << 23));
+    if (k < 0 || k > 56) {
+        float y = x - e + 1.0f;
+        if (k == 128) y = y * 2.0f * x1p127;
+        else y = y * twopk;
+        return y - 1.0f;
+    }
+    float uf = tl_float((unsigned)((0x7f - k) << 23));
+    if (k < 23) return (x - e + (1.0f - uf)) * twopk;
+    return (x - (e + uf) + 1.0f) * twopk;
+}
+
+__device__ inline float tl_log1pf(float x) {
+    const float LN2_HI = 6.9313812256e-01f, LN2_LO = 9.0580006145e-06f;
+    const float LG1 = 0.66666662693f, LG2 = 0.40000972152f, LG3 = 0.28498786688f, LG4 = 0.24279078841f;
+    unsigned ui = tl_bits32(x), ix = ui, iu;
+    float f = 0.0f, c = 0.0f;
+    int k = 1;
+    if (ix < 0x3ed413d0u || (ix >> 31) > 0) {
+        if (ix >= 0xbf800000u) {
+            if (x == -1.0f) return x / 0.0f;
+            return (x - x) / 0.0f;
+        }
+        if ((ix << 1) < (0x33800000u << 1)) return x;
+        if (ix <= 0xbe95f619u) { k = 0; c = 0.0f; f = x; }
+    } else if (ix >= 0x7f800000u) {
+        return x;
+    }
+    if (k > 0) {
+        ui = tl_bits32(1.0f + x);
+        iu = ui;
+        iu += 0x3f800000u - 0x3f3504f3u;
+        k = (int)(iu >> 23) - 0x7f;
+        if (k < 25) {
+            c = k >= 2 ? 1.0f - (tl_float(ui) - x) : x - (tl_float(ui) - 1.0f);
+            c /= tl_float(ui);
+        } else {
+            c = 0.0f;
+        }
+        iu = (iu & 0x007fffffu) + 0x3f3504f3u;
+        ui = iu;
+        f = tl_float(ui) - 1.0f;
+    }
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float w = z * z;
+    float t1 = w * (LG2 + w * LG4);
+    float t2 = z * (LG1 + w * LG3);
+    float r = t2 + t1;
+    float hfsq = 0.5f * f * f;
+    float dk = (float)k;
+    return s * (hfsq + r) + (dk * LN2_LO + c) - hfsq + f + dk * LN2_HI;
+}
+
+__device__ inline float tl_tanhf(float x) {
+    unsigned ix = tl_bits32(x);
+    bool sign = (ix >> 31) != 0;
+    ix &= 0x7fffffffu;
+    x = tl_float(ix);
+    unsigned w = ix;
+    float tt;
+    if (w > 0x3f0c9f54u) {
+        if (w > 0x41200000u) tt = 1.0f + 0.0f / x;
+        else { float t = tl_expm1f(2.0f * x); tt = 1.0f - 2.0f / (t + 2.0f); }
+    } else if (w > 0x3e82c578u) {
+        float t = tl_expm1f(2.0f * x); tt = t / (t + 2.0f);
+    } else if (w >= 0x00800000u) {
+        float t = tl_expm1f(-2.0f * x); tt = -t / (t + 2.0f);
+    } else {
+        tt = x;
+    }
+    return sign ? -tt : tt;
+}
+
+__device__ inline float tl_erff(float x) {
+    const float ERX = 8.4506291151e-01f, EFX8 = 1.0270333290e+00f;
+    const float PP0 = 1.2837916613e-01f, PP1 = -3.2504209876e-01f, PP2 = -2.8481749818e-02f;
+    const float PP3 = -5.7702702470e-03f, PP4 = -2.3763017452e-05f;
+    const float QQ1 = 3.9791721106e-01f, QQ2 = 6.5022252500e-02f, QQ3 = 5.0813062117e-03f;
+    const float QQ4 = 1.3249473704e-04f, QQ5 = -3.9602282413e-06f;
+    const float PA0 = -2.3621185683e-03f, PA1 = 4.1485610604e-01f, PA2 = -3.7220788002e-01f;
+    const float PA3 = 3.1834661961e-01f, PA4 = -1.1089469492e-01f, PA5 = 3.5478305072e-02f;
+    const float PA6 = -2.1663755178e-03f;
+    const float QA1 = 1.0642088205e-01f, QA2 = 5.4039794207e-01f, QA3 = 7.1828655899e-02f;
+    const float QA4 = 1.2617121637e-01f, QA5 = 1.3637083583e-02f, QA6 = 1.1984500103e-02f;
+    const float RA0 = -9.8649440333e-03f, RA1 = -6.9385856390e-01f, RA2 = -1.0558626175e+01f;
+    const float RA3 = -6.2375331879e+01f, RA4 = -1.6239666748e+02f, RA5 = -1.8460508728e+02f;
+    const float RA6 = -8.1287437439e+01f, RA7 = -9.8143291473e+00f;
+    const float SA1 = 1.9651271820e+01f, SA2 = 1.3765776062e+02f, SA3 = 4.3456588745e+02f;
+    const float SA4 = 6.4538726807e+02f, SA5 = 4.2900814819e+02f, SA6 = 1.0863500214e+02f;
+    const float SA7 = 6.5702495575e+00f, SA8 = -6.0424413532e-02f;
+    const float RB0 = -9.8649431020e-03f, RB1 = -7.9928326607e-01f, RB2 = -1.7757955551e+01f;
+    const float RB3 = -1.6063638306e+02f, RB4 = -6.3756646729e+02f, RB5 = -1.0250950928e+03f;
+    const float RB6 = -4.8351919556e+02f;
+    const float SB1 = 3.0338060379e+01f, SB2 = 3.2579251099e+02f, SB3 = 1.5367296143e+03f;
+    const float SB4 = 3.1998581543e+03f, SB5 = 2.5530502930e+03f, SB6 = 4.7452853394e+02f;
+    const float SB7 = -2.2440952301e+01f;
+    unsigned ix = tl_bits32(x);
+    int sign = (int)(ix >> 31);
+    ix &= 0x7fffffffu;
+    if (ix >= 0x7f800000u) return 1.0f - 2.0f * (float)sign + 1.0f / x;
+    if (ix < 0x3f580000u) {
+        if (ix < 0x31800000u) return 0.125f * (8.0f * x + EFX8 * x);
+        float z = x * x;
+        float r = PP0 + z * (PP1 + z * (PP2 + z * (PP3 + z * PP4)));
+        float s = 1.0f + z * (QQ1 + z * (QQ2 + z * (QQ3 + z * (QQ4 + z * QQ5))));
+        float y = r / s;
+        return x + x * y;
+    }
+    float y;
+    if (ix < 0x40c00000u) {
+        float erfc;
+        float ax = tl_float(ix);
+        if (ix < 0x3fa00000u) {
+            float s = ax - 1.0f;
+            float p = PA0 + s * (PA1 + s * (PA2 + s * (PA3 + s * (PA4 + s * (PA5 + s * PA6)))));
+            float q = 1.0f + s * (QA1 + s * (QA2 + s * (QA3 + s * (QA4 + s * (QA5 + s * QA6)))));
+            erfc = 1.0f - ERX - p / q;
+        } else {
+            float s = 1.0f / (ax * ax), r, big_s;
+            if (ix < 0x4036db6du) {
+                r = RA0 + s * (RA1 + s * (RA2 + s * (RA3 + s * (RA4 + s * (RA5 + s * (RA6 + s * RA7))))));
+                big_s = 1.0f + s * (SA1 + s * (SA2 + s * (SA3 + s * (SA4 + s * (SA5 + s * (SA6 + s * (SA7 + s * SA8)))))));
+            } else {
+                r = RB0 + s * (RB1 + s * (RB2 + s * (RB3 + s * (RB4 + s * (RB5 + s * RB6)))));
+                big_s = 1.0f + s * (SB1 + s * (SB2 + s * (SB3 + s * (SB4 + s * (SB5 + s * (SB6 + s * SB7))))));
+            }
+            float z = tl_float(ix & 0xffffe000u);
+            erfc = tl_expf(-z * z - 0.5625f) * tl_expf((z - ax) * (z + ax) + r / big_s) / ax;
+        }
+        y = 1.0f - erfc;
+    } else {
+        y = 1.0f - tl_float(0x03800000u);
+    }
+    return sign ? -y : y;
+}
+
+// Every later call of these in a kernel is the libm crate's algorithm.
+#define expf tl_expf
+#define logf tl_logf
+#define expm1f tl_expm1f
+#define log1pf tl_log1pf
+#define tanhf tl_tanhf
+#define erff tl_erff
