@@ -202,13 +202,18 @@ def test_dropout_on_the_device_equals_the_cpu_mask():
         assert a.numpy().tobytes() == b.numpy().tobytes()
 
 
-def test_fp32_precision_really_runs_sgemm_on_f64_tensors():
+def test_fp32_precision_really_runs_sgemm_on_f64_tensors_with_fast_kernels():
     a, b = _inputs([[16, 32], [32, 8]], seed=5)
     cpu = (tlrs.tensor(a) @ tlrs.tensor(b)).numpy()
+    with tlrs.fast_kernels():
+        tlrs.cuda.set_matmul_precision("fp32")
+        sgemm = (tlrs.tensor(a, device=DEV) @ tlrs.tensor(b, device=DEV)).numpy()
+        tlrs.cuda.set_matmul_precision("fp64")
+        dgemm = (tlrs.tensor(a, device=DEV) @ tlrs.tensor(b, device=DEV)).numpy()
+    # With reference kernels the flag does not apply: f64 tensors fold in f64.
     tlrs.cuda.set_matmul_precision("fp32")
-    sgemm = (tlrs.tensor(a, device=DEV) @ tlrs.tensor(b, device=DEV)).numpy()
-    tlrs.cuda.set_matmul_precision("fp64")
-    dgemm = (tlrs.tensor(a, device=DEV) @ tlrs.tensor(b, device=DEV)).numpy()
+    reference = (tlrs.tensor(a, device=DEV) @ tlrs.tensor(b, device=DEV)).numpy()
+    np.testing.assert_allclose(reference, cpu, rtol=1e-12, atol=1e-12)
     assert sgemm.dtype == np.float64
     assert not np.array_equal(sgemm, cpu)
     np.testing.assert_allclose(sgemm, cpu, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,7 @@
-//! Device matrix products through cuBLAS, at the GPU matmul precision (docs/numerics.md): fp32 → SGEMM
-//! and fp64 → DGEMM whatever the tensors' dtype, converting operands and result when they differ.
+//! Device matrix products through cuBLAS. With fast kernels, at the GPU matmul precision
+//! (`--fast-gpu-matmul-precision`, docs/numerics.md): fp32 → SGEMM and fp64 → DGEMM whatever
+//! the tensors' dtype, converting operands and result when they differ. With reference kernels
+//! a product folds in the tensors' own dtype, as the CPU's does.
 
 use super::convert::cast_buffer;
 use crate::backend::cuda::blas::{precision_rule, GpuMatmulPrecision, RowMajorMatmul};
@@ -9,6 +11,18 @@ use crate::{DType, Error, Result};
 /// Selects the arithmetic of this thread's later GPU matmuls (`--fast-gpu-matmul-precision`).
 pub fn set_matmul_precision(p: GpuMatmulPrecision) {
     crate::backend::settings::update(|s| s.gpu_fp64 = p == GpuMatmulPrecision::Fp64);
+}
+
+/// The precision a product of `dtype` tensors runs at: the flag's under fast kernels, else the
+/// tensors' own.
+fn effective_precision(dtype: DType) -> GpuMatmulPrecision {
+    if crate::backend::settings::current().fast {
+        matmul_precision()
+    } else if dtype == DType::F64 {
+        GpuMatmulPrecision::Fp64
+    } else {
+        GpuMatmulPrecision::Fp32
+    }
 }
 
 /// This thread's GPU matmul precision.
@@ -25,7 +39,7 @@ pub fn matmul_precision() -> GpuMatmulPrecision {
 pub fn gemm(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<DeviceBuffer> {
     let dtype = a.dtype();
     let gpu = a.gpu();
-    let rule = precision_rule(dtype, matmul_precision());
+    let rule = precision_rule(dtype, effective_precision(dtype));
     let call = mm
         .to_gemm()
         .map_err(|e| Error::arg("matmul", e.to_string()))?;
@@ -55,5 +69,5 @@ fn zero_if_empty_k(c: &DeviceBuffer, mm: RowMajorMatmul) -> Result<()> {
 
 /// The dtype a product of `dtype` tensors is computed in at the current precision.
 pub fn compute_dtype(dtype: DType) -> DType {
-    precision_rule(dtype, matmul_precision()).compute
+    precision_rule(dtype, effective_precision(dtype)).compute
 }
