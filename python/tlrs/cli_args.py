@@ -18,6 +18,7 @@ from ._flag_tokens import take_flag_value_default as take_flag_value_default
 from ._flag_tokens import take_flag_value_once as take_flag_value_once
 from ._flag_tokens import take_parsed_flag_default as take_parsed_flag_default
 from .errors import ArgError
+from .errors import format_bytes as format_bytes
 
 T = TypeVar("T")
 
@@ -133,18 +134,6 @@ def take_positional_once(args: Args) -> Taken[str | None]:
             found = tok
     return found, rest
 
-
-
-def format_bytes(n: int) -> str:
-    """A byte count for messages: `512 bytes`, `1.5 KiB`, `4.0 GiB`, ... (any size)."""
-    if n < 1024:
-        return f"{n} bytes"
-    value, unit = float(n), "bytes"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):  # noqa: B007 - read after the loop
-        value /= 1024.0
-        if value < 1024.0:
-            break
-    return f"{value:.1f} {unit}" if value < 1e6 else f"{n:.3g} bytes"
 
 
 def format_nat(n: int) -> str:

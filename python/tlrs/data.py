@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.lib import format as npformat
 
-from .cli_args import format_bytes
-from .errors import ArgError
+from .errors import ArgError, format_bytes
 from .random import shuffle_permutation
 
 __all__ = [

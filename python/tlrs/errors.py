@@ -45,4 +45,17 @@ __all__ = [
     "DTypeError",
     "ShapeError",
     "TraceError",
+    "format_bytes",
 ]
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for messages: `512 bytes`, `1.5 KiB`, `4.0 GiB`, ... (any size)."""
+    if n < 1024:
+        return f"{n} bytes"
+    value, unit = float(n), "bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):  # noqa: B007 - read after the loop
+        value /= 1024.0
+        if value < 1024.0:
+            break
+    return f"{value:.1f} {unit}" if value < 1e6 else f"{n:.3g} bytes"

@@ -51,6 +51,7 @@ crate::op_table::unary_ops!(unary_functions);
 
 /// x ** exponent (a scalar exponent; libm `pow`).
 pub fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
+    float_only("pow", &[x])?;
     let s = x.storage().pow(exponent)?;
     Ok(Tensor::from_op(
         s,
@@ -70,6 +71,7 @@ pub(crate) fn pow_grad(x: &Tensor, exponent: f64, g: &Tensor) -> Result<Tensor> 
 
 /// Clamps to [min, max]; either bound may be absent. NaN stays NaN.
 pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    float_only("clamp", &[x])?;
     if let (Some(lo), Some(hi)) = (min, max) {
         if lo > hi {
             return Err(crate::Error::arg(
