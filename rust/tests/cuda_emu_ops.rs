@@ -273,7 +273,8 @@ fn matmul_matches_the_cpu_at_both_gpu_precisions() {
             |t| ops::linear(&t[0], &t[1], Some(&t[2])),
         );
     }
-    // At fp32 an f64 product really is computed in f32: it differs from the f64 CPU result.
+    // With fast kernels at fp32 an f64 product really is computed in f32: it differs from the
+    // f64 CPU result. With reference kernels the flag does not apply: the f64 product is the CPU's.
     set_matmul_precision(GpuMatmulPrecision::Fp32);
     let (a, b) = (input(61, &[8, 9]), input(62, &[9, 4]));
     let run = |d: Device| {
@@ -285,7 +286,9 @@ fn matmul_matches_the_cpu_at_both_gpu_precisions() {
         .to_f64_vec()
         .unwrap()
     };
-    assert_ne!(run(Device::Cpu), run(cuda()));
+    let fast = tlrs::backend::cpu::parallel::with_fast_kernels(true, || run(cuda()));
+    assert_ne!(run(Device::Cpu), fast);
+    assert_eq!(run(Device::Cpu), run(cuda()));
     set_matmul_precision(GpuMatmulPrecision::Fp64);
 }
 

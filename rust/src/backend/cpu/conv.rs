@@ -24,7 +24,7 @@ const COLS_BUDGET: usize = 1 << 22;
 /// Feature maps with fewer output positions than this fold a group of images into one product
 /// (a product per image would be too thin to run fast); larger ones run a product per image,
 /// images across threads.
-pub(super) const BATCH_BELOW: usize = 64;
+pub(crate) const BATCH_BELOW: usize = 64;
 
 pub(super) fn group_size(d: &ConvDims) -> usize {
     let per_image = (d.c * d.kh * d.kw * d.oh * d.ow).max(1);

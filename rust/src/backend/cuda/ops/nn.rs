@@ -386,11 +386,31 @@ pub fn conv2d_grads(
     )?;
 
     let cols = im2col(x, &d, &s)?;
-    let gw = gemm(
-        &gy,
-        &cols,
-        RowMajorMatmul::new(d.oc, s.kk, s.np, false, true),
-    )?;
+    let gw = if s.plane >= crate::backend::cpu::conv::BATCH_BELOW
+        && !crate::backend::settings::current().fast
+    {
+        // The CPU reference's order on such maps (cpu/conv_grad.rs `grads_per_image`): one
+        // product per image, gW_n = gY_n · cols_nᵀ, then the images added in order from 0.
+        let per_image = super::layout::permute(&cols, &[s.kk, d.n, s.plane], &[1, 0, 2])?;
+        let parts = gemm(
+            g,
+            &per_image,
+            RowMajorMatmul::new(d.oc, s.kk, s.plane, false, true).batched(
+                d.n,
+                d.oc * s.plane,
+                s.kk * s.plane,
+                d.oc * s.kk,
+            ),
+        )?;
+        let len = d.oc * s.kk;
+        super::reduce::sum_strided(&parts, &[len], &[1], &[d.n], &[len])?
+    } else {
+        gemm(
+            &gy,
+            &cols,
+            RowMajorMatmul::new(d.oc, s.kk, s.np, false, true),
+        )?
+    };
     drop(cols);
 
     let gcols = gemm(w, &gy, RowMajorMatmul::new(s.kk, s.np, d.oc, true, false))?;

@@ -7,8 +7,9 @@ use crate::{Result, Shape};
 
 const FAMILY: &str = "reduce";
 
-/// Reductions up to this long are one left fold per output, as on the CPU (bit for bit equal
-/// where the additions are); longer ones fold chunks of this size in parallel, then the chunks.
+/// With fast kernels, reductions longer than this fold chunks of this size in parallel, then
+/// the chunks; with reference kernels every reduction is one left fold per output, as on the
+/// CPU (bit for bit equal), however long.
 pub const SUM_CHUNK: usize = 4096;
 
 /// y[o] = Σ_r x[out(o) + red(r)], r row-major over `red_dims` (increasing source index).
@@ -34,7 +35,7 @@ fn sum_views(
     let n: usize = od.iter().product();
     let rn: usize = rd.iter().product();
     let gpu = x.gpu();
-    if rn > SUM_CHUNK {
+    if rn > SUM_CHUNK && crate::backend::settings::current().fast {
         let chunks = rn.div_ceil(SUM_CHUNK);
         let partial = gpu.alloc(x.dtype(), n * chunks)?;
         let args = [
