@@ -207,3 +207,25 @@ def test_compiled_replays_comparisons_on_each_steps_values():
         assert eager.forward([np.array(x)]).item() == compiled.forward([np.array(x)]).item()
         ge, gc = eager.backward([np.array(x)]), compiled.backward([np.array(x)])
         np.testing.assert_array_equal(ge[0].numpy(), gc[0].numpy())
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")
+def test_integer_and_bool_tensors_on_cuda_match_the_cpu():
+    a = np.arange(-6, 18).reshape(2, 3, 4)
+    t, d = tlrs.tensor(a), tlrs.tensor(a, device="cuda")
+    assert d.device == "cuda:0" and d.dtype == "int64" and d.numpy().tolist() == a.tolist()
+    for f in (lambda x: ops.permute(x, [2, 0, 1]), lambda x: x[:, 1:, ::2], lambda x: ops.cat([x, x], 1),
+              lambda x: ops.index_select(x, 2, tlrs.tensor([3, 0])), lambda x: ops.unsqueeze(x, 0).expand(2, 2, 3, 4)):
+        y = f(d)
+        assert y.device == "cuda:0" and y.numpy().tolist() == f(t).numpy().tolist()
+    assert (d > 3).numpy().tolist() == (a > 3).tolist()
+    assert d.to("float64").device == "cuda:0" and d.to("float64").numpy().tolist() == a.astype(float).tolist()
+    w = tlrs.tensor(np.random.default_rng(0).standard_normal((24, 5)))
+    d, t = tlrs.tensor(a + 6, device="cuda"), tlrs.tensor(a + 6)  # ids in range
+    np.testing.assert_array_equal(ops.embedding(d, w.to("cuda")).numpy(),
+                                  ops.embedding(t, w).numpy())
+    m = tlrs.tensor([[True, False], [False, True]], device="cuda")
+    assert m.dtype == "bool" and m.numpy().tolist() == [[True, False], [False, True]]
+    with pytest.raises(tlrs.DTypeError, match="expected a float32 or float64 tensor"):
+        ops.sum(d)

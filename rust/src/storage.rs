@@ -138,6 +138,10 @@ impl Storage {
         }
         Ok(match self {
             Storage::Cpu(c) => c.to_dtype(dtype).into(),
+            // Casts from or to integer and bool values run on the host, then come back.
+            Storage::Cuda(c) if !dtype.is_float() || !c.dtype().is_float() => {
+                CudaStorage::upload(c.ordinal(), &c.download()?.to_dtype(dtype))?.into()
+            }
             Storage::Cuda(c) => cuda_ops::cast_buffer(&c.0, dtype)?.into(),
         })
     }
@@ -154,6 +158,11 @@ impl Storage {
     pub fn full(device: Device, dtype: DType, n: usize, value: f64) -> Result<Storage> {
         match device {
             Device::Cpu => CpuStorage::try_full(dtype, n, value).map(Storage::Cpu),
+            // Integer and bool values are made on the host (the device kernels are float only).
+            Device::Cuda(ordinal) if !dtype.is_float() => {
+                CudaStorage::upload(ordinal, &CpuStorage::try_full(dtype, n, value)?)
+                    .map(Storage::Cuda)
+            }
             Device::Cuda(ordinal) => {
                 let buf = gpu(ordinal)?.alloc(dtype, n)?;
                 cuda_ops::fill_into(&buf, value)?;
@@ -227,6 +236,16 @@ macro_rules! on_one_device {
     ($op:expr, ($first:expr $(, $other:expr)*), |$s:ident $(, $o:ident)*| $call:expr) => {
         match ($first, $($other),*) {
             (Storage::Cpu($s), $(Storage::Cpu($o)),*) => $call.map(Storage::Cpu),
+            // Integer and bool values on a device move through the host (the kernels are
+            // float only): the CPU's operation, its result copied back.
+            (Storage::Cuda($s), $(Storage::Cuda($o)),*)
+                if !$s.dtype().is_float() $(&& $s.ordinal() == $o.ordinal())* =>
+            {
+                let ordinal = $s.ordinal();
+                let $s = &$s.download()?;
+                $( let $o = &$o.download()?; )*
+                $call.and_then(|c| CudaStorage::upload(ordinal, &c)).map(Storage::Cuda)
+            }
             (Storage::Cuda($s), $(Storage::Cuda($o)),*)
                 if true $(&& $s.ordinal() == $o.ordinal())* => $call.map(Storage::Cuda),
             #[allow(unreachable_patterns)]
@@ -412,6 +431,16 @@ impl Storage {
                     .filter_map(|(p, l)| Some((p.as_cpu()?, *l)))
                     .collect();
                 CpuStorage::concat(&cpu, outer, inner).map(Storage::Cpu)
+            }
+            // Integer and bool values on a device join on the host (the kernels are float only).
+            Storage::Cuda(c) if !c.dtype().is_float() => {
+                let host = parts
+                    .iter()
+                    .map(|(p, l)| Ok((p.host()?.into_owned(), *l)))
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<_> = host.iter().map(|(p, l)| (p, *l)).collect();
+                let joined = CpuStorage::concat(&refs, outer, inner)?;
+                CudaStorage::upload(c.ordinal(), &joined).map(Storage::Cuda)
             }
             Storage::Cuda(_) => {
                 let dev: Vec<_> = parts

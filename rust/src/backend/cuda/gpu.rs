@@ -156,9 +156,6 @@ impl Gpu {
 
     /// `len` uninitialised elements of `dtype` (every kernel writes all of its output).
     pub fn alloc(self: &Arc<Self>, dtype: DType, len: usize) -> Result<DeviceBuffer> {
-        if !dtype.is_float() {
-            return Err(host_only(dtype));
-        }
         let bytes = len
             .checked_mul(elem_bytes(dtype))
             .ok_or_else(|| Error::OutOfMemory(format!("cannot allocate {len} elements")))?;
@@ -330,6 +327,15 @@ impl Gpu {
         n: usize,
         args: &[Arg<'_>],
     ) -> Result<()> {
+        if !dtype.is_float() {
+            // The kernels are float only; integer and bool tensors move through the host
+            // (storage.rs), so this is a float-only op given one of them.
+            return Err(Error::DType {
+                op: "cuda",
+                expected: format!("a float32 or float64 tensor for the CUDA kernel {kernel}"),
+                got: dtype.to_string(),
+            });
+        }
         let Some(cfg) = kernels::launch_config(n) else {
             return Ok(());
         };
@@ -540,21 +546,15 @@ impl Real {
                         batch,
                     )
                 }
-                other => return Err(host_only(other)),
+                other => {
+                    return Err(Error::DType {
+                        op: "matmul",
+                        expected: "float32 or float64 operands".into(),
+                        got: other.to_string(),
+                    })
+                }
             }
         }
         .map_err(|e| cuda_err("cuBLAS GEMM", e))
-    }
-}
-
-/// Integer and bool tensors stay in host memory in this version: their device kernels (data
-/// movement, comparisons, the index ops' device reads) are not written yet.
-pub(crate) fn host_only(dtype: DType) -> Error {
-    Error::Device {
-        op: "to",
-        expected: "a float32 or float64 tensor on a CUDA device (int64 and bool tensors live on \
-                   the CPU for now; index ops on CUDA tensors take them from there)"
-            .into(),
-        got: format!("a {dtype} tensor"),
     }
 }

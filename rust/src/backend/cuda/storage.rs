@@ -44,7 +44,15 @@ impl CudaStorage {
         Ok(match self.dtype() {
             DType::F32 => CpuStorage::F32((gpu.download::<f32>(&self.0)?).into()),
             DType::F64 => CpuStorage::F64((gpu.download::<f64>(&self.0)?).into()),
-            _ => unreachable!("device buffers are float only (Gpu::alloc refuses other dtypes)"),
+            DType::I64 => CpuStorage::I64((gpu.download::<i64>(&self.0)?).into()),
+            // Uploaded from bools, so every byte is 0 or 1.
+            DType::Bool => CpuStorage::Bool(
+                (gpu.download::<u8>(&self.0)?)
+                    .into_iter()
+                    .map(|b| b != 0)
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
         })
     }
     /// Copies host values to device `ordinal`.
@@ -53,7 +61,8 @@ impl CudaStorage {
         let buf = match s {
             CpuStorage::F32(v) => gpu.upload(DType::F32, v)?,
             CpuStorage::F64(v) => gpu.upload(DType::F64, v)?,
-            other => return Err(super::gpu::host_only(other.dtype())),
+            CpuStorage::I64(v) => gpu.upload(DType::I64, v)?,
+            CpuStorage::Bool(v) => gpu.upload(DType::Bool, v)?,
         };
         Ok(CudaStorage::new(buf))
     }
