@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import opinfo_cases as oc  # noqa: E402
+from opinfo_runner import Runner  # noqa: E402
 
 
 def main() -> None:
@@ -40,7 +41,7 @@ def main() -> None:
         keys = [k for k in keys if k in want or k.split(":")[0] in want]
 
     started = time.monotonic()
-    runner = oc.Runner()
+    runner = Runner()
     per_op, failing = {}, []
     try:
         for key in keys:

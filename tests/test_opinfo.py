@@ -32,13 +32,14 @@ import expecttest  # noqa: E402,F401
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import opinfo_cases as oc  # noqa: E402
+from opinfo_runner import Runner  # noqa: E402
 
 FLOORS = json.loads((Path(__file__).parent / "opinfo_floors.json").read_text())["floors"]
 
 
 @pytest.fixture(scope="module")
 def runner():
-    r = oc.Runner()
+    r = Runner()
     yield r
     r.close()
 
