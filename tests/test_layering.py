@@ -140,21 +140,7 @@ def test_backend_modules_import_each_other_without_cycles():
             continue
         graph.setdefault(mod, set()).add(target)
 
-    cycles = []
-
-    def visit(node, stack, seen):
-        if node in stack:
-            cycles.append(" -> ".join("::".join(m) for m in stack[stack.index(node):] + [node]))
-            return
-        if node in seen:
-            return
-        seen.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            visit(nxt, stack + [node], seen)
-
-    seen: set = set()
-    for node in sorted(graph):
-        visit(node, [], seen)
+    cycles = _cycles(graph, "::".join)
     assert not cycles, "import cycles under backend/:\n" + "\n".join(cycles)
     # The reader works: it sees the edges it must.
     assert ("backend", "cuda", "ops", "layout") in graph[("backend", "cuda", "ops", "convert")]
@@ -277,11 +263,16 @@ def test_the_python_reader_catches_a_forbidden_import():
 
 
 def _py_cycles(graph: dict[str, set[str]]) -> list[str]:
+    return _cycles(graph, str)
+
+
+def _cycles(graph: dict, name) -> list[str]:
+    """Every import cycle a depth-first walk of `graph` meets, each as `a -> b -> a`."""
     cycles = []
 
     def visit(node, stack, seen):
         if node in stack:
-            cycles.append(" -> ".join(stack[stack.index(node):] + [node]))
+            cycles.append(" -> ".join(name(m) for m in stack[stack.index(node):] + [node]))
             return
         if node in seen:
             return

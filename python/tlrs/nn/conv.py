@@ -25,6 +25,16 @@ Size = int | Sequence[int]
 _conv1d = getattr(ops, "conv1d", None)
 
 
+def check_groups(in_channels: int, out_channels: int, groups: int) -> None:
+    """torch's checks of a convolution's `groups` against its channel counts."""
+    if groups <= 0:
+        raise ValueError("groups must be a positive integer")
+    if in_channels % groups != 0:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels % groups != 0:
+        raise ValueError("out_channels must be divisible by groups")
+
+
 def _tuple(v: Size, n: int) -> tuple[int, ...]:
     return tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n  # type: ignore[arg-type]
 
@@ -39,12 +49,7 @@ class _ConvNd(Module):
                  padding: Size | str, dilation: Size, groups: int, bias: bool, padding_mode: str,
                  device: str | None, dtype: Any) -> None:
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+        check_groups(in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(f"padding_mode={padding_mode!r} is not supported (only 'zeros')")
         if isinstance(padding, str) and padding not in ("same", "valid"):

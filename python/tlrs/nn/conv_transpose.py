@@ -17,6 +17,7 @@ from typing import Any
 from .. import ops
 from .._core import Tensor
 from ._init import dtype_of, fan_in_bound, uniform
+from .conv import check_groups
 from .module import Module
 
 __all__ = ["ConvTranspose2d"]
@@ -43,12 +44,7 @@ class ConvTranspose2d(Module):
                  dilation: Size = 1, padding_mode: str = "zeros", device: str | None = None,
                  dtype: Any = None) -> None:
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+        check_groups(in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)

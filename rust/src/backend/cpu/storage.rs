@@ -90,27 +90,16 @@ impl CpuStorage {
     }
     /// Like `full`, but an impossible size or a failed allocation is an error, not an abort.
     pub fn try_full(dtype: DType, n: usize, v: f64) -> Result<Self> {
+        fn filled<T: Clone>(n: usize, v: T) -> Result<HostBuf<T>> {
+            let mut out = try_alloc(n)?;
+            out.resize(n, v);
+            Ok(out.into())
+        }
         Ok(match dtype {
-            DType::F32 => {
-                let mut out = try_alloc(n)?;
-                out.resize(n, v as f32);
-                CpuStorage::F32(out.into())
-            }
-            DType::F64 => {
-                let mut out = try_alloc(n)?;
-                out.resize(n, v);
-                CpuStorage::F64(out.into())
-            }
-            DType::I64 => {
-                let mut out = try_alloc(n)?;
-                out.resize(n, v as i64);
-                CpuStorage::I64(out.into())
-            }
-            DType::Bool => {
-                let mut out = try_alloc(n)?;
-                out.resize(n, v != 0.0);
-                CpuStorage::Bool(out.into())
-            }
+            DType::F32 => CpuStorage::F32(filled(n, v as f32)?),
+            DType::F64 => CpuStorage::F64(filled(n, v)?),
+            DType::I64 => CpuStorage::I64(filled(n, v as i64)?),
+            DType::Bool => CpuStorage::Bool(filled(n, v != 0.0)?),
         })
     }
     /// Values widened to f64 (exact for the float dtypes and bool; integers beyond 2**53 round).
