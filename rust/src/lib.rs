@@ -13,6 +13,7 @@ pub mod geometry;
 pub mod graph;
 pub mod init;
 pub mod interrupt;
+pub mod lane_math;
 pub mod op_table;
 pub mod ops;
 pub mod optim;

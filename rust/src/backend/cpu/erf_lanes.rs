@@ -1,203 +1,14 @@
 //! The error function of f32 values at vector speed with the `libm` crate's bits, and GELU
-//! (forward and gradient) built on it. `erff_select` is libm's `erff` (FreeBSD's s_erff.c:
-//! rational approximations on |x| < 0.84375, < 1.25, < 1/0.35 and < 6, the last two through two
-//! `expf` calls) with every branch computed and chosen by a select, so a loop of it vectorises:
-//! each lane runs the scalar call's IEEE operations in the same order (no FMA contraction), and
-//! the tests compare the two bit for bit. f64 keeps the scalar `libm::erf`.
+//! (forward and gradient) built on it. The lanes are sorted by erf's range first (AVX-512
+//! compress and expand), so each range's formula runs only on its own lanes; elsewhere every
+//! lane runs `lane_math::erff::erff_select`, all ranges computed and one selected. Either way
+//! each lane runs the scalar call's IEEE operations in the same order, and the tests compare the
+//! two bit for bit. f64 keeps the scalar `libm::erf`.
 
-use super::exp_lanes::expf_select;
+use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_grad_from_erf};
 use super::uninit::filled;
+use crate::lane_math::erff::{erff_fast, erff_select};
 use std::mem::MaybeUninit;
-
-const ERX: f32 = f32::from_bits(0x3f58_560b);
-const EFX8: f32 = f32::from_bits(0x3f83_75d4);
-const PP: [f32; 5] = f32s([
-    0x3e03_75d4,
-    0xbea6_6beb,
-    0xbce9_528f,
-    0xbbbd_1489,
-    0xb7c7_56b1,
-]);
-const QQ: [f32; 5] = f32s([
-    0x3ecb_bbce,
-    0x3d85_2a63,
-    0x3ba6_8116,
-    0x390a_ee49,
-    0xb684_e21a,
-]);
-const PA: [f32; 7] = f32s([
-    0xbb1a_cdc6,
-    0x3ed4_6805,
-    0xbebe_9208,
-    0x3ea2_fe54,
-    0xbde3_1cc2,
-    0x3d11_51b3,
-    0xbb0d_f9c0,
-]);
-const QA: [f32; 6] = f32s([
-    0x3dd9_f331,
-    0x3f0a_5785,
-    0x3d93_1ae7,
-    0x3e01_3307,
-    0x3c5f_6e13,
-    0x3c44_5aa3,
-]);
-const RA: [f32; 8] = f32s([
-    0xbc21_a093,
-    0xbf31_a0b7,
-    0xc128_f022,
-    0xc279_8057,
-    0xc322_658c,
-    0xc338_9ae7,
-    0xc2a2_932b,
-    0xc11d_077e,
-]);
-const SA: [f32; 8] = f32s([
-    0x419d_35ce,
-    0x4309_a863,
-    0x43d9_486f,
-    0x4421_58c9,
-    0x43d6_810b,
-    0x42d9_451f,
-    0x40d2_3f7c,
-    0xbd77_7f97,
-]);
-const RB: [f32; 7] = f32s([
-    0xbc21_a092,
-    0xbf4c_9dd4,
-    0xc18e_104b,
-    0xc320_a2ea,
-    0xc41f_6441,
-    0xc480_230b,
-    0xc3f1_c275,
-]);
-const SB: [f32; 7] = f32s([
-    0x41f2_b459,
-    0x43a2_e571,
-    0x44c0_1759,
-    0x4547_fdbb,
-    0x451f_90ce,
-    0x43ed_43a7,
-    0xc1b3_8712,
-]);
-
-const fn f32s<const N: usize>(bits: [u32; N]) -> [f32; N] {
-    let mut out = [0.0; N];
-    let mut i = 0;
-    while i < N {
-        out[i] = f32::from_bits(bits[i]);
-        i += 1;
-    }
-    out
-}
-
-/// c[0] + s·(c[1] + s·(c[2] + ...)), libm's nesting (Horner from the last coefficient).
-#[inline(always)]
-fn horner<const N: usize>(c: &[f32; N], s: f32) -> f32 {
-    let mut acc = c[N - 1];
-    let mut i = N - 1;
-    while i > 0 {
-        i -= 1;
-        acc = c[i] + s * acc;
-    }
-    acc
-}
-
-/// 1 + s·(c[0] + s·(c[1] + ...)), the denominators' form.
-#[inline(always)]
-fn one_plus<const N: usize>(c: &[f32; N], s: f32) -> f32 {
-    1.0 + s * horner(c, s)
-}
-
-/// `libm::erff(x)`, bit for bit, written without branches.
-#[inline(always)]
-pub fn erff_select(x: f32) -> f32 {
-    let bits = x.to_bits();
-    let negative = bits >> 31 != 0;
-    let ix = bits & 0x7fff_ffff;
-    let ax = f32::from_bits(ix);
-    // |x| < 0.84375
-    let z = x * x;
-    let small = x + x * (horner(&PP, z) / one_plus(&QQ, z));
-    let tiny = 0.125 * (8.0 * x + EFX8 * x);
-    // erfc on 0.84375 <= |x| < 1.25
-    let s1 = ax - 1.0;
-    let erfc_near = 1.0 - ERX - horner(&PA, s1) / one_plus(&QA, s1);
-    // erfc on 1.25 <= |x| < 6
-    let s2 = 1.0 / (ax * ax);
-    let (r, big_s) = if ix < 0x4036_db6d {
-        (horner(&RA, s2), one_plus(&SA, s2))
-    } else {
-        (horner(&RB, s2), one_plus(&SB, s2))
-    };
-    let zt = f32::from_bits(ix & 0xffff_e000);
-    let erfc_far =
-        expf_select(-zt * zt - 0.5625) * expf_select((zt - ax) * (zt + ax) + r / big_s) / ax;
-    let erfc = if ix < 0x3fa0_0000 {
-        erfc_near
-    } else {
-        erfc_far
-    };
-    let y = if ix < 0x40c0_0000 {
-        1.0 - erfc
-    } else {
-        1.0 - f32::from_bits(0x0380_0000)
-    };
-    let signed = if negative { -y } else { y };
-    if ix >= 0x7f80_0000 {
-        1.0 - 2.0 * (negative as u32 as f32) + 1.0 / x
-    } else if ix < 0x3180_0000 {
-        tiny
-    } else if ix < 0x3f58_0000 {
-        small
-    } else {
-        signed
-    }
-}
-
-/// The fast kernels' erf (f32): the rational minimax approximation Eigen and XLA use for float,
-/// an odd degree-13 numerator over an even degree-8 denominator on [-4, 4] (beyond, erf is ±1 in
-/// float), with fused multiply-adds and one division instead of libm's branches and several
-/// divisions. Within 5e-7 (4 ulps of 1) of libm's `erff` (the tests below; docs/numerics.md states it).
-#[inline(always)]
-pub fn erff_fast(x: f32) -> f32 {
-    const A: [f32; 7] = [
-        -2.726_142_3e-10,
-        2.770_681_4e-8,
-        -2.101_024e-6,
-        -5.692_506_4e-5,
-        -7.349_906_3e-4,
-        -2.954_600_1e-3,
-        -1.609_603_3e-2,
-    ];
-    const B: [f32; 5] = [
-        -1.456_607_2e-5,
-        -2.133_740_6e-4,
-        -1.682_827e-3,
-        -7.373_329e-3,
-        -1.426_474e-2,
-    ];
-    // Beyond ±4 erf is ±1 in float; a NaN stays NaN.
-    let c = x.clamp(-4.0, 4.0);
-    let x2 = c * c;
-    let mut p = A[0];
-    for &a in &A[1..] {
-        p = x2.mul_add(p, a);
-    }
-    let mut q = B[0];
-    for &b in &B[1..] {
-        q = x2.mul_add(q, b);
-    }
-    // erf rounds to ±1 in float from |x| = 3.92 (erfc < 2^-25) on; the polynomial, just short
-    // of it there, would leave 1 + erf(x) a few ulps off 0 and GELU of a large negative x far
-    // from its -0.
-    let r = c * p / q;
-    if x.abs() >= 3.92 {
-        1.0f32.copysign(x)
-    } else {
-        r
-    }
-}
 
 /// erf for GELU: libm's bits (`erff_select`), or the fast kernels' approximation.
 #[inline(always)]
@@ -217,7 +28,7 @@ pub fn gelu_f32(x: f32) -> f32 {
 
 #[inline(always)]
 fn gelu_with<const FAST: bool>(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf_of::<FAST>(x * std::f64::consts::FRAC_1_SQRT_2 as f32))
+    gelu_from_erf(x, erf_of::<FAST>(erf_arg(x)))
 }
 
 /// The GELU table entry's f32 gradient times `g`.
@@ -228,9 +39,7 @@ pub fn gelu_grad_f32(g: f32, x: f32) -> f32 {
 
 #[inline(always)]
 fn gelu_grad_with<const FAST: bool>(g: f32, x: f32) -> f32 {
-    let cdf = 0.5 * (1.0 + erf_of::<FAST>(x * std::f64::consts::FRAC_1_SQRT_2 as f32));
-    let pdf = 0.398_942_280_401_432_7_f64 as f32 * expf_select(-(0.5 * x * x));
-    g * (cdf + x * pdf)
+    gelu_grad_from_erf(g, x, erf_of::<FAST>(erf_arg(x)))
 }
 
 const CHUNK: usize = 1 << 13;
@@ -258,21 +67,31 @@ fn gelu_grad_chunk<const FAST: bool>(x: &[f32], g: &[f32], out: &mut [MaybeUnini
 /// `gelu_chunk` compiled for AVX-512 (with FMA, which only the fast erf's `mul_add` uses: Rust
 /// never contracts a separate multiply and add): 16 lanes of every select.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,fma")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,fma,popcnt")]
 unsafe fn gelu_avx512<const FAST: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
-    gelu_chunk::<FAST>(x, out)
+    if FAST {
+        gelu_chunk::<FAST>(x, out)
+    } else {
+        // SAFETY: this function's features include erf_sorted's.
+        unsafe { super::erf_sorted::gelu(x, out) }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,fma")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,fma,popcnt")]
 unsafe fn gelu_grad_avx512<const FAST: bool>(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
-    gelu_grad_chunk::<FAST>(x, g, out)
+    if FAST {
+        gelu_grad_chunk::<FAST>(x, g, out)
+    } else {
+        // SAFETY: as in `gelu_avx512`.
+        unsafe { super::erf_sorted::gelu_grad(x, g, out) }
+    }
 }
 
 /// GELU of one stretch, on the widest vectors this CPU has.
 fn gelu_run<const FAST: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
-    if super::simd::has_avx512() {
+    if super::simd::has_avx512() && std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the features it is compiled for were just detected on this CPU.
         return unsafe { gelu_avx512::<FAST>(x, out) };
     }
@@ -281,11 +100,26 @@ fn gelu_run<const FAST: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
 
 fn gelu_grad_run<const FAST: bool>(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
-    if super::simd::has_avx512() {
+    if super::simd::has_avx512() && std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: as in `gelu_run`.
         return unsafe { gelu_grad_avx512::<FAST>(x, g, out) };
     }
     gelu_grad_chunk::<FAST>(x, g, out)
+}
+
+/// libm's erf of every element, threaded over chunks (sorted lanes where AVX-512 is there).
+pub fn erf(x: &[f32]) -> Vec<f32> {
+    filled(x.len(), CHUNK, x.len(), |ci, o| {
+        let x = &x[ci * CHUNK..][..o.len()];
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_avx512() && std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the features it is compiled for were just detected on this CPU.
+            return unsafe { super::erf_sorted::erf(x, o) };
+        }
+        for (o, &v) in o.iter_mut().zip(x) {
+            o.write(erff_select(v));
+        }
+    })
 }
 
 /// GELU of every element, threaded over chunks: libm's erf bits, or with `fast` the fast
@@ -342,10 +176,17 @@ mod tests {
         let xs: Vec<f32> = values.map(f32::from_bits).collect();
         let ys = gelu(&xs, false);
         let gs = gelu_grad(&xs, &vec![1.25; xs.len()], false);
+        let es = erf(&xs);
         for (i, &x) in xs.iter().enumerate() {
             let want = libm::erff(x).to_bits();
             let got = erff_select(x).to_bits();
             assert_eq!(got, want, "erff at {x:e} ({:#x})", x.to_bits());
+            assert_eq!(
+                es[i].to_bits(),
+                want,
+                "erf lanes at {x:e} ({:#x})",
+                x.to_bits()
+            );
             // The table's own f32 formulas, scalar libm (dtype.rs Float), against the lanes.
             let gelu_want =
                 0.5f32 * x * (1.0 + libm::erff(x * std::f64::consts::FRAC_1_SQRT_2 as f32));
@@ -405,6 +246,46 @@ mod tests {
             0x7fc1_2345,
         ];
         assert!(check(sweep.chain(special)) > 4_000_000);
+    }
+
+    #[test]
+    fn mixed_ranges_in_every_vector_match_libm() {
+        // Neighbouring lanes from different ranges of erf (the sorted AVX-512 path packs each
+        // range apart and puts the results back), odd lengths for the scalar tails, and blocks
+        // that hold one range only.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials = [
+            0u32,
+            0x8000_0000,
+            1,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0x40c0_0000,
+        ];
+        let mut n = 0;
+        for len in [1usize, 15, 17, 511, 512, 513, 4099, 40_000] {
+            let values = (0..len).map(|_| {
+                let r = next();
+                match r % 8 {
+                    // Normal-ish activations: |x| up to about 12 (all of erf's ranges).
+                    0..=5 => ((r >> 8) as u32 as f32 / u32::MAX as f32 - 0.5) * 24.0,
+                    6 => f32::from_bits(specials[(r >> 8) as usize % specials.len()]),
+                    _ => f32::from_bits((r >> 16) as u32),
+                }
+                .to_bits()
+            });
+            n += check(values);
+        }
+        n += check(std::iter::repeat_n(0x3f00_0000u32, 1024)); // all small
+        n += check(std::iter::repeat_n(0x4000_0000u32, 1024)); // all far
+        assert!(n > 40_000);
     }
 
     #[test]

@@ -9,10 +9,14 @@ mod conv_direct;
 pub mod conv_grad;
 pub mod elementwise;
 pub mod erf_lanes;
+#[cfg(target_arch = "x86_64")]
+mod erf_sorted;
 pub mod exp_lanes;
 pub mod fused;
+mod gelu_f32;
 pub mod gemm_ref;
 pub mod host_buf;
+pub mod lanewise;
 pub mod layout;
 pub mod loss;
 pub mod matmul;

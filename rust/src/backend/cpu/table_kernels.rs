@@ -2,6 +2,7 @@
 //! becomes one arm of a `match`, run through the parallel maps of `elementwise.rs`.
 
 use super::elementwise::{broadcast_map, map, zip_map};
+use super::lanewise::{self, Lanewise1, Lanewise2};
 use super::simd::widest;
 use crate::dtype::Float;
 use crate::op_table::{binary_ops, unary_ops, BinaryOp, UnaryOp};
@@ -14,12 +15,6 @@ macro_rules! pick_source {
     (output, $x:ident, $y:ident) => {
         $y
     };
-}
-
-/// `out[i] = f(x[i])` (the closure's types come from here).
-#[inline(always)]
-fn map_to<T: Float>(x: &[T], out: &mut [T], f: impl Fn(T) -> T) {
-    out.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x));
 }
 
 /// `out[i] = f(a[i], b[i])`.
@@ -60,21 +55,53 @@ macro_rules! unary_kernels {
         method: [$($method:ident)?],
         params: [$($p:ident = $d:literal),*],
         require: [$($req:expr => $msg:literal),*],
-        f: $f:expr,
-        df: $src:ident $df:expr,
+        f: |$x:ident| $f:expr,
+        df: $src:ident |$g:ident, $xd:ident| $df:expr,
         cuda: $cuda:literal,
         cuda_df: $cuda_df:literal $(,)?
     } )*) => {
+        /// Each entry's formula as a type (`lanewise.rs` says why not a closure): `forward::Op`
+        /// computes the op, `gradient::Op` g times its derivative from the input or the output.
+        #[allow(non_camel_case_types, unused_variables, clippy::all)]
+        mod formulas {
+            use super::*;
+            pub mod forward {
+                $( pub struct $V<T> { $(pub $p: T,)* pub _t: std::marker::PhantomData<T> } )*
+            }
+            pub mod gradient {
+                $( pub struct $V<T> { $(pub $p: T,)* pub _t: std::marker::PhantomData<T> } )*
+            }
+            $(
+                impl<T: Float> Lanewise1<T> for forward::$V<T> {
+                    #[inline(always)]
+                    fn at(&self, $x: T) -> T {
+                        $( let $p = self.$p; )*
+                        $f
+                    }
+                }
+                impl<T: Float> Lanewise2<T> for gradient::$V<T> {
+                    #[inline(always)]
+                    fn at(&self, $g: T, $xd: T) -> T {
+                        $( let $p = self.$p; )*
+                        $df
+                    }
+                }
+            )*
+        }
+
         /// `op` applied to every element of `x`.
         pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
-            if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
-                return from_f32(super::erf_lanes::gelu(x, super::parallel::fast_kernels()));
+            match (op, as_f32(x)) {
+                (UnaryOp::Gelu, Some(x)) => {
+                    return from_f32(super::erf_lanes::gelu(x, super::parallel::fast_kernels()))
+                }
+                (UnaryOp::Erf, Some(x)) => return from_f32(super::erf_lanes::erf(x)),
+                _ => {}
             }
             match op {
-                $( UnaryOp::$V { $($p),* } => {
-                    $( let $p = T::from_f64($p); )*
-                    map(x, $f)
-                } )*
+                $( UnaryOp::$V { $($p),* } => lanewise::map(x, &formulas::forward::$V {
+                    $( $p: T::from_f64($p), )* _t: std::marker::PhantomData
+                }), )*
             }
         }
 
@@ -84,25 +111,22 @@ macro_rules! unary_kernels {
                 return from_f32(super::erf_lanes::gelu_grad(x, g, super::parallel::fast_kernels()));
             }
             match op {
-                $( UnaryOp::$V { $($p),* } => {
-                    $( let $p = T::from_f64($p); )*
-                    zip_map(g, pick_source!($src, x, y), $df)
-                } )*
+                $( UnaryOp::$V { $($p),* } => lanewise::zip(g, pick_source!($src, x, y), &formulas::gradient::$V {
+                    $( $p: T::from_f64($p), )* _t: std::marker::PhantomData
+                }), )*
             }
         }
 
-        /// `op` over one block of values `x` into `out` (a step of a fused chain), compiled for
-        /// the widest vectors.
+        /// `op` over one block of values `x` into `out` (a step of a fused chain).
         #[inline(always)]
         pub fn unary_block<T: Float>(op: UnaryOp, x: &[T], out: &mut [T]) {
             if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
                 return super::erf_lanes::gelu_into(x, as_f32_mut(out), super::parallel::fast_kernels());
             }
             match op {
-                $( UnaryOp::$V { $($p),* } => {
-                    $( let $p = T::from_f64($p); )*
-                    widest(|| map_to(x, out, $f));
-                } )*
+                $( UnaryOp::$V { $($p),* } => lanewise::map_block(x, out, &formulas::forward::$V {
+                    $( $p: T::from_f64($p), )* _t: std::marker::PhantomData
+                }), )*
             }
         }
 
@@ -113,10 +137,9 @@ macro_rules! unary_kernels {
                 return super::erf_lanes::gelu_grad_into(x, g, as_f32_mut(out), super::parallel::fast_kernels());
             }
             match op {
-                $( UnaryOp::$V { $($p),* } => {
-                    $( let $p = T::from_f64($p); )*
-                    widest(|| zip_to(g, pick_source!($src, x, y), out, $df));
-                } )*
+                $( UnaryOp::$V { $($p),* } => lanewise::zip_block(g, pick_source!($src, x, y), out, &formulas::gradient::$V {
+                    $( $p: T::from_f64($p), )* _t: std::marker::PhantomData
+                }), )*
             }
         }
     };

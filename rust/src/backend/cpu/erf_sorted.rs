@@ -1,0 +1,141 @@
+//! libm's erf (and GELU on it) with each lane running only its own range's formula: per block,
+//! AVX-512 compress stores sort the arguments by erf's range (|z| < 0.84375, < 1.25, the rest),
+//! each range's formula runs on its packed lanes (`lane_math::erff`), and expand loads put the
+//! results back in place. `erff_select` computes all ranges for every lane, seven divisions
+//! where one formula needs one to five; sorting keeps each lane's IEEE operations exactly those
+//! of the scalar call, so the bits are libm's (erf_lanes.rs tests them).
+
+use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_grad_from_erf};
+use crate::lane_math::erff::{erff_near, erff_select, erff_small};
+use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
+
+/// Elements per sorted block (a multiple of 16): the three packed streams stay in L1.
+const BLOCK: usize = 512;
+
+/// erf of every `z` into `out` (equal lengths, at most BLOCK).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
+unsafe fn erf_block(z: &[f32], out: &mut [f32]) {
+    let n = z.len();
+    debug_assert!(n <= BLOCK && out.len() == n);
+    let vectors = n / 16;
+    // 16 spare slots: whole vectors are stored at each stream's end and loaded from it.
+    let mut small = [0f32; BLOCK + 16];
+    let mut near = [0f32; BLOCK + 16];
+    let mut rest = [0f32; BLOCK + 16];
+    let mut masks = [(0u16, 0u16); BLOCK / 16];
+    let (mut ns, mut nn, mut nr) = (0usize, 0usize, 0usize);
+    let abs_bits = _mm512_set1_epi32(0x7fff_ffff);
+    for (j, mask) in masks.iter_mut().enumerate().take(vectors) {
+        // SAFETY: 16 * j + 16 <= n; each stream has room for every element of the block.
+        unsafe {
+            let v = _mm512_loadu_ps(z.as_ptr().add(16 * j));
+            let ix = _mm512_and_si512(_mm512_castps_si512(v), abs_bits);
+            let ks = _mm512_cmplt_epi32_mask(ix, _mm512_set1_epi32(0x3f58_0000));
+            let kn = !ks & _mm512_cmplt_epi32_mask(ix, _mm512_set1_epi32(0x3fa0_0000));
+            let kr = !(ks | kn);
+            // Compress in registers, then store whole vectors: the memory form of compress is
+            // many times slower on Intel cores.
+            _mm512_storeu_ps(small.as_mut_ptr().add(ns), _mm512_maskz_compress_ps(ks, v));
+            _mm512_storeu_ps(near.as_mut_ptr().add(nn), _mm512_maskz_compress_ps(kn, v));
+            _mm512_storeu_ps(rest.as_mut_ptr().add(nr), _mm512_maskz_compress_ps(kr, v));
+            ns += ks.count_ones() as usize;
+            nn += kn.count_ones() as usize;
+            nr += kr.count_ones() as usize;
+            *mask = (ks, kn);
+        }
+    }
+    for v in &mut small[..ns] {
+        *v = erff_small(*v);
+    }
+    for v in &mut near[..nn] {
+        *v = erff_near(*v);
+    }
+    for v in &mut rest[..nr] {
+        *v = erff_select(*v);
+    }
+    let (mut ps, mut pn, mut pr) = (0usize, 0usize, 0usize);
+    for (j, &(ks, kn)) in masks.iter().enumerate().take(vectors) {
+        let kr = !(ks | kn);
+        // SAFETY: each load reads 16 values of a stream of BLOCK + 16 from an offset of at most
+        // BLOCK; the lanes its mask selects were written above. 16 * j + 16 <= n.
+        unsafe {
+            let e = _mm512_maskz_expand_ps(ks, _mm512_loadu_ps(small.as_ptr().add(ps)));
+            let e = _mm512_mask_expand_ps(e, kn, _mm512_loadu_ps(near.as_ptr().add(pn)));
+            let e = _mm512_mask_expand_ps(e, kr, _mm512_loadu_ps(rest.as_ptr().add(pr)));
+            _mm512_storeu_ps(out.as_mut_ptr().add(16 * j), e);
+        }
+        ps += ks.count_ones() as usize;
+        pn += kn.count_ones() as usize;
+        pr += kr.count_ones() as usize;
+    }
+    for i in vectors * 16..n {
+        out[i] = erff_select(z[i]);
+    }
+}
+
+/// erf of `x` into `out` (equal lengths), libm's bits.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW, VL and DQ, and POPCNT.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
+pub unsafe fn erf(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let x = &x[..out.len()];
+    let mut e = [0f32; BLOCK];
+    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let n = xb.len();
+        // SAFETY: this function's features are erf_block's.
+        unsafe { erf_block(xb, &mut e[..n]) };
+        for i in 0..n {
+            ob[i].write(e[i]);
+        }
+    }
+}
+
+/// GELU of `x` into `out` (equal lengths), libm's erf bits.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW, VL and DQ, and POPCNT.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
+pub unsafe fn gelu(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let x = &x[..out.len()];
+    let mut z = [0f32; BLOCK];
+    let mut e = [0f32; BLOCK];
+    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let n = xb.len();
+        for i in 0..n {
+            z[i] = erf_arg(xb[i]);
+        }
+        // SAFETY: this function's features are erf_block's.
+        unsafe { erf_block(&z[..n], &mut e[..n]) };
+        for i in 0..n {
+            ob[i].write(gelu_from_erf(xb[i], e[i]));
+        }
+    }
+}
+
+/// `g` times GELU's derivative at `x` into `out` (equal lengths), libm's erf bits.
+///
+/// # Safety
+/// As for `gelu`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
+pub unsafe fn gelu_grad(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let (x, g) = (&x[..out.len()], &g[..out.len()]);
+    let mut z = [0f32; BLOCK];
+    let mut e = [0f32; BLOCK];
+    for ((xb, gb), ob) in x
+        .chunks(BLOCK)
+        .zip(g.chunks(BLOCK))
+        .zip(out.chunks_mut(BLOCK))
+    {
+        let n = xb.len();
+        for i in 0..n {
+            z[i] = erf_arg(xb[i]);
+        }
+        // SAFETY: as in `gelu`.
+        unsafe { erf_block(&z[..n], &mut e[..n]) };
+        for i in 0..n {
+            ob[i].write(gelu_grad_from_erf(gb[i], xb[i], e[i]));
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! GELU's f32 formulas (the op table's, `op_table/unary.rs`) split around erf, so that a kernel
+//! may compute erf its own way (`erf_lanes.rs` by selects, `erf_sorted.rs` by sorted lanes) and
+//! still round every other operation as the table does.
+
+use crate::lane_math::expf::expf_select;
+
+/// GELU's argument to erf: x / sqrt 2, as the table rounds it.
+#[inline(always)]
+pub fn erf_arg(x: f32) -> f32 {
+    x * std::f64::consts::FRAC_1_SQRT_2 as f32
+}
+
+/// GELU from x and erf(x / sqrt 2).
+#[inline(always)]
+pub fn gelu_from_erf(x: f32, e: f32) -> f32 {
+    0.5 * x * (1.0 + e)
+}
+
+/// `g` times GELU's derivative, from x and erf(x / sqrt 2).
+#[inline(always)]
+pub fn gelu_grad_from_erf(g: f32, x: f32, e: f32) -> f32 {
+    let cdf = 0.5 * (1.0 + e);
+    let pdf = 0.398_942_280_401_432_7_f64 as f32 * expf_select(-(0.5 * x * x));
+    g * (cdf + x * pdf)
+}

@@ -1,0 +1,246 @@
+//! e^x - 1 for f32 values at vector speed with the `libm` crate's bits. `expm1f_select` is
+//! libm's `expm1f` (FreeBSD's s_expm1f.c: reduction by k·ln2 in two parts with a correction c,
+//! a rational approximation on the reduced argument, then one of six reconstructions chosen
+//! by k) with every branch computed and chosen by a select, so a loop of it vectorises: each
+//! lane runs the scalar call's IEEE operations in the same order (no FMA contraction). Every
+//! input, special values included, takes the select path: `expm1f_slice` needs no scalar
+//! fix-up.
+
+const LN2_HI: f32 = f32::from_bits(0x3f31_7180); // 6.9313812256e-01
+const LN2_LO: f32 = f32::from_bits(0x3717_f7d1); // 9.0580006145e-06
+const INV_LN2: f32 = f32::from_bits(0x3fb8_aa3b); // 1.4426950216e+00
+const Q1: f32 = f32::from_bits(0xbd08_8868); // -0x888868.0p-28
+const Q2: f32 = f32::from_bits(0x3acf_3010); // 0xcf3010.0p-33
+const X1P127: f32 = f32::from_bits(0x7f00_0000); // 2^127
+
+/// `libm::expm1f(x)`, bit for bit, written without branches.
+#[inline(always)]
+pub fn expm1f_select(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let sign = bits >> 31 != 0;
+    let hx = bits & 0x7fff_ffff;
+    // Argument reduction: k = round(x / ln2) from 1.5 ln2, ±1 beyond 0.5 ln2, else 0. With
+    // t = ±1, t·ln2_hi and t·ln2_lo are libm's ±ln2_hi and ±ln2_lo exactly; with t = 0 the
+    // formulas give hi = x, lo = 0, c = 0 exactly, libm's unreduced x.
+    let half = if sign { -0.5 } else { 0.5 };
+    // libm's `as i32` saturates, which LLVM lowers lane by lane; below 128 in magnitude (every
+    // lane the general path keeps) the value is in range, where plain truncation is the same.
+    let kf = if hx < 0x4300_0000 {
+        INV_LN2 * x + half
+    } else {
+        0.
+    };
+    // SAFETY: |kf| < 2^8: finite and in i32's range.
+    let k_far = unsafe { kf.to_int_unchecked::<i32>() };
+    let k_near = if sign { -1 } else { 1 };
+    let k = if hx >= 0x3f85_1592 {
+        k_far
+    } else if hx > 0x3eb1_7218 {
+        k_near
+    } else {
+        0
+    };
+    let t = k as f32;
+    let hi = x - t * LN2_HI;
+    let lo = t * LN2_LO;
+    let xr = hi - lo; // libm's x from here on, in the primary range
+    let c = (hi - xr) - lo;
+    let hfx = 0.5 * xr;
+    let hxs = xr * hfx;
+    let r1 = 1. + hxs * (Q1 + hxs * Q2);
+    let t = 3. - r1 * hfx;
+    let e = hxs * ((r1 - t) / (6. - xr * t));
+    let y_k0 = xr - (xr * e - hxs);
+    let e = xr * (e - c) - c;
+    let e = e - hxs;
+    let y_km1 = 0.5 * (xr - e) - 0.5;
+    let y_k1 = if xr < -0.25 {
+        -2. * (e - (xr + 0.5))
+    } else {
+        1. + 2. * (xr - e)
+    };
+    // 2^k and 2^-k by their bits; wrapping, as discarded lanes may overflow.
+    let twopk = f32::from_bits((0x7f_i32.wrapping_add(k) << 23) as u32);
+    let uf = f32::from_bits((0x7f_i32.wrapping_sub(k) << 23) as u32);
+    let y = xr - e + 1.;
+    let y = if k == 128 { y * 2. * X1P127 } else { y * twopk };
+    let y_far = y - 1.;
+    let y_mid = if k < 23 {
+        (xr - e + (1. - uf)) * twopk
+    } else {
+        (xr - (e + uf) + 1.) * twopk
+    };
+    let general = if k == 0 {
+        y_k0
+    } else if k == -1 {
+        y_km1
+    } else if k == 1 {
+        y_k1
+    } else if !(0..=56).contains(&k) {
+        y_far
+    } else {
+        y_mid
+    };
+    // libm's special cases, in its order.
+    if hx > 0x7f80_0000 {
+        x // NaN, as it is
+    } else if sign && hx >= 0x4195_b844 {
+        -1. // x <= -27 ln2, -inf included
+    } else if hx > 0x42b1_7217 {
+        x * X1P127 // x > log(FLT_MAX): overflow to inf
+    } else if hx < 0x3300_0000 {
+        x // |x| < 2^-25
+    } else {
+        general
+    }
+}
+
+/// The loop both entry points compile: named calls inline, so it vectorises.
+#[inline(always)]
+fn run(x: &[f32], out: &mut [f32]) {
+    let n = out.len();
+    let x = &x[..n];
+    for i in 0..n {
+        out[i] = expm1f_select(x[i]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+unsafe fn run_avx512(x: &[f32], out: &mut [f32]) {
+    run(x, out)
+}
+
+/// `out[i] = libm::expm1f(x[i])` for every i, bit for bit, on 16 lanes where AVX-512 exists.
+/// Panics if the lengths differ.
+pub fn expm1f_slice(x: &[f32], out: &mut [f32]) {
+    assert_eq!(x.len(), out.len(), "expm1f_slice: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: the features it is compiled for were just detected on this CPU.
+        return unsafe { run_avx512(x, out) };
+    }
+    run(x, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The select form, the slice function and the plain loop against libm, bit for bit.
+    fn check(xs: &[f32]) -> usize {
+        let mut fast = vec![0.0; xs.len()];
+        expm1f_slice(xs, &mut fast);
+        let mut plain = vec![0.0; xs.len()];
+        run(xs, &mut plain);
+        for (i, &x) in xs.iter().enumerate() {
+            let want = libm::expm1f(x).to_bits();
+            let at = format!("at {x:e} ({:#010x})", x.to_bits());
+            assert_eq!(expm1f_select(x).to_bits(), want, "select {at}");
+            assert_eq!(fast[i].to_bits(), want, "slice {at}");
+            assert_eq!(plain[i].to_bits(), want, "plain loop {at}");
+        }
+        xs.len()
+    }
+
+    /// Every f32 within `w` bit steps of each boundary, both signs.
+    fn windows(bounds: &[u32], w: u32) -> Vec<f32> {
+        let mut xs = Vec::new();
+        for &b in bounds {
+            for sign in [0, 0x8000_0000u32] {
+                let lo = b.saturating_sub(w);
+                let hi = (b + w).min(0x7fff_ffff);
+                xs.extend((lo..=hi).map(|v| f32::from_bits(v | sign)));
+            }
+        }
+        xs
+    }
+
+    const SPECIAL: [u32; 22] = [
+        0,
+        0x8000_0000,
+        1,
+        0x8000_0001,
+        0x007f_ffff,
+        0x807f_ffff,
+        0x0080_0000,
+        0x8080_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0xffc0_0000,
+        0x7fc1_2345,
+        0xffc5_4321,
+        0x7f80_0001,
+        0xff80_0001,
+        0x7fa0_0000,
+        0xffa5_4321,
+    ];
+
+    // 2^-25, 0.5 ln2 and 1.5 ln2 (k = 0 / ±1 / rounded), ln2 - 1/4 (the k = 1 formulas), the
+    // k = 23, k = 57 and k = 128 reconstructions, 27 ln2 (-1 below it), log(FLT_MAX), the
+    // subnormal bound and infinity.
+    const BOUNDS: [u32; 11] = [
+        0x0080_0000,
+        0x3300_0000,
+        0x3eb1_7218,
+        0x3ee2_e430,
+        0x3f85_1592,
+        0x4179_8872,
+        0x4195_b844,
+        0x421c_a6b9,
+        0x42b0_c0a6,
+        0x42b1_7217,
+        0x7f80_0000,
+    ];
+
+    #[test]
+    fn every_f32_near_each_branch_boundary_matches_libm() {
+        assert!(check(&windows(&BOUNDS, 1 << 16)) > 2_000_000);
+    }
+
+    #[test]
+    fn a_sweep_of_all_f32_and_the_special_values_match_libm() {
+        let xs: Vec<f32> = (0..=u32::MAX)
+            .step_by(997)
+            .chain(SPECIAL)
+            .map(f32::from_bits)
+            .collect();
+        assert!(check(&xs) > 4_000_000);
+    }
+
+    #[test]
+    fn a_shuffled_mix_of_branches_matches_libm() {
+        // xorshift64: a fixed, dependency-free stream.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut xs: Vec<f32> = SPECIAL.iter().map(|&b| f32::from_bits(b)).collect();
+        for &b in &BOUNDS {
+            xs.extend((0..2000).map(|_| {
+                let r = next();
+                let v = b.wrapping_add(r as u32 % 64).wrapping_sub(32);
+                f32::from_bits(v ^ ((r >> 32) as u32 & 0x8000_0000))
+            }));
+        }
+        xs.extend((0..20_000).map(|_| f32::from_bits(next() as u32)));
+        // Values in [-32, 32): every range of the main path, both signs.
+        xs.extend((0..20_000).map(|_| (next() >> 40) as f32 / (1u64 << 18) as f32 - 32.0));
+        for i in (1..xs.len()).rev() {
+            xs.swap(i, next() as usize % (i + 1));
+        }
+        check(&xs);
+    }
+}
