@@ -112,6 +112,19 @@ pub fn matmul_t(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
         let b = widen(b, &bd[rb - 2..])?;
         return matmul_t(&a, &b, ta, tb);
     };
+    let rows = batch_dims.iter().try_fold(m, |r, &d| r.checked_mul(d));
+    if let (true, false, false, Some(rows)) = (bbatch.is_empty(), abatch.is_empty(), ta, rows) {
+        // [..., m, k] @ [k, n] (a linear layer over a batch of sequences) is one product over
+        // all rows: each output's fold over k is the same, and b's gradient becomes one
+        // product whose fold runs over every row in order (as PyTorch's linear flattens),
+        // not per batch with the partial products summed after: one fast product instead of
+        // many thin ones and a reduction.
+        let flat = reshape_to(a, Shape(vec![rows, ka]));
+        let y = matmul_t(&flat, b, false, tb)?;
+        let mut dims = batch_dims.to_vec();
+        dims.extend([m, n]);
+        return Ok(reshape_to(&y, Shape(dims)));
+    }
     let batch: usize = batch_dims.iter().product();
     let d = MatmulDims {
         batch,
