@@ -13,9 +13,10 @@ import functools
 import operator
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import _vs_torch_user_models as user
 import numpy as np
 
 import tlrs
@@ -27,15 +28,19 @@ LR = 1e-3
 @dataclass(frozen=True)
 class Case:
     """One table row: `build()` gives the tlrs definition (float32), `batch` the leading batch axis
-    of the sample (0: the definition's input already has its batch axis), `loss` "ce" (one-hot
-    cross-entropy) or "mse", `torch_model(torch, defn)` the PyTorch module (parameters in tlrs's
-    order, not yet loaded)."""
+    of the sample (0: the definition's input already has its batch axis), `loss` "ce" (cross-
+    entropy on one-hot rows, or on int64 class indices from `data`) or "mse", `torch_model(torch,
+    defn)` the PyTorch module (parameters in tlrs's order, not yet loaded); `data()` the sample
+    when the default one does not fit (int64 token ids and labels); `goals` per configuration,
+    where they differ from vs_torch.GOALS."""
 
     title: str
     build: Callable[[], tlrs.ModuleDef]
     batch: int
     loss: str
     torch_model: Callable[[Any, tlrs.ModuleDef], Any]
+    data: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+    goals: dict[str, float] = field(default_factory=dict)
 
 
 def deep_mlp() -> tlrs.ModuleDef:
@@ -169,8 +174,12 @@ def _mlp_def(batch: int) -> tuple[Callable[[], tlrs.ModuleDef], int]:
     return (lambda: models.mlp_classifier(784, 128, 10, dtype="float32")[0]), batch
 
 
+# Models users bring (benchmarks/_vs_torch_user_models.py): tighter goals than the ready-made ones.
+USER_GOALS = {"eager-ref": 1.0, "compiled-fast": 0.7}
+
 CASES: dict[str, Case] = {
-    "mlp-b1": Case("MLP 784-128-10, batch 1", *_mlp_def(1), "ce", _mlp([784, 128, 10])),
+    "mlp-b1": Case("MLP 784-128-10, batch 1", *_mlp_def(1), "ce", _mlp([784, 128, 10]),
+                   goals={"compiled-fast": 0.2}),
     "mlp-b32": Case("MLP 784-128-10, batch 32", *_mlp_def(32), "ce", _mlp([784, 128, 10])),
     "mlp-b128": Case("MLP 784-128-10, batch 128", *_mlp_def(128), "ce", _mlp([784, 128, 10])),
     "deep-mlp-b128": Case("MLP 784-512-512-10, batch 128", deep_mlp, 128, "ce", _mlp([784, 512, 512, 10])),
@@ -183,6 +192,14 @@ CASES: dict[str, Case] = {
     "resnet18-b8": Case("ResNet-18 3x64x64, batch 8",
                         lambda: models.resnet18_model(3, 64, 64, 10, dtype="float32")[0], 8, "ce",
                         torch_resnet18),
+    "gpt2-b32": Case("char GPT 2 layers d128, batch 32", lambda: user.gpt_def(2), 0, "ce", user.torch_gpt,
+                     user.gpt_sample, USER_GOALS),
+    "gpt4-b32": Case("char GPT 4 layers d128, batch 32", lambda: user.gpt_def(4), 0, "ce", user.torch_gpt,
+                     user.gpt_sample, USER_GOALS),
+    "vit-b32": Case("ViT-tiny 3x32x32 d192 L6, batch 32", user.vit_def, 0, "ce", user.torch_vit,
+                    user.vit_sample, USER_GOALS),
+    "mixer-b32": Case("MLP-Mixer 3x32x32 d128 L6 b32", user.mixer_def, 0, "ce", user.torch_mixer,
+                      user.vit_sample, USER_GOALS),
     # Beyond the table (`--cases more`): other batch sizes and image sizes of the same models.
     "more-resnet18-b32": Case("ResNet-18 3x32x32, batch 32",
                               lambda: models.resnet18_model(3, 32, 32, 10, dtype="float32")[0], 32, "ce",
@@ -196,7 +213,7 @@ CASES: dict[str, Case] = {
     "more-mlp-b1024": Case("MLP 784-128-10, batch 1024", *_mlp_def(1024), "ce", _mlp([784, 128, 10])),
 }
 
-# The table's seven rows (the default), and the further cases `--cases more` runs.
+# The table's eleven rows (the default), and the further cases `--cases more` runs.
 TABLE = [k for k in CASES if not k.startswith("more-")]
 MORE = [k for k in CASES if k.startswith("more-")]
 
@@ -212,8 +229,10 @@ def find_case(name: str) -> str:
 
 
 def sample(defn: tlrs.ModuleDef, case: Case) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed float32 batch: standard-normal inputs; one-hot targets of random classes for a
-    cross-entropy loss, standard-normal targets for MSE."""
+    """A fixed batch: the case's own `data()`, else float32 standard-normal inputs with one-hot
+    targets of random classes for a cross-entropy loss, standard-normal targets for MSE."""
+    if case.data is not None:
+        return case.data()
     rng = np.random.default_rng(1)
     x_shape, y_shape = (list(s) for s in defn.input_shapes)
     lead = [case.batch] if case.batch else []
@@ -306,6 +325,10 @@ def torch_op(torch: Any, name: str) -> Callable[..., Any] | None:
         "concat": lambda ts, dim=0: torch.cat(ts, dim), "cat": lambda ts, dim=0: torch.cat(ts, dim),
         "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"),
         "pow": torch.pow, "clamp": torch.clamp,
+        # torch.embedding takes (weight, input); F.gelu and F.scaled_dot_product_attention have
+        # no torch.* twin.
+        "embedding": F.embedding, "gelu": F.gelu, "scaled_dot_product_attention": F.scaled_dot_product_attention,
+        "split": torch.split,
     }
     if name in table:
         return table[name]
