@@ -27,6 +27,7 @@ pub mod pool;
 #[cfg(target_arch = "x86_64")]
 mod pool_2x2;
 pub mod reduce;
+mod row_folds;
 pub mod simd;
 pub mod softmax;
 pub mod storage;

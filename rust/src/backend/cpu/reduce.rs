@@ -3,6 +3,7 @@
 //! threads, a single output's accumulation never is.
 
 use super::parallel::for_chunks;
+use super::row_folds::{fold_rows, LANES};
 use super::simd;
 use crate::dtype::Float;
 use crate::shape::broadcast_strides;
@@ -53,6 +54,16 @@ pub fn sum_fast<T: Float>(x: &[T]) -> T {
 pub fn sum_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> Vec<T> {
     let mut out = vec![T::ZERO; outer * inner];
     if inner == 0 {
+        return out;
+    }
+    if inner == 1 && len > 0 {
+        // Sums of contiguous rows: sixteen rows' folds step together (row_folds.rs), each one
+        // still a left fold in index order, instead of one add at a time waiting on the last.
+        for_chunks(&mut out, LANES, x.len(), |g, sums: &mut [T]| {
+            let rows = &x[g * LANES * len..][..sums.len() * len];
+            let folded = fold_rows([T::ZERO; LANES], rows, len, false);
+            sums.copy_from_slice(&folded[..sums.len()]);
+        });
         return out;
     }
     let block = |o: usize, acc: &mut [T]| {
@@ -203,4 +214,44 @@ pub fn max_axis_grad<T: Float>(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Row sums (the last axis) equal each row's left fold from 0 in index order, bit for bit,
+    /// for row counts around the sixteen folded together and lengths around a 16 x 16 tile.
+    fn rows_fold_in_order<T: Float>() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for (outer, len) in [(1, 1), (15, 7), (16, 16), (17, 33), (40, 128), (3, 1000)] {
+            let x: Vec<T> = (0..outer * len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Magnitudes from 1e-3 to 1e3, both signs: the order shows in the bits.
+                    let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+                    T::from_f64((u - 0.5) * 10f64.powf(6.0 * u - 3.0))
+                })
+                .collect();
+            let got = sum_axis(&x, outer, len, 1);
+            for (r, g) in got.iter().enumerate() {
+                let want = x[r * len..(r + 1) * len]
+                    .iter()
+                    .fold(T::ZERO, |acc, &v| acc + v);
+                assert_eq!(
+                    g.to_f64().to_bits(),
+                    want.to_f64().to_bits(),
+                    "row {r} of {outer}x{len}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn row_sums_are_left_folds_in_index_order() {
+        rows_fold_in_order::<f32>();
+        rows_fold_in_order::<f64>();
+    }
 }

@@ -1,0 +1,112 @@
+//! Up to sixteen left folds over contiguous rows (the planes of a per-image norm, the rows of a
+//! last-axis sum) stepping together. Each is still one left fold in index order, but sixteen
+//! independent chains advance side by side instead of each addition waiting on the one before;
+//! in f32 on AVX-512 the sixteen folds are the lanes of one vector, fed by 16 x 16 register
+//! transposes of the rows.
+
+use crate::dtype::Float;
+
+/// Planes whose statistics fold side by side: each is still one left fold in index order, but
+/// sixteen of them advance together (independent chains), instead of one fold waiting on each
+/// scalar addition (the passes were bound by that wait). In f32 on AVX-512 the sixteen folds
+/// are the lanes of one vector, fed by 16 × 16 register transposes of the planes. The terms
+/// themselves are computed plane by plane in contiguous runs, where the divisions vectorise.
+pub const LANES: usize = 16;
+
+/// For each plane l of `terms` (up to `LANES` planes of `hw` terms, one after another):
+/// `init_l + t_0 + ... + t_(hw-1)` left to right, where t_i is the plane's term i, negated when
+/// `negate`; the planes' folds step together.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // one position index steps all planes together
+pub fn fold_rows<T: Float>(acc: [T; LANES], terms: &[T], hw: usize, negate: bool) -> [T; LANES] {
+    let f = |v: T| if negate { -v } else { v };
+    let lanes = (terms.len() / hw.max(1)).min(LANES);
+    if lanes == LANES {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(acc) = fold16::lanes(acc, terms, hw, negate) {
+            return acc;
+        }
+        let planes: [&[T]; LANES] = std::array::from_fn(|l| &terms[l * hw..][..hw]);
+        let mut acc = acc;
+        for i in 0..hw {
+            for l in 0..LANES {
+                acc[l] = acc[l] + f(planes[l][i]);
+            }
+        }
+        acc
+    } else {
+        let mut acc = acc;
+        for i in 0..hw {
+            for l in 0..lanes {
+                acc[l] = acc[l] + f(terms[l * hw + i]);
+            }
+        }
+        acc
+    }
+}
+
+/// `fold_rows` over 16 whole rows of f32 with AVX-512: each 16 × 16 block of (planes,
+/// positions) transposed in registers, so one vector add steps all sixteen folds; positions
+/// past the last whole block step one by one, in order.
+#[cfg(target_arch = "x86_64")]
+mod fold16 {
+    use super::LANES;
+    use crate::dtype::Float;
+    use std::any::TypeId;
+    use std::arch::x86_64::*;
+
+    /// The folds, or None where T is not f32 or the CPU lacks AVX-512.
+    #[inline(always)]
+    pub fn lanes<T: Float>(
+        acc: [T; LANES],
+        terms: &[T],
+        hw: usize,
+        negate: bool,
+    ) -> Option<[T; LANES]> {
+        if TypeId::of::<T>() != TypeId::of::<f32>() || !crate::backend::cpu::simd::has_avx512() {
+            return None;
+        }
+        // SAFETY: T is f32 (checked above), so these are the same bytes under their own type.
+        let (acc32, t32) = unsafe {
+            (
+                std::mem::transmute_copy::<[T; LANES], [f32; LANES]>(&acc),
+                std::slice::from_raw_parts(terms.as_ptr() as *const f32, terms.len()),
+            )
+        };
+        // SAFETY: AVX-512F was detected above.
+        let out = unsafe { fold(acc32, t32, hw, negate) };
+        // SAFETY: as above, f32 is T.
+        Some(unsafe { std::mem::transmute_copy::<[f32; LANES], [T; LANES]>(&out) })
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fold(acc: [f32; LANES], terms: &[f32], hw: usize, negate: bool) -> [f32; LANES] {
+        assert!(terms.len() >= LANES * hw);
+        let sign = _mm512_set1_ps(if negate { -0.0 } else { 0.0 });
+        // -v is v with its sign flipped, exactly as the scalar negation.
+        let term = |v: __m512| {
+            _mm512_castsi512_ps(_mm512_xor_si512(
+                _mm512_castps_si512(v),
+                _mm512_castps_si512(sign),
+            ))
+        };
+        let mut a = _mm512_loadu_ps(acc.as_ptr());
+        let whole = hw / LANES * LANES;
+        let p = terms.as_ptr();
+        for i0 in (0..whole).step_by(LANES) {
+            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
+            for v in crate::backend::cpu::tile16::tile(r) {
+                a = _mm512_add_ps(a, term(v));
+            }
+        }
+        let mut out = [0f32; LANES];
+        _mm512_storeu_ps(out.as_mut_ptr(), a);
+        for i in whole..hw {
+            for (l, o) in out.iter_mut().enumerate() {
+                let v = terms[l * hw + i];
+                *o += if negate { -v } else { v };
+            }
+        }
+        out
+    }
+}
