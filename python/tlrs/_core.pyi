@@ -632,7 +632,7 @@ def gather(x: Tensor, dim: int, index: Sequence[int], index_shape: Sequence[int]
     """Values of `x` at `index` (flat, with shape `index_shape`) along `dim`."""
 def scatter_add(x: Tensor, dim: int, index: Sequence[int], src: Tensor) -> Tensor:
     """`x` with `src` added at `index` along `dim`."""
-def masked_fill(x: Tensor, mask: Sequence[bool], mask_shape: Sequence[int], value: float) -> Tensor:
+def masked_fill(x: Tensor, mask: Sequence[bool] | bytes, mask_shape: Sequence[int], value: float) -> Tensor:
     """`value` where the row-major `mask` (of `mask_shape`, broadcast against x) is True."""
 def assign_(dst: Tensor, src: Tensor) -> None:
     """Makes `dst` refer to `src`'s value in place; shapes and dtypes must match."""

@@ -252,7 +252,7 @@ def masked_fill(input: Tensor, mask: Any, value: float | Tensor) -> Tensor:
     if shape != list(input.shape):
         # A mask with more or longer axes widens the output, as in PyTorch: x·1 is x exactly.
         input = _core.mul(input, _core.full(shape, 1.0, input.dtype))
-    y = _core.masked_fill(input, arr.reshape(-1).tolist(), list(arr.shape), float(value))
+    y = _core.masked_fill(input, np.ascontiguousarray(arr, dtype=np.bool_).tobytes(), list(arr.shape), float(value))
     if isinstance(value, Tensor) and value.requires_grad:
         v = float(value)
         if not np.isfinite(v):

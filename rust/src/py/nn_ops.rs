@@ -265,11 +265,17 @@ pub fn scatter_add(
 pub fn masked_fill(
     py: Python<'_>,
     x: PyRef<'_, T>,
-    mask: Vec<bool>,
+    mask: &Bound<'_, PyAny>,
     mask_shape: Vec<usize>,
     value: f64,
 ) -> PyResult<T> {
     let x = x.inner.clone();
+    // A NumPy mask comes as its bytes (one per bool, row-major): a list of half a million
+    // bools costs more to build and read than the fill itself.
+    let mask: Vec<bool> = match mask.cast::<pyo3::types::PyBytes>() {
+        Ok(b) => b.as_bytes().iter().map(|&v| v != 0).collect(),
+        Err(_) => mask.extract()?,
+    };
     run(py, move || ops::masked_fill(&x, &mask, &mask_shape, value))
 }
 
