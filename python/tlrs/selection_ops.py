@@ -53,20 +53,21 @@ def _order(v: np.ndarray[Any, Any], axis: int, descending: bool) -> np.ndarray[A
 
 
 def _arg_extreme(input: Tensor, dim: int | None, keepdim: bool, largest: bool, op: str) -> np.ndarray[Any, Any]:
+    """NumPy's argmax/argmin: the first extreme along the axis, where the first NaN wins both
+    (PyTorch's rule), and -0 ties +0."""
     v = _values(input, op)
     if v.size == 0:
         raise ValueError(f"{op}: expected a non-empty tensor, got shape {list(v.shape)}")
+    pick = np.argmax if largest else np.argmin
     if dim is None:
-        first = _order(v.reshape(-1), 0, largest)[0]
-        out = np.asarray(first, dtype=np.int64)
+        out = np.asarray(pick(v.reshape(-1)), dtype=np.int64)
         return out.reshape([1] * v.ndim) if keepdim else out
     axis = _dim(dim, v.ndim, op)
     if v.ndim == 0:
         return np.asarray(0, dtype=np.int64)
     if v.shape[axis] == 0:
         raise ValueError(f"{op}: cannot reduce the empty dim {dim} of shape {list(v.shape)}")
-    first = np.take(_order(v, axis, largest), [0], axis=axis).astype(np.int64)
-    return first if keepdim else np.squeeze(first, axis=axis)
+    return np.asarray(pick(v, axis=axis, keepdims=keepdim), dtype=np.int64)
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -78,10 +79,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the first smallest value; NaN counts as the smallest here (PyTorch's rule:
     a NaN is the result of both argmax and argmin). An int64 tensor."""
-    v = _values(input, "argmin")
-    # NaN must win argmin too: flip numbers only, keep NaN as the "largest".
-    flipped = _core.tensor_from_numpy(np.where(np.isnan(v), v, -v)) if v.size else input
-    return _ints(_arg_extreme(flipped, dim, keepdim, True, "argmin"))
+    return _ints(_arg_extreme(input, dim, keepdim, False, "argmin"))
 
 
 def _take_along(input: Tensor, idx: np.ndarray[Any, Any], axis: int) -> Tensor:

@@ -195,6 +195,11 @@ macro_rules! binary_kernels {
 
         /// `op` between every element of `x` and the scalar `s` (`s op x` when `scalar_left`).
         pub fn binary_scalar<T: Float>(op: BinaryOp, x: &[T], s: T, scalar_left: bool) -> Vec<T> {
+            if let (BinaryOp::Pow, false) = (op, scalar_left) {
+                if let Some(y) = super::pow_special::pow_by_special_exponent(x, s) {
+                    return y;
+                }
+            }
             match op {
                 $( BinaryOp::$V => {
                     let f = $f;
