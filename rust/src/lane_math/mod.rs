@@ -10,4 +10,5 @@ pub mod expf;
 pub mod expm1f;
 pub mod log1pf;
 pub mod logf;
+pub mod sincosf;
 pub mod tanhf;

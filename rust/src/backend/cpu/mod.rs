@@ -12,6 +12,7 @@ pub mod erf_lanes;
 #[cfg(target_arch = "x86_64")]
 mod erf_sorted;
 pub mod exp_lanes;
+pub mod f32_lane_ops;
 pub mod fused;
 mod gelu_f32;
 pub mod gemm_ref;

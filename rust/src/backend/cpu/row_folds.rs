@@ -45,6 +45,31 @@ pub fn fold_rows<T: Float>(acc: [T; LANES], terms: &[T], hw: usize, negate: bool
     }
 }
 
+/// For each of up to `LANES` rows of `hw` values: the running maximum from -inf in index order,
+/// where a value replaces the maximum when it is greater or NaN (so NaN propagates, and of
+/// equal values the first stays: softmax's max). The rows step together.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // one position index steps all rows together
+pub fn max_rows<T: Float>(rows: &[T], hw: usize) -> [T; LANES] {
+    let lanes = (rows.len() / hw.max(1)).min(LANES);
+    #[cfg(target_arch = "x86_64")]
+    if lanes == LANES {
+        if let Some(m) = fold16::max_lanes(rows, hw) {
+            return m;
+        }
+    }
+    let mut m = [T::NEG_INFINITY; LANES];
+    for i in 0..hw {
+        for l in 0..lanes {
+            let v = rows[l * hw + i];
+            if v > m[l] || v.is_nan() {
+                m[l] = v;
+            }
+        }
+    }
+    m
+}
+
 /// `fold_rows` over 16 whole rows of f32 with AVX-512: each 16 × 16 block of (planes,
 /// positions) transposed in registers, so one vector add steps all sixteen folds; positions
 /// past the last whole block step one by one, in order.
@@ -105,6 +130,51 @@ mod fold16 {
             for (l, o) in out.iter_mut().enumerate() {
                 let v = terms[l * hw + i];
                 *o += if negate { -v } else { v };
+            }
+        }
+        out
+    }
+
+    /// `max_rows` of 16 whole rows, or None where T is not f32 or the CPU lacks AVX-512.
+    #[inline(always)]
+    pub fn max_lanes<T: Float>(rows: &[T], hw: usize) -> Option<[T; LANES]> {
+        if TypeId::of::<T>() != TypeId::of::<f32>() || !crate::backend::cpu::simd::has_avx512() {
+            return None;
+        }
+        // SAFETY: T is f32 (checked above).
+        let r32 = unsafe { std::slice::from_raw_parts(rows.as_ptr() as *const f32, rows.len()) };
+        // SAFETY: AVX-512F was detected above.
+        let out = unsafe { max16(r32, hw) };
+        // SAFETY: as above, f32 is T.
+        Some(unsafe { std::mem::transmute_copy::<[f32; LANES], [T; LANES]>(&out) })
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn max16(rows: &[f32], hw: usize) -> [f32; LANES] {
+        assert!(rows.len() >= LANES * hw);
+        let mut m = _mm512_set1_ps(f32::NEG_INFINITY);
+        // Each step: the value wins where it is greater than the maximum (ordered) or NaN.
+        let step = |m: __m512, v: __m512| {
+            let take =
+                _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, m) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+            _mm512_mask_blend_ps(take, m, v)
+        };
+        let whole = hw / LANES * LANES;
+        let p = rows.as_ptr();
+        for i0 in (0..whole).step_by(LANES) {
+            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
+            for v in crate::backend::cpu::tile16::tile(r) {
+                m = step(m, v);
+            }
+        }
+        let mut out = [0f32; LANES];
+        _mm512_storeu_ps(out.as_mut_ptr(), m);
+        for i in whole..hw {
+            for (l, o) in out.iter_mut().enumerate() {
+                let v = rows[l * hw + i];
+                if v > *o || v.is_nan() {
+                    *o = v;
+                }
             }
         }
         out

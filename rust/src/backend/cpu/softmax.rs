@@ -5,6 +5,7 @@
 
 use super::exp_lanes::ExpRow;
 use super::parallel::for_each_chunk;
+use super::row_folds::{fold_rows, max_rows, LANES};
 use crate::dtype::Float;
 
 /// Groups of outer indices per call, so that each thread claims a few.
@@ -35,26 +36,17 @@ fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize
     }
 }
 
-/// Rows a `softmax_rows` step takes together: their max and sum folds interleave (each row's
-/// fold keeps its own order), so the adds of different rows overlap instead of each waiting on
-/// the one before it.
-const ROWS: usize = 8;
+/// Rows a `softmax_rows` step takes together: their max and sum folds step side by side
+/// (`row_folds.rs`: each row's fold keeps its own order), so the adds of different rows overlap
+/// instead of each waiting on the one before it.
+const ROWS: usize = LANES;
 
 /// Softmax of contiguous rows of `len` (the last axis): the shifted values `x - m` of a row are
 /// written first and their exponentials taken as one block (`ExpRow`: vector lanes with the
 /// scalar bits), then each row is summed in index order, so every bit is the strided form's.
 fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
     for (x, out) in x.chunks(ROWS * len).zip(out.chunks_mut(ROWS * len)) {
-        let rows = x.len() / len;
-        let mut m = [T::NEG_INFINITY; ROWS];
-        for l in 0..len {
-            for (r, m) in m.iter_mut().enumerate().take(rows) {
-                let v = x[r * len + l];
-                if v > *m || v.is_nan() {
-                    *m = v;
-                }
-            }
-        }
+        let m = max_rows(x, len);
         for (r, (out, x)) in out
             .chunks_exact_mut(len)
             .zip(x.chunks_exact(len))
@@ -65,12 +57,7 @@ fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
             }
         }
         T::exp_row(out);
-        let mut s = [T::ZERO; ROWS];
-        for l in 0..len {
-            for (r, s) in s.iter_mut().enumerate().take(rows) {
-                *s = *s + out[r * len + l];
-            }
-        }
+        let s = fold_rows([T::ZERO; ROWS], out, len, false);
         for (r, (out, x)) in out
             .chunks_exact_mut(len)
             .zip(x.chunks_exact(len))
@@ -141,14 +128,15 @@ fn softmax_grad_rows<T: ExpRow>(y: &[T], g: &[T], out: &mut [T], len: usize, log
         .zip(g.chunks(block))
         .zip(out.chunks_mut(block))
     {
-        let rows = y.len() / len;
-        let mut s = [T::ZERO; ROWS];
-        for l in 0..len {
-            for (r, s) in s.iter_mut().enumerate().take(rows) {
-                let k = r * len + l;
-                *s = *s + if log { g[k] } else { g[k] * y[k] };
+        // The terms of each row's sum (g, or g * y), folded sixteen rows at a time.
+        let s = if log {
+            fold_rows([T::ZERO; ROWS], g, len, false)
+        } else {
+            for ((o, &g), &y) in out.iter_mut().zip(g).zip(y) {
+                *o = g * y;
             }
-        }
+            fold_rows([T::ZERO; ROWS], out, len, false)
+        };
         if log {
             out.copy_from_slice(y);
             T::exp_row(out);
@@ -273,5 +261,70 @@ mod row_tests {
     fn rows_path_has_the_strided_paths_bits() {
         rows_equal_strided::<f32>(|v| v as f32);
         rows_equal_strided::<f64>(|v| v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The row kernels (sixteen rows' folds side by side) against the strided kernel on the
+    /// transposed layout (one lane at a time), bit for bit: forward and gradient, softmax and
+    /// log-softmax, row counts around sixteen, NaN, infinities and signed zeros included.
+    fn rows_match_strided<T: ExpRow>() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Threads take rows in eight groups: 300 rows make groups of 38, two whole sets of 16.
+        for (rows, len) in [(1, 1), (15, 7), (17, 33), (300, 64), (260, 100)] {
+            let mut x: Vec<T> = (0..rows * len)
+                .map(|_| T::from_f64(((next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 40.0))
+                .collect();
+            for (i, v) in [f64::NAN, f64::NEG_INFINITY, f64::INFINITY, -0.0]
+                .into_iter()
+                .enumerate()
+            {
+                let at = (next() as usize) % x.len();
+                if rows > 4 || i == 3 {
+                    x[at] = T::from_f64(v);
+                }
+            }
+            if rows > 2 {
+                x[len..2 * len].fill(T::NEG_INFINITY); // a row with no finite value
+            }
+            let g: Vec<T> = (0..rows * len)
+                .map(|_| T::from_f64((next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5))
+                .collect();
+            let t = |v: &[T]| -> Vec<T> {
+                (0..rows * len)
+                    .map(|k| v[(k % rows) * len + k / rows])
+                    .collect()
+            };
+            for log in [false, true] {
+                let y = softmax(&x, rows, len, 1, log);
+                let yt = softmax(&t(&x), 1, len, rows, log);
+                let dy = softmax_grad(&y, &g, rows, len, 1, log);
+                let dyt = softmax_grad(&t(&y), &t(&g), 1, len, rows, log);
+                for (what, a, b) in [("forward", t(&y), yt), ("gradient", t(&dy), dyt)] {
+                    for (k, (a, b)) in a.iter().zip(&b).enumerate() {
+                        assert_eq!(
+                            a.to_f64().to_bits(),
+                            b.to_f64().to_bits(),
+                            "{what} log={log} {rows}x{len} at {k}: {a:?} vs {b:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_kernels_match_the_strided_kernel() {
+        rows_match_strided::<f32>();
+        rows_match_strided::<f64>();
     }
 }

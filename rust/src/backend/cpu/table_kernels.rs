@@ -2,6 +2,7 @@
 //! becomes one arm of a `match`, run through the parallel maps of `elementwise.rs`.
 
 use super::elementwise::{broadcast_map, map, zip_map};
+use super::f32_lane_ops;
 use super::lanewise::{self, Lanewise1, Lanewise2};
 use super::simd::widest;
 use crate::dtype::Float;
@@ -27,7 +28,7 @@ fn zip_to<T: Float>(a: &[T], b: &[T], out: &mut [T], f: impl Fn(T, T) -> T) {
     }
 }
 
-/// `v` as f32 values, where T is f32 (GELU's vector kernels, `erf_lanes.rs`, are f32 only).
+/// `v` as f32 values, where T is f32 (`f32_lane_ops.rs`'s kernels are f32 only).
 fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
     (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
         // SAFETY: T is f32, so the slice is one of f32 values.
@@ -91,12 +92,8 @@ macro_rules! unary_kernels {
 
         /// `op` applied to every element of `x`.
         pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
-            match (op, as_f32(x)) {
-                (UnaryOp::Gelu, Some(x)) => {
-                    return from_f32(super::erf_lanes::gelu(x, super::parallel::fast_kernels()))
-                }
-                (UnaryOp::Erf, Some(x)) => return from_f32(super::erf_lanes::erf(x)),
-                _ => {}
+            if let Some(y) = as_f32(x).and_then(|x| f32_lane_ops::forward(op, x, super::parallel::fast_kernels())) {
+                return from_f32(y);
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => lanewise::map(x, &formulas::forward::$V {
@@ -107,8 +104,10 @@ macro_rules! unary_kernels {
 
         /// d(op)/dx times `g`, from the op's input `x` or its output `y` (the table says which).
         pub fn unary_grad<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T]) -> Vec<T> {
-            if let (UnaryOp::Gelu, Some(x), Some(g)) = (op, as_f32(x), as_f32(g)) {
-                return from_f32(super::erf_lanes::gelu_grad(x, g, super::parallel::fast_kernels()));
+            if let (Some(x), Some(g)) = (as_f32(x), as_f32(g)) {
+                if let Some(d) = f32_lane_ops::grad(op, x, g, super::parallel::fast_kernels()) {
+                    return from_f32(d);
+                }
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => lanewise::zip(g, pick_source!($src, x, y), &formulas::gradient::$V {
@@ -120,8 +119,10 @@ macro_rules! unary_kernels {
         /// `op` over one block of values `x` into `out` (a step of a fused chain).
         #[inline(always)]
         pub fn unary_block<T: Float>(op: UnaryOp, x: &[T], out: &mut [T]) {
-            if let (UnaryOp::Gelu, Some(x)) = (op, as_f32(x)) {
-                return super::erf_lanes::gelu_into(x, as_f32_mut(out), super::parallel::fast_kernels());
+            if let Some(x) = as_f32(x) {
+                if f32_lane_ops::forward_into(op, x, as_f32_mut(out), super::parallel::fast_kernels()) {
+                    return;
+                }
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => lanewise::map_block(x, out, &formulas::forward::$V {
@@ -133,8 +134,10 @@ macro_rules! unary_kernels {
         /// `g` times d(op)/dx into `out`, for one block whose input is `x` and output `y`.
         #[inline(always)]
         pub fn unary_grad_block<T: Float>(op: UnaryOp, x: &[T], y: &[T], g: &[T], out: &mut [T]) {
-            if let (UnaryOp::Gelu, Some(x), Some(g)) = (op, as_f32(x), as_f32(g)) {
-                return super::erf_lanes::gelu_grad_into(x, g, as_f32_mut(out), super::parallel::fast_kernels());
+            if let (Some(x), Some(g)) = (as_f32(x), as_f32(g)) {
+                if f32_lane_ops::grad_into(op, x, g, as_f32_mut(out), super::parallel::fast_kernels()) {
+                    return;
+                }
             }
             match op {
                 $( UnaryOp::$V { $($p),* } => lanewise::zip_block(g, pick_source!($src, x, y), out, &formulas::gradient::$V {

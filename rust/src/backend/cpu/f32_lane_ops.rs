@@ -1,0 +1,118 @@
+//! The f32 unary ops whose kernels are not the op table's formula run lane by lane: GELU and
+//! erf (lanes sorted by erf's range, `erf_lanes.rs`), sin and cos (`lane_math/sincosf.rs`, a
+//! scalar libm pass for the few arguments too large for the vector reduction). Each computes
+//! exactly the table formula's operations, so the bits are the formula's.
+
+use super::erf_lanes;
+use super::uninit::filled;
+use crate::lane_math::sincosf::{cosf_slice, sinf_slice};
+use crate::op_table::UnaryOp;
+
+const CHUNK: usize = 1 << 13;
+
+/// `op` of every element of `x` (threaded over chunks), or None where the table's formula runs.
+pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
+    match op {
+        UnaryOp::Gelu => Some(erf_lanes::gelu(x, fast)),
+        UnaryOp::Erf => Some(erf_lanes::erf(x)),
+        UnaryOp::Sin | UnaryOp::Cos => Some(chunked(x.len(), |at, out| {
+            forward_into(op, &x[at..][..out.len()], out, fast);
+        })),
+        _ => None,
+    }
+}
+
+/// `op` of one block `x` into `out`; false where the table's formula runs.
+pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool {
+    match op {
+        UnaryOp::Gelu => erf_lanes::gelu_into(x, out, fast),
+        UnaryOp::Sin => sinf_slice(x, out),
+        UnaryOp::Cos => cosf_slice(x, out),
+        _ => return false,
+    }
+    true
+}
+
+/// `g` times d(op)/dx at `x` (threaded over chunks), or None where the table's formula runs.
+pub fn grad(op: UnaryOp, x: &[f32], g: &[f32], fast: bool) -> Option<Vec<f32>> {
+    match op {
+        UnaryOp::Gelu => Some(erf_lanes::gelu_grad(x, g, fast)),
+        UnaryOp::Sin | UnaryOp::Cos => Some(chunked(x.len(), |at, out| {
+            let n = out.len();
+            grad_into(op, &x[at..][..n], &g[at..][..n], out, fast);
+        })),
+        _ => None,
+    }
+}
+
+/// `g` times d(op)/dx for one block into `out`; false where the table's formula runs.
+// `g * f(x)` in the table's operand order (`*o *= g` would put a NaN's payload first).
+#[allow(clippy::assign_op_pattern)]
+pub fn grad_into(op: UnaryOp, x: &[f32], g: &[f32], out: &mut [f32], fast: bool) -> bool {
+    match op {
+        UnaryOp::Gelu => erf_lanes::gelu_grad_into(x, g, out, fast),
+        // The table's `g * x.cos()` and `g * -x.sin()`, the function taken over the block first.
+        UnaryOp::Sin => {
+            cosf_slice(x, out);
+            out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * *o);
+        }
+        UnaryOp::Cos => {
+            sinf_slice(x, out);
+            out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * -*o);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// A vector of `n` f32, each chunk written by `fill(start, chunk)`, chunks on threads.
+fn chunked(n: usize, fill: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+    filled(n, CHUNK, n, |ci, o| {
+        o.iter_mut().for_each(|v| _ = v.write(0.0));
+        // SAFETY: every element was just written.
+        fill(ci * CHUNK, unsafe { super::uninit::assume_init(o) })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sin_and_cos_give_the_table_formulas_bits() {
+        // Past one chunk, with huge arguments (the scalar pass) among ordinary ones.
+        let x: Vec<f32> = (0..20_000)
+            .map(|i| match i % 7 {
+                0 => 1e30 * (i as f32 - 9_999.5),
+                1 => f32::from_bits(0x7fc0_0001 + i as u32),
+                _ => (i as f32 - 10_000.0) * 0.0137,
+            })
+            .collect();
+        let g: Vec<f32> = (0..x.len()).map(|i| 0.5 + i as f32 * 1e-4).collect();
+        for (op, f, df) in [
+            (
+                UnaryOp::Sin,
+                libm::sinf as fn(f32) -> f32,
+                libm::cosf as fn(f32) -> f32,
+            ),
+            (UnaryOp::Cos, libm::cosf, libm::sinf),
+        ] {
+            let y = forward(op, &x, false).expect("a lane kernel");
+            let d = grad(op, &x, &g, false).expect("a lane kernel");
+            for i in 0..x.len() {
+                assert_eq!(y[i].to_bits(), f(x[i]).to_bits(), "{op:?} at {}", x[i]);
+                let want = if op == UnaryOp::Sin {
+                    g[i] * df(x[i])
+                } else {
+                    g[i] * -df(x[i])
+                };
+                assert_eq!(
+                    d[i].to_bits(),
+                    want.to_bits(),
+                    "{op:?} gradient at {}",
+                    x[i]
+                );
+            }
+        }
+    }
+}
