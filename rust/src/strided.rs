@@ -83,6 +83,45 @@ impl Strided {
         }
     }
 
+    /// This view (of `from`) read as `to` without moving any element, or None where the
+    /// elements would have to move (PyTorch's rule for `view`): each run of new axes must
+    /// cover a run of old axes that lie evenly spaced in memory. Empty views give None.
+    pub fn reshaped(&self, from: &[usize], to: &[usize]) -> Option<Strided> {
+        let numel: usize = from.iter().product();
+        if numel == 0 || from.is_empty() || numel != to.iter().product::<usize>() {
+            return None;
+        }
+        let mut strides = vec![0; to.len()];
+        let mut view_d = to.len();
+        let mut base = self.strides[from.len() - 1];
+        let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+        for d in (0..from.len()).rev() {
+            tensor_numel *= from[d];
+            // A chunk of old axes ends where the next one out does not continue it evenly.
+            let chunk_ends =
+                d == 0 || (from[d - 1] != 1 && self.strides[d - 1] != tensor_numel * base);
+            if chunk_ends {
+                while view_d > 0 && (view_numel < tensor_numel || to[view_d - 1] == 1) {
+                    strides[view_d - 1] = view_numel * base;
+                    view_numel *= to[view_d - 1];
+                    view_d -= 1;
+                }
+                if view_numel != tensor_numel {
+                    return None;
+                }
+                if d > 0 {
+                    base = self.strides[d - 1];
+                    tensor_numel = 1;
+                    view_numel = 1;
+                }
+            }
+        }
+        (view_d == 0).then_some(Strided {
+            offset: self.offset,
+            strides,
+        })
+    }
+
     /// Whether the view of `dims` reads `len` elements of its base from the start in row-major
     /// order, so the base itself holds its values.
     pub fn is_whole(&self, dims: &[usize], len: usize) -> bool {
@@ -131,5 +170,53 @@ mod tests {
             .broadcast(&Shape(vec![3, 1]), &Shape(vec![2, 3, 4]));
         assert_eq!(b.strides, vec![0, 1, 0]);
         assert!(Strided::row_major(&Shape(vec![4, 5])).is_whole(&[4, 5], 20));
+    }
+
+    /// Every element of the reshaped view is the element at the same row-major position of the
+    /// original view: the layouts read the same base offsets in the same order.
+    fn offsets(l: &Strided, dims: &[usize]) -> Vec<usize> {
+        let n: usize = dims.iter().product();
+        (0..n)
+            .map(|mut i| {
+                let mut at = l.offset;
+                for (d, s) in dims.iter().zip(&l.strides).rev() {
+                    at += (i % d) * s;
+                    i /= d;
+                }
+                at
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reshaped_views_read_the_same_elements_or_refuse() {
+        // A slice of the last axis ([2, 3, 12] from [2, 3, 36]) split as [2, 3, 4, 3]: a view.
+        let base = Strided::row_major(&Shape(vec![2, 3, 36]));
+        let sl = base.sliced(2, 12);
+        for to in [
+            vec![2, 3, 4, 3],
+            vec![6, 12],
+            vec![2, 3, 12, 1],
+            vec![1, 2, 3, 2, 6],
+        ] {
+            let r = sl.reshaped(&[2, 3, 12], &to);
+            assert!(r.is_some(), "{to:?}");
+            assert_eq!(
+                offsets(&r.unwrap(), &to),
+                offsets(&sl, &[2, 3, 12]),
+                "{to:?}"
+            );
+        }
+        // Merging the sliced axis with the one before it would move elements.
+        assert!(sl.reshaped(&[2, 3, 12], &[2, 36]).is_none());
+        // A transpose merges only where the strides line up.
+        let t = Strided::row_major(&Shape(vec![4, 6])).permuted(&[1, 0]);
+        assert!(t.reshaped(&[6, 4], &[24]).is_none());
+        let split = t
+            .reshaped(&[6, 4], &[2, 3, 4])
+            .expect("splitting an axis is a view");
+        assert_eq!(offsets(&split, &[2, 3, 4]), offsets(&t, &[6, 4]));
+        assert!(t.reshaped(&[6, 4], &[0, 4]).is_none());
+        assert!(t.reshaped(&[6, 4], &[5, 5]).is_none());
     }
 }

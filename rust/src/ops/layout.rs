@@ -17,6 +17,13 @@ pub(crate) fn reshape_to(x: &Tensor, shape: Shape) -> Tensor {
     if &shape == x.shape() {
         return x.clone();
     }
+    // A view (a slice of heads from a fused qkv, a transpose) whose elements need not move is
+    // read as the new shape in place, as PyTorch's `view`; otherwise its values are copied once.
+    if !x.is_contiguous() && x.viewable() {
+        if let Some(layout) = x.strided().reshaped(x.dims(), shape.dims()) {
+            return x.view_as(shape, layout, Reshape { x: x.clone() });
+        }
+    }
     x.share_storage(shape, Reshape { x: x.clone() })
 }
 
