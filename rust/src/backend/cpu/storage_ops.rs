@@ -295,12 +295,17 @@ impl BackendStorage for CpuStorage {
     }
 
     fn masked_fill(&self, mask: &[bool], value: f64) -> Result<Self> {
+        const CHUNK: usize = 1 << 13;
         Ok(map_cpu!(self, |v| {
             let fill = lit(v, value);
-            v.iter()
-                .zip(mask)
-                .map(|(&a, &m)| if m { fill } else { a })
-                .collect::<Vec<_>>()
+            // Threaded over chunks, an index loop per chunk (a select per element vectorises).
+            super::uninit::filled(v.len(), CHUNK, v.len(), |ci, o| {
+                let n = o.len();
+                let (x, m) = (&v[ci * CHUNK..][..n], &mask[ci * CHUNK..][..n]);
+                for i in 0..n {
+                    o[i].write(if m[i] { fill } else { x[i] });
+                }
+            })
         }))
     }
 
