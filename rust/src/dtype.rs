@@ -218,7 +218,7 @@ impl_float!(
     crate::lane_math::erff::erff_select,
     libm::sinf,
     libm::cosf,
-    libm::powf,
+    crate::lane_math::powf::powf_select,
     libm::fabsf,
     libm::truncf,
     libm::floorf,

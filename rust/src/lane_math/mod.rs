@@ -10,5 +10,6 @@ pub mod expf;
 pub mod expm1f;
 pub mod log1pf;
 pub mod logf;
+pub mod powf;
 pub mod sincosf;
 pub mod tanhf;

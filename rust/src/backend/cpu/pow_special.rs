@@ -1,7 +1,9 @@
-//! Powers whose exponent libm answers by a special case, computed as libm does without a call
-//! per element.
+//! Powers by one exponent: where libm answers the exponent by a special case, those operations
+//! without a call per element; otherwise, in f32, libm's powf across vector lanes
+//! (`lane_math/powf.rs`), threaded over chunks.
 
 use super::elementwise::map;
+use super::uninit::filled;
 use crate::dtype::Float;
 
 /// `x ** y` where libm's `pow`/`powf` answer the exponent `y` by a special case before their
@@ -36,6 +38,36 @@ pub fn pow_by_special_exponent<T: Float>(x: &[T], y: T) -> Option<Vec<T>> {
     } else {
         return None;
     })
+}
+
+/// `x ** y` for every element, with libm's `pow`/`powf` bits.
+pub fn pow_by_scalar<T: Float>(x: &[T], y: T) -> Vec<T> {
+    if let Some(out) = pow_by_special_exponent(x, y) {
+        return out;
+    }
+    if T::DTYPE == crate::DType::F32 {
+        const CHUNK: usize = 1 << 13;
+        // SAFETY: T is f32 (its dtype says so): the same values under their own type.
+        let (x32, y32) = unsafe {
+            (
+                std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+                std::mem::transmute_copy::<T, f32>(&y),
+            )
+        };
+        let out: Vec<f32> = filled(x.len(), CHUNK, x.len(), |ci, o| {
+            let n = o.len();
+            o.iter_mut().for_each(|v| _ = v.write(0.0));
+            // SAFETY: every element was just written.
+            let o = unsafe { super::uninit::assume_init(o) };
+            crate::lane_math::powf::powf_slice(&x32[ci * CHUNK..][..n], y32, o);
+        });
+        let mut out = std::mem::ManuallyDrop::new(out);
+        // SAFETY: T is f32: same layout, and the allocation moves over whole.
+        return unsafe {
+            Vec::from_raw_parts(out.as_mut_ptr() as *mut T, out.len(), out.capacity())
+        };
+    }
+    map(x, |v| v.powf(y))
 }
 
 #[cfg(test)]
@@ -81,5 +113,28 @@ mod tests {
         xs.extend((-500..500).map(|i| i as f64 * 0.0137 + 1e-3));
         check::<f32>(&xs);
         check::<f64>(&xs);
+    }
+
+    #[test]
+    fn powers_by_any_exponent_keep_libms_bits() {
+        // Past one chunk (threads), any exponent: special ones, integers, fractions.
+        let x: Vec<f64> = (0..20_000)
+            .map(|i| (i as f64 - 5_000.0) * 0.00731)
+            .collect();
+        for y in [3.0, -0.5, 1.5, -2.0, 0.3, 2.0, 7.0] {
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let got = pow_by_scalar(&x32, y as f32);
+            for (i, &v) in x32.iter().enumerate() {
+                assert_eq!(
+                    got[i].to_bits(),
+                    libm::powf(v, y as f32).to_bits(),
+                    "{v} ** {y}"
+                );
+            }
+            let got = pow_by_scalar(&x, y);
+            for (i, &v) in x.iter().enumerate() {
+                assert_eq!(got[i].to_bits(), libm::pow(v, y).to_bits(), "{v} ** {y}");
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::softmax as sk;
 use super::storage::{CpuElem, CpuStorage};
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
-use crate::dtype::{lit, Float};
+use crate::dtype::lit;
 use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
@@ -100,18 +100,15 @@ impl BackendStorage for CpuStorage {
             let e = lit(v, e);
             // `Float::powf` (the libm crate) by name: `x.powf` on a concrete f32/f64 is std's
             // inherent method, the platform's bits.
-            super::pow_special::pow_by_special_exponent(v, e)
-                .unwrap_or_else(|| map(v, |x| Float::powf(x, e)))
+            super::pow_special::pow_by_scalar(v, e)
         }))
     }
 
     fn pow_grad(&self, e: f64, g: &Self) -> Result<Self> {
         map_cpu2!("pow", self, g, |x, g| {
             let (e, em1) = (lit(x, e), lit(x, e - 1.0));
-            match super::pow_special::pow_by_special_exponent(x, em1) {
-                Some(p) => zip_map(g, &p, |g, p| g * (e * p)),
-                None => zip_map(g, x, |g, x| g * (e * Float::powf(x, em1))),
-            }
+            let p = super::pow_special::pow_by_scalar(x, em1);
+            zip_map(g, &p, |g, p| g * (e * p))
         })
     }
 
