@@ -218,7 +218,7 @@ impl_float!(
     crate::lane_math::erff::erff_select,
     libm::sinf,
     libm::cosf,
-    crate::lane_math::powf::powf_select,
+    libm::powf,
     libm::fabsf,
     libm::truncf,
     libm::floorf,

@@ -61,13 +61,42 @@ pub fn pow_by_scalar<T: Float>(x: &[T], y: T) -> Vec<T> {
             let o = unsafe { super::uninit::assume_init(o) };
             crate::lane_math::powf::powf_slice(&x32[ci * CHUNK..][..n], y32, o);
         });
-        let mut out = std::mem::ManuallyDrop::new(out);
-        // SAFETY: T is f32: same layout, and the allocation moves over whole.
-        return unsafe {
-            Vec::from_raw_parts(out.as_mut_ptr() as *mut T, out.len(), out.capacity())
-        };
+        return into_t(out);
     }
     map(x, |v| v.powf(y))
+}
+
+/// `a[i] ** b[i]` with libm's `powf` bits where T is f32 (vector lanes, threaded over chunks);
+/// None for f64, whose elements the table's scalar formula takes.
+pub fn pow_zip<T: Float>(a: &[T], b: &[T]) -> Option<Vec<T>> {
+    if T::DTYPE != crate::DType::F32 {
+        return None;
+    }
+    const CHUNK: usize = 1 << 13;
+    // SAFETY: T is f32 (its dtype says so): the same values under their own type.
+    let (a32, b32) = unsafe {
+        (
+            std::slice::from_raw_parts(a.as_ptr() as *const f32, a.len()),
+            std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()),
+        )
+    };
+    let out: Vec<f32> = filled(a.len(), CHUNK, a.len(), |ci, o| {
+        let n = o.len();
+        o.iter_mut().for_each(|v| _ = v.write(0.0));
+        // SAFETY: every element was just written.
+        let o = unsafe { super::uninit::assume_init(o) };
+        let at = ci * CHUNK;
+        crate::lane_math::powf::powf_zip(&a32[at..][..n], &b32[at..][..n], o);
+    });
+    Some(into_t(out))
+}
+
+/// An f32 vector as `Vec<T>`; called only where T is f32.
+fn into_t<T: Float>(v: Vec<f32>) -> Vec<T> {
+    assert_eq!(T::DTYPE, crate::DType::F32);
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // SAFETY: T is f32 (asserted): same layout, and the allocation moves over whole.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
 }
 
 #[cfg(test)]
@@ -136,5 +165,26 @@ mod tests {
                 assert_eq!(got[i].to_bits(), libm::pow(v, y).to_bits(), "{v} ** {y}");
             }
         }
+    }
+
+    #[test]
+    fn elementwise_powers_keep_libms_bits() {
+        let a: Vec<f32> = (0..20_000)
+            .map(|i| (i as f32 - 5_000.0) * 0.00731)
+            .collect();
+        let b: Vec<f32> = (0..20_000)
+            .map(|i| ((i * 7919) % 1000) as f32 * 0.01 - 5.0)
+            .collect();
+        let got = pow_zip(&a, &b).expect("f32");
+        for i in 0..a.len() {
+            assert_eq!(
+                got[i].to_bits(),
+                libm::powf(a[i], b[i]).to_bits(),
+                "{} ** {}",
+                a[i],
+                b[i]
+            );
+        }
+        assert!(pow_zip(&[1.0f64], &[2.0]).is_none());
     }
 }
