@@ -25,7 +25,7 @@ pub fn applies(d: &PoolDims) -> bool {
 
 /// `pool::beats` on 16 lanes: where `v` replaces `best`.
 #[target_feature(enable = "avx512f,avx512dq")]
-unsafe fn beats(v: __m512, best: __m512) -> __mmask16 {
+pub(super) unsafe fn beats(v: __m512, best: __m512) -> __mmask16 {
     let zero = _mm512_setzero_ps();
     let greater = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best);
     let v_nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);

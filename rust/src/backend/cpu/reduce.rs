@@ -3,7 +3,7 @@
 //! threads, a single output's accumulation never is.
 
 use super::parallel::for_chunks;
-use super::row_folds::{fold_rows, LANES};
+use super::row_folds::{fold_rows, max_index_rows, LANES};
 use super::simd;
 use crate::dtype::Float;
 use crate::shape::broadcast_strides;
@@ -117,6 +117,16 @@ pub fn cumsum<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, reverse
 pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (Vec<T>, Vec<usize>) {
     let mut vals = vec![T::NEG_INFINITY; outer * inner];
     let mut idx = vec![0usize; outer * inner];
+    if inner == 1 && len > 0 {
+        // Rows of the last axis: sixteen rows' folds step together (row_folds.rs), threaded
+        // over groups of rows; each row's fold keeps its order.
+        super::parallel::for_chunks2(&mut vals, LANES, &mut idx, LANES, x.len(), |g, v, at| {
+            let (best, first) = max_index_rows(&x[g * LANES * len..][..v.len() * len], len);
+            v.copy_from_slice(&best[..v.len()]);
+            at.copy_from_slice(&first[..v.len()]);
+        });
+        return (vals, idx);
+    }
     for o in 0..outer {
         for i in 0..inner {
             let base = o * len * inner + i;
@@ -253,5 +263,51 @@ mod tests {
     fn row_sums_are_left_folds_in_index_order() {
         rows_fold_in_order::<f32>();
         rows_fold_in_order::<f64>();
+    }
+
+    /// Row maxima (the last axis) equal each row's own left fold of `pool::beats` and the index
+    /// of its winner: ties keep the first, +0 beats -0, a NaN wins and stays.
+    fn row_maxima_fold_in_order<T: Float>() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let pool = [-0.0, 0.0, 1.0, -1.0, 2.0, f64::NAN, f64::NEG_INFINITY, 3.0];
+        for (outer, len) in [(1, 1), (15, 7), (17, 33), (300, 40), (40, 1000)] {
+            let x: Vec<T> = (0..outer * len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Mostly small integers (ties), some NaN and signed zeros.
+                    let v = pool[(state >> 20) as usize % pool.len()];
+                    T::from_f64(if (state >> 40).is_multiple_of(50) {
+                        v
+                    } else {
+                        (state % 7) as f64 - 3.0
+                    })
+                })
+                .collect();
+            let (vals, idx) = max_axis(&x, outer, len, 1);
+            for r in 0..outer {
+                let row = &x[r * len..(r + 1) * len];
+                let (mut best, mut at) = (row[0], 0);
+                for (l, &v) in row.iter().enumerate().skip(1) {
+                    if super::super::pool::beats(v, best) {
+                        best = v;
+                        at = l;
+                    }
+                }
+                assert_eq!(
+                    vals[r].to_f64().to_bits(),
+                    best.to_f64().to_bits(),
+                    "row {r} of {outer}x{len}"
+                );
+                assert_eq!(idx[r], at, "row {r} of {outer}x{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn row_maxima_are_left_folds_in_index_order() {
+        row_maxima_fold_in_order::<f32>();
+        row_maxima_fold_in_order::<f64>();
     }
 }

@@ -70,6 +70,36 @@ pub fn max_rows<T: Float>(rows: &[T], hw: usize) -> [T; LANES] {
     m
 }
 
+/// For each of up to `LANES` rows of `hw` values (hw >= 1): the maximum as a left fold of
+/// `pool::beats` (NaN propagates, +0 beats -0, of equal values the first stays) and its
+/// index. The rows step together.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // one position index steps all rows together
+pub fn max_index_rows<T: Float>(rows: &[T], hw: usize) -> ([T; LANES], [usize; LANES]) {
+    let lanes = (rows.len() / hw.max(1)).min(LANES);
+    #[cfg(target_arch = "x86_64")]
+    if lanes == LANES {
+        if let Some(m) = fold16::max_index_lanes(rows, hw) {
+            return m;
+        }
+    }
+    let mut best = [T::NEG_INFINITY; LANES];
+    let mut at = [0usize; LANES];
+    for l in 0..lanes {
+        best[l] = rows[l * hw];
+    }
+    for i in 1..hw {
+        for l in 0..lanes {
+            let v = rows[l * hw + i];
+            if super::pool::beats(v, best[l]) {
+                best[l] = v;
+                at[l] = i;
+            }
+        }
+    }
+    (best, at)
+}
+
 /// `fold_rows` over 16 whole rows of f32 with AVX-512: each 16 × 16 block of (planes,
 /// positions) transposed in registers, so one vector add steps all sixteen folds; positions
 /// past the last whole block step one by one, in order.
@@ -178,5 +208,78 @@ mod fold16 {
             }
         }
         out
+    }
+
+    /// `max_index_rows` of 16 whole rows, or None where T is not f32 or the CPU lacks
+    /// AVX-512 (F and DQ).
+    #[inline(always)]
+    pub fn max_index_lanes<T: Float>(
+        rows: &[T],
+        hw: usize,
+    ) -> Option<([T; LANES], [usize; LANES])> {
+        if TypeId::of::<T>() != TypeId::of::<f32>()
+            || !crate::backend::cpu::simd::has_avx512()
+            || hw == 0
+            || hw > i32::MAX as usize
+        {
+            return None;
+        }
+        // SAFETY: T is f32 (checked above).
+        let r32 = unsafe { std::slice::from_raw_parts(rows.as_ptr() as *const f32, rows.len()) };
+        // SAFETY: AVX-512 F and DQ were detected above (`has_avx512`).
+        let (best, at) = unsafe { max_index16(r32, hw) };
+        // SAFETY: as above, f32 is T.
+        let best = unsafe { std::mem::transmute_copy::<[f32; LANES], [T; LANES]>(&best) };
+        Some((best, at.map(|i| i as usize)))
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn max_index16(rows: &[f32], hw: usize) -> ([f32; LANES], [u32; LANES]) {
+        assert!(rows.len() >= LANES * hw && hw >= 1);
+        let beats = |v, b| crate::backend::cpu::pool_2x2::beats(v, b);
+        // Position 0 of each row starts the fold; positions 1.. step by tiles, then one by one.
+        let mut best = _mm512_set_ps(
+            rows[15 * hw],
+            rows[14 * hw],
+            rows[13 * hw],
+            rows[12 * hw],
+            rows[11 * hw],
+            rows[10 * hw],
+            rows[9 * hw],
+            rows[8 * hw],
+            rows[7 * hw],
+            rows[6 * hw],
+            rows[5 * hw],
+            rows[4 * hw],
+            rows[3 * hw],
+            rows[2 * hw],
+            rows[hw],
+            rows[0],
+        );
+        let mut at = _mm512_setzero_si512();
+        let p = rows.as_ptr();
+        let tiles_end = 1 + (hw - 1) / LANES * LANES;
+        for i0 in (1..tiles_end).step_by(LANES) {
+            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
+            for (k, v) in crate::backend::cpu::tile16::tile(r).into_iter().enumerate() {
+                let take = beats(v, best);
+                best = _mm512_mask_blend_ps(take, best, v);
+                at = _mm512_mask_blend_epi32(take, at, _mm512_set1_epi32((i0 + k) as i32));
+            }
+        }
+        let mut b = [0f32; LANES];
+        let mut a = [0u32; LANES];
+        _mm512_storeu_ps(b.as_mut_ptr(), best);
+        _mm512_storeu_si512(a.as_mut_ptr().cast(), at);
+        for i in tiles_end..hw {
+            for l in 0..LANES {
+                let v = rows[l * hw + i];
+                if crate::backend::cpu::pool::beats(v, b[l]) {
+                    b[l] = v;
+                    a[l] = i as u32;
+                }
+            }
+        }
+        (b, a)
     }
 }
