@@ -68,6 +68,23 @@ fn run(roots: &[(Tensor, Tensor)], keep: &HashSet<usize>) -> Result<HashMap<usiz
             if keep.contains(&node.id()) {
                 found.insert(node.id(), g.clone());
             }
+            // A one-input op whose input already has a gradient may add its own into it in one
+            // pass (a slice of a split: no zero-filled full-size gradient, no separate add).
+            let single = match op.inputs()[..] {
+                [input] => Some(input.clone()),
+                _ => None,
+            };
+            if let Some(input) = single {
+                if input.requires_grad() {
+                    if let Some(prev) = grads.get(&input.id()) {
+                        if let Some(acc) = op.accumulate_input_grad(prev, &g) {
+                            let acc = acc?;
+                            grads.insert(input.id(), acc);
+                            continue;
+                        }
+                    }
+                }
+            }
             let input_grads = op.input_grads(node, &g)?;
             for (input, ig) in op.inputs().into_iter().zip(input_grads) {
                 let Some(ig) = ig else { continue };

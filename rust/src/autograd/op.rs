@@ -115,6 +115,12 @@ impl Op {
         self.record().input_grads(out, g)
     }
 
+    /// `prev + (the gradient for the op's one input)` in one pass, where the record can
+    /// (autograd/record.rs).
+    pub fn accumulate_input_grad(&self, prev: &Tensor, g: &Tensor) -> Option<Result<Tensor>> {
+        self.record().accumulate_input_grad(prev, g)
+    }
+
     /// The op on new inputs, its output checked against the traced shape `out`.
     pub fn replay(&self, xs: &[Tensor], out: &Shape) -> Result<Tensor> {
         let y = self.record().replay(xs, out)?;

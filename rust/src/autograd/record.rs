@@ -30,6 +30,14 @@ pub trait Record {
     /// for an input that needs none. Written with tensor ops (run under no_grad).
     fn input_grads(&self, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>>;
 
+    /// For a one-input op whose input already holds a gradient `prev` from elsewhere:
+    /// `prev + (this op's gradient for it)` in one pass, where the op can do that without
+    /// building its own gradient first (a slice adds `g` into its stretch of `prev`); the same
+    /// bits as the add it replaces. None where the op cannot (the default).
+    fn accumulate_input_grad(&self, _prev: &Tensor, _g: &Tensor) -> Option<Result<Tensor>> {
+        None
+    }
+
     /// The op run again on `xs` (new values of its inputs, in argument order) with the recorded
     /// attributes; `out` is the traced output shape. The same function eager runs, so the bits
     /// are the same.

@@ -461,6 +461,23 @@ impl Record for Slice {
         let grad = unslice(&self.x, self.axis, self.start, self.end, g)?;
         Ok(vec![Some(grad)])
     }
+    fn accumulate_input_grad(&self, prev: &Tensor, g: &Tensor) -> Option<Result<Tensor>> {
+        if prev.shape() != self.x.shape() || prev.dtype() != g.dtype() || self.x.numel() == 0 {
+            return None;
+        }
+        let (outer, l, inner) = self.x.shape().split_at_axis(self.axis);
+        Some(
+            prev.storage()
+                .add_unsliced(
+                    g.storage(),
+                    prev.shape(),
+                    [outer, l, inner],
+                    self.start,
+                    self.end,
+                )
+                .and_then(|s| Tensor::from_storage(s, prev.shape().clone())),
+        )
+    }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
         let x = first("slice", xs)?;
         slice(

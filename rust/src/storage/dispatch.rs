@@ -135,6 +135,25 @@ impl Storage {
     ) -> Result<Storage> {
         on_one_device!("slice", (self), |x| x.unslice(o, l, i, start, end))
     }
+    /// `self + unslice(g)` (see `unslice`) in one pass on the CPU; elsewhere the two ops.
+    pub fn add_unsliced(
+        &self,
+        g: &Storage,
+        shape: &Shape,
+        [o, l, i]: [usize; 3],
+        start: usize,
+        end: usize,
+    ) -> Result<Storage> {
+        match (self, g) {
+            (Storage::Cpu(p), Storage::Cpu(g)) => {
+                Ok(Storage::Cpu(p.add_unsliced(g, o, l, i, start, end)?))
+            }
+            _ => {
+                let u = g.unslice(o, l, i, start, end)?;
+                self.binary(BinaryOp::Add, shape, &u, shape, shape)
+            }
+        }
+    }
     pub fn index_select(&self, o: usize, l: usize, i: usize, idx: &[usize]) -> Result<Storage> {
         on_one_device!("index_select", (self), |x| x.index_select(o, l, i, idx))
     }

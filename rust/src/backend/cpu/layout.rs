@@ -139,6 +139,39 @@ pub fn unslice<T: Float>(
     out
 }
 
+/// `prev + unslice(g, ..)` in one pass, each element the same addition: `prev + g` in the
+/// stretch `start..end` of the middle axis, `prev + 0` elsewhere (which turns -0 into +0, as
+/// adding the unsliced zeros does).
+pub fn add_unsliced<T: Float>(
+    prev: &[T],
+    g: &[T],
+    outer: usize,
+    len: usize,
+    inner: usize,
+    start: usize,
+    end: usize,
+) -> Vec<T> {
+    let row = len * inner;
+    debug_assert_eq!(prev.len(), outer * row);
+    let (lo, hi) = (start * inner, end * inner);
+    let w = hi - lo;
+    super::uninit::filled(prev.len(), row.max(1), prev.len(), |o, out| {
+        let p = &prev[o * row..][..out.len()];
+        let gs = &g[o * w..][..w];
+        let (before, rest) = out.split_at_mut(lo);
+        let (inside, after) = rest.split_at_mut(w);
+        for (slot, &v) in before.iter_mut().zip(&p[..lo]) {
+            slot.write(v + T::ZERO);
+        }
+        for ((slot, &v), &d) in inside.iter_mut().zip(&p[lo..hi]).zip(gs) {
+            slot.write(v + d);
+        }
+        for (slot, &v) in after.iter_mut().zip(&p[hi..]) {
+            slot.write(v + T::ZERO);
+        }
+    })
+}
+
 /// Rows `idx` of the middle axis of [outer, len, inner]: [outer, idx.len(), inner].
 pub fn index_select<T: Copy>(
     x: &[T],
@@ -177,4 +210,34 @@ pub fn index_add<T: Float>(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass accumulation equals adding the unsliced gradient, bit for bit: -0 in `prev`
+    /// outside the stretch becomes +0 there, as `prev + 0` does.
+    #[test]
+    fn add_unsliced_is_the_add_of_the_unsliced_gradient() {
+        let (outer, len, inner) = (3, 5, 4);
+        let specials = [-0.0, 0.0, f64::NAN, -1.5, f64::INFINITY];
+        let prev: Vec<f64> = (0..outer * len * inner)
+            .map(|i| specials[i % 5] * if i % 3 == 0 { 1.0 } else { (i as f64).sqrt() })
+            .collect();
+        for (start, end) in [(0, 5), (1, 3), (4, 5), (2, 2)] {
+            let w = (end - start) * inner;
+            let g: Vec<f64> = (0..outer * w)
+                .map(|i| specials[(i + 2) % 5] + i as f64)
+                .collect();
+            let want: Vec<f64> = prev
+                .iter()
+                .zip(unslice(&g, outer, len, inner, start, end))
+                .map(|(&p, u)| p + u)
+                .collect();
+            let got = add_unsliced(&prev, &g, outer, len, inner, start, end);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{start}..{end}");
+        }
+    }
 }

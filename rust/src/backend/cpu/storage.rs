@@ -272,3 +272,20 @@ impl CpuStorage {
         ))
     }
 }
+
+impl CpuStorage {
+    /// `self + unslice(g)` over [outer, len, inner] (`layout::add_unsliced`).
+    pub fn add_unsliced(
+        &self,
+        g: &CpuStorage,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        start: usize,
+        end: usize,
+    ) -> crate::Result<CpuStorage> {
+        map_cpu2!("slice", self, g, |p, g| super::layout::add_unsliced(
+            p, g, outer, len, inner, start, end
+        ))
+    }
+}
