@@ -91,6 +91,7 @@ pub fn log1pf_slice(x: &[f32], out: &mut [f32]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{rng, windows, SPECIAL};
     use super::*;
 
     /// The select form, the slice function and the plain loop against libm, bit for bit.
@@ -110,43 +111,6 @@ mod tests {
     }
 
     /// Every f32 within `w` bit steps of each boundary, both signs.
-    fn windows(bounds: &[u32], w: u32) -> Vec<f32> {
-        let mut xs = Vec::new();
-        for &b in bounds {
-            for sign in [0, 0x8000_0000u32] {
-                let lo = b.saturating_sub(w);
-                let hi = (b + w).min(0x7fff_ffff);
-                xs.extend((lo..=hi).map(|v| f32::from_bits(v | sign)));
-            }
-        }
-        xs
-    }
-
-    const SPECIAL: [u32; 22] = [
-        0,
-        0x8000_0000,
-        1,
-        0x8000_0001,
-        0x007f_ffff,
-        0x807f_ffff,
-        0x0080_0000,
-        0x8080_0000,
-        0x3f80_0000,
-        0xbf80_0000,
-        0x7f7f_ffff,
-        0xff7f_ffff,
-        0x7f80_0000,
-        0xff80_0000,
-        0x7fc0_0000,
-        0xffc0_0000,
-        0x7fc1_2345,
-        0xffc5_4321,
-        0x7f80_0001,
-        0xff80_0001,
-        0x7fa0_0000,
-        0xffa5_4321,
-    ];
-
     // Zero, the subnormal and 2^-24 bounds, sqrt(2)-1 and 1-sqrt(2)/2 (f = x or u = 1+x),
     // -1, k = 2 and k = 25 in the correction c (2·sqrt(2)-1, 2^24·sqrt(2)), and infinity.
     const BOUNDS: [u32; 10] = [
@@ -179,14 +143,7 @@ mod tests {
 
     #[test]
     fn a_shuffled_mix_of_branches_matches_libm() {
-        // xorshift64: a fixed, dependency-free stream.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = rng();
         let mut xs: Vec<f32> = SPECIAL.iter().map(|&b| f32::from_bits(b)).collect();
         for &b in &BOUNDS {
             xs.extend((0..2000).map(|_| {

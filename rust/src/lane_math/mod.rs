@@ -13,3 +13,5 @@ pub mod logf;
 pub mod powf;
 pub mod sincosf;
 pub mod tanhf;
+#[cfg(test)]
+mod test_support;

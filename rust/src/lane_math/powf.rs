@@ -286,6 +286,7 @@ pub fn powf_zip(x: &[f32], y: &[f32], out: &mut [f32]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{rng, windows};
     use super::*;
 
     /// The select form, `powf_zip` and the plain loop against libm, bit for bit.
@@ -322,28 +323,6 @@ mod tests {
     }
 
     /// Every f32 within `w` bit steps of each boundary, both signs.
-    fn windows(bounds: &[u32], w: u32) -> Vec<f32> {
-        let mut xs = Vec::new();
-        for &b in bounds {
-            for sign in [0, 0x8000_0000u32] {
-                let hi = (b + w).min(0x7fff_ffff);
-                xs.extend((b.saturating_sub(w)..=hi).map(|v| f32::from_bits(v | sign)));
-            }
-        }
-        xs
-    }
-
-    /// xorshift64: a fixed, dependency-free stream.
-    fn rng() -> impl FnMut() -> u64 {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
-
     /// Magnitudes of special x and y, taken with both signs: zero, subnormals, 1, the largest,
     /// infinity, NaNs with payloads (quiet and signalling), 2, 3, 1/2, 3/2, odd and even
     /// integers about 2^24, |y| about 2^27, x about libm's near-1 window, and values whose
