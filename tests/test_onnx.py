@@ -198,6 +198,13 @@ def image_ops(p, x):
     return ops.reshape(y.to("float64"), [x.shape[0], 4])  # a cast: the output is float64
 
 
+def norm_ops(p, x):
+    # Layer norm with γ and β per position, over one axis and over two.
+    b = x.shape[0]
+    z = ops.layer_norm(ops.reshape(x, [b, 2, 2]), [2, 2], ops.reshape(p[0], [2, 2]), None)
+    return ops.layer_norm(x, 4, p[0], p[1]) + ops.reshape(z, [b, 4])
+
+
 OP_FORWARDS = {
     "smooth": (smooth_ops, [[4]], ["float32"]),
     "elementwise": (elementwise_ops, [[4]], ["float32", "float64"]),
@@ -205,6 +212,7 @@ OP_FORWARDS = {
     "layout": (layout_ops, [[4, 4], [4, 4]], ["float32", "float64"]),
     "index": (index_ops, [[4], [3, 2]], ["float32", "float64"]),
     "image": (image_ops, [[4]], ["float32"]),
+    "norm": (norm_ops, [[4], [4]], ["float32", "float64"]),
 }
 
 

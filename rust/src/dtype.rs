@@ -213,7 +213,10 @@ impl_float!(
     crate::lane_math::logf::logf_select,
     crate::lane_math::log1pf::log1pf_select,
     crate::lane_math::expm1f::expm1f_select,
-    libm::sqrtf,
+    // IEEE square root is correctly rounded, so the instruction gives libm's bits; libm's x86
+    // sqrtf is that instruction as inline assembly, which never vectorises and, being SSE
+    // encoded, stalls AVX code around it.
+    f32::sqrt,
     crate::lane_math::tanhf::tanhf_select,
     crate::lane_math::erff::erff_select,
     libm::sinf,
@@ -231,7 +234,7 @@ impl_float!(
     libm::log,
     libm::log1p,
     libm::expm1,
-    libm::sqrt,
+    f64::sqrt,
     libm::tanh,
     libm::erf,
     libm::sin,
@@ -247,4 +250,28 @@ impl_float!(
 #[inline(always)]
 pub fn lit<T: Float>(_like: &[T], v: f64) -> T {
     T::from_f64(v)
+}
+
+#[cfg(test)]
+mod sqrt_tests {
+    //! `Float::sqrt` is the IEEE instruction rather than libm's call: the same bits.
+    use super::Float;
+
+    #[test]
+    fn sqrt_gives_libms_bits() {
+        // Every 4099th f32 bit pattern (both signs, subnormals, infinities, NaNs with payloads),
+        // then f64 patterns from a fixed stream.
+        for bits in (0..=u32::MAX).step_by(4099).chain([0x7fc1_2345, 0xff80_0001, 1]) {
+            let x = f32::from_bits(bits);
+            assert_eq!(Float::sqrt(x).to_bits(), libm::sqrtf(x).to_bits(), "sqrt({bits:#x})");
+        }
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1_000_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let x = f64::from_bits(s);
+            assert_eq!(Float::sqrt(x).to_bits(), libm::sqrt(x).to_bits(), "sqrt({s:#x})");
+        }
+    }
 }

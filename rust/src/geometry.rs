@@ -246,10 +246,13 @@ impl MatOperand {
 }
 
 /// The planes of an [N, C, H, W] (or [C, H, W]) input: `planes` = N·C, plane p is channel
-/// `p % channels`, each `hw` elements long.
+/// `p % channels`, each `hw` elements long. The affine parameters are one per channel (batch
+/// norm, [C]) or, with `per_position`, one per position of a plane (layer norm's rows as
+/// planes of one channel, [hw]).
 #[derive(Clone, Copy, Debug)]
 pub struct PlaneDims {
     pub planes: usize,
     pub channels: usize,
     pub hw: usize,
+    pub per_position: bool,
 }

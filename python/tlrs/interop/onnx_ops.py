@@ -378,11 +378,13 @@ def _batch_norm_per_image(em: Emitter, n: Node, ins: list[str], out: str) -> str
     centred = em.add("Sub", [ins[0], mean])
     var = em.add("ReduceMean", [em.add("Mul", [centred, centred]), axes], keepdims=1)
     y = em.add("Div", [centred, em.add("Sqrt", [em.add("Add", [var, em.scalar(n.attrs["eps"], n.dtype)])])])
-    per_channel = em.dims([n.shape[rank - 3], 1, 1])
+    # One weight and bias per channel, or (layer norm's rows as planes) per position.
+    per_position = n.attrs.get("per_position", False)
+    param_shape = em.dims(list(n.shape[rank - 2:]) if per_position else [n.shape[rank - 3], 1, 1])
     rest = ins[1:]
     for flag, op_type in (("weight", "Mul"), ("bias", "Add")):
         if n.attrs[flag]:
-            y = em.add(op_type, [y, em.add("Reshape", [rest.pop(0), per_channel])])
+            y = em.add(op_type, [y, em.add("Reshape", [rest.pop(0), param_shape])])
     return em.add("Identity", [y], out)
 
 

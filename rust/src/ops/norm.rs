@@ -70,7 +70,7 @@ pub fn batch_norm_per_image(
         return affine(x.clone(), weight, bias);
     }
     if super::norm_per_image::fusable(x, weight, bias) {
-        return super::norm_per_image::batch_norm_per_image_fused(x, weight, bias, eps);
+        return super::norm_per_image::batch_norm_per_image_fused(x, weight, bias, eps, false);
     }
     batch_norm_per_image_chain(x, weight, bias, eps)
 }
@@ -222,17 +222,31 @@ pub fn layer_norm(
         // Nothing to normalise; no per-row statistics for rows without values ([2^40, 0]).
         return affine2(x.clone(), weight, bias);
     }
-    // Each row of D values is normalised exactly as a per-image batch norm's plane without
-    // γ/β (the same chain, `normalise_last`), so rows become planes of [rows, 1, D]: on the
-    // CPU that is one fused op, reading each row a few times instead of building eight
-    // intermediate tensors, with the chain's bits; elsewhere it is the chain itself.
+    // Each row of D values is normalised exactly as a per-image batch norm's plane (the same
+    // chain, `normalise_last`), so rows become planes of [rows, 1, D] with γ and β per
+    // position: on the CPU one fused op, reading each row a few times instead of building ten
+    // intermediate tensors, with the chain's bits; elsewhere the chain itself.
     let rows = x.dims()[..x.rank() - k].iter().product();
-    let planes = reshape_to(x, Shape(vec![rows, 1, normalized_shape.iter().product()]));
-    let y = reshape_to(
-        &batch_norm_per_image(&planes, None, None, eps)?,
-        x.shape().clone(),
-    );
-    affine2(y, weight, bias)
+    let d: usize = normalized_shape.iter().product();
+    let planes = reshape_to(x, Shape(vec![rows, 1, d]));
+    let flat = |t: &Tensor| reshape_to(t, Shape(vec![d]));
+    let (w, b) = (weight.map(flat), bias.map(flat));
+    let y = layer_norm_planes(&planes, w.as_ref(), b.as_ref(), eps)?;
+    Ok(reshape_to(&y, x.shape().clone()))
+}
+
+/// Layer norm of planes [rows, 1, D] with γ and β of shape [D]: the fused op on the CPU,
+/// else normalisation as a per-image batch norm followed by `y * γ + β`.
+pub(crate) fn layer_norm_planes(
+    planes: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    if super::norm_per_image::fusable(planes, weight, bias) {
+        return super::norm_per_image::batch_norm_per_image_fused(planes, weight, bias, eps, true);
+    }
+    affine2(batch_norm_per_image(planes, None, None, eps)?, weight, bias)
 }
 
 /// Layer norm as the chain of recorded ops it is defined by (the tests' oracle for the fused
@@ -278,12 +292,14 @@ mod tests {
 
     #[test]
     fn layer_norm_equals_its_op_chain_bit_for_bit() {
-        // Rows shorter and longer than a 16-value block, 1 and 2 normalised axes, 16+ rows.
-        let cases: [(&[usize], usize); 4] = [
+        // Rows shorter and longer than a 16-value block, 1 and 2 normalised axes, 16+ rows;
+        // γ/β gradients over one, and over three stretches of 64 positions, the last partial.
+        let cases: [(&[usize], usize); 5] = [
             (&[8, 16, 64], 1),
             (&[3, 5], 1),
             (&[2, 17, 4, 5], 2),
             (&[40, 7], 1),
+            (&[2, 19, 130], 1),
         ];
         for (dims, k) in cases {
             for dtype in [DType::F32, DType::F64] {

@@ -8,13 +8,14 @@ use crate::autograd::record::{first, Attr, Record};
 use crate::geometry::PlaneDims;
 use crate::{Error, Result, Shape, Tensor};
 
-fn dims(x: &Tensor) -> PlaneDims {
+fn dims(x: &Tensor, per_position: bool) -> PlaneDims {
     let r = x.rank();
     let (c, hw) = (x.dims()[r - 3], x.dims()[r - 2] * x.dims()[r - 1]);
     PlaneDims {
         planes: x.dims()[..r - 2].iter().product(),
         channels: c,
         hw,
+        per_position,
     }
 }
 
@@ -24,26 +25,30 @@ pub(crate) fn fusable(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>
     same(x) && weight.is_none_or(same) && bias.is_none_or(same)
 }
 
-/// The fused op (the caller checked shapes and `fusable`).
+/// The fused op (the caller checked shapes and `fusable`): γ and β are [C], or with
+/// `per_position` [H·W] (layer norm's rows as planes [rows, 1, D]).
 pub(crate) fn batch_norm_per_image_fused(
     x: &Tensor,
     weight: Option<&Tensor>,
     bias: Option<&Tensor>,
     eps: f64,
+    per_position: bool,
 ) -> Result<Tensor> {
     crate::storage::check_alloc("batch_norm", x.shape())?;
+    let d = dims(x, per_position);
     let (y, st) = x.storage().batch_norm_per_image(
         weight.map(Tensor::storage),
         bias.map(Tensor::storage),
-        dims(x),
+        d,
         eps,
     )?;
-    let stats = Tensor::from_storage(st, Shape(vec![dims(x).planes, 2]))?;
+    let stats = Tensor::from_storage(st, Shape(vec![d.planes, 2]))?;
     let op = BatchNormPerImage {
         x: x.clone(),
         w: weight.cloned(),
         b: bias.cloned(),
         eps,
+        per_position,
         stats,
     };
     Ok(Tensor::from_op(y, x.shape().clone(), op))
@@ -57,6 +62,7 @@ pub(crate) fn batch_norm_per_image_grads(
     b: Option<&Tensor>,
     stats: &Tensor,
     g: &Tensor,
+    per_position: bool,
 ) -> Result<Vec<Option<Tensor>>> {
     if g.shape() != x.shape() || g.dtype() != x.dtype() || !g.on_host() {
         return Err(Error::shape(
@@ -75,12 +81,13 @@ pub(crate) fn batch_norm_per_image_grads(
         w.is_some_and(|t| t.requires_grad()),
         b.is_some_and(|t| t.requires_grad()),
     ];
-    let c = dims(x).channels;
+    let d = dims(x, per_position);
+    let params = if per_position { d.hw } else { d.channels };
     let [gx, gw, gb] = x.storage().batch_norm_per_image_grads(
         w.map(Tensor::storage),
         stats.storage(),
         g.storage(),
-        dims(x),
+        d,
         want,
     )?;
     let wrap = |v: Option<crate::storage::Storage>, shape: Shape| {
@@ -88,21 +95,23 @@ pub(crate) fn batch_norm_per_image_grads(
     };
     let mut out = vec![wrap(gx, x.shape().clone())?];
     if w.is_some() {
-        out.push(wrap(gw, Shape(vec![c]))?);
+        out.push(wrap(gw, Shape(vec![params]))?);
     }
     if b.is_some() {
-        out.push(wrap(gb, Shape(vec![c]))?);
+        out.push(wrap(gb, Shape(vec![params]))?);
     }
     Ok(out)
 }
 
-/// Per-image batch norm of `x`; `stats` holds each plane's mean and sqrt(var + eps).
+/// Per-image batch norm of `x`; `stats` holds each plane's mean and sqrt(var + eps). With
+/// `per_position`, γ and β hold one value per position of a plane (layer norm).
 #[derive(Clone)]
 pub struct BatchNormPerImage {
     pub x: Tensor,
     pub w: Option<Tensor>,
     pub b: Option<Tensor>,
     pub eps: f64,
+    pub per_position: bool,
     pub stats: Tensor,
 }
 
@@ -119,11 +128,12 @@ impl Record for BatchNormPerImage {
             ("eps", Attr::Float(Some(self.eps))),
             ("weight", Attr::Flag(self.w.is_some())),
             ("bias", Attr::Flag(self.b.is_some())),
+            ("per_position", Attr::Flag(self.per_position)),
         ]
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
         let (w, b) = (self.w.as_ref(), self.b.as_ref());
-        batch_norm_per_image_grads(&self.x, w, b, &self.stats, g)
+        batch_norm_per_image_grads(&self.x, w, b, &self.stats, g, self.per_position)
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
         let weight = self.w.as_ref().and(xs.get(1));
@@ -132,7 +142,11 @@ impl Record for BatchNormPerImage {
             .as_ref()
             .and(xs.get(if self.w.is_some() { 2 } else { 1 }));
         let x = first("batch_norm_per_image", xs)?;
-        crate::ops::norm::batch_norm_per_image(x, weight, bias, self.eps)
+        if self.per_position {
+            crate::ops::norm::layer_norm_planes(x, weight, bias, self.eps)
+        } else {
+            crate::ops::norm::batch_norm_per_image(x, weight, bias, self.eps)
+        }
     }
 }
 
@@ -208,7 +222,7 @@ mod tests {
                     let eps = 1e-5;
                     assert!(fusable(&x, w.as_ref(), b.as_ref()));
                     let fused = run(
-                        |x, w, b| batch_norm_per_image_fused(x, w, b, eps),
+                        |x, w, b| batch_norm_per_image_fused(x, w, b, eps, false),
                         &x,
                         w.as_ref(),
                         b.as_ref(),

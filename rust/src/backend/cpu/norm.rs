@@ -11,9 +11,14 @@
 //! `s = gd / (2 * d) / n`, `gc_i = (gz_i / d + s * c_i) + s * c_i`,
 //! `gx_i = gc_i + (0 + -gc_0 + ...) / n`; per channel, over images then positions:
 //! `gw = 0 + g*z + ...`, `gb = 0 + g + ...`.
+//!
+//! Layer norm's rows are planes of one channel with one γ and β per position
+//! (`PlaneDims::per_position`): `w` and `b` are read at the position, and `gw`, `gb` fold over
+//! the planes in order at each position.
 
 use super::parallel::{for_chunks, for_chunks2};
 use super::row_folds::{fold_rows as fold_planes, LANES as LANES16};
+use super::simd::wide_fn;
 use super::storage::{CpuElem, CpuStorage};
 use super::uninit::{assume_init, written};
 use crate::dtype::Float;
@@ -49,7 +54,7 @@ pub fn per_image_forward<T: Float>(
     let y = written(x.len(), |y| {
         let st = &mut st.spare_capacity_mut()[..d.planes * 2];
         for_chunks2(y, LANES * d.hw, st, 2 * LANES, x.len(), |q, yq, sq| {
-            forward_group(x, &affine, d, q, yq, sq)
+            forward_group_wide(x, &affine, d, q, yq, sq)
         });
     });
     // SAFETY: every plane's group wrote its two statistics (the groups cover all planes).
@@ -97,14 +102,25 @@ fn forward_group<T: Float>(
         let (mu, dev) = (mu[l], (var[l] / n + eps).sqrt());
         sq[2 * l].write(mu);
         sq[2 * l + 1].write(dev);
-        let ch = (p0 + l) % d.channels;
         let xp = &xq[l * hw..][..hw];
-        let (wc, bc) = (a.w.map(|w| w[ch]), a.b.map(|b| b[ch]));
-        fill_terms(&mut yq[l * hw..][..hw], |i| {
-            let z = (xp[i] - mu) / dev;
-            let z = wc.map_or(z, |wc| z * wc);
-            bc.map_or(z, |bc| z + bc)
-        });
+        let yp = &mut yq[l * hw..][..hw];
+        let z = |i: usize| (xp[i] - mu) / dev;
+        if d.per_position {
+            match (a.w, a.b) {
+                (Some(w), Some(b)) => fill_terms(yp, |i| z(i) * w[i] + b[i]),
+                (Some(w), None) => fill_terms(yp, |i| z(i) * w[i]),
+                (None, Some(b)) => fill_terms(yp, |i| z(i) + b[i]),
+                (None, None) => fill_terms(yp, z),
+            }
+        } else {
+            let ch = (p0 + l) % d.channels;
+            let (wc, bc) = (a.w.map(|w| w[ch]), a.b.map(|b| b[ch]));
+            fill_terms(yp, |i| {
+                let z = z(i);
+                let z = wc.map_or(z, |wc| z * wc);
+                bc.map_or(z, |bc| z + bc)
+            });
+        }
     }
 }
 
@@ -120,94 +136,191 @@ pub fn per_image_backward<T: Float>(
     let gx = want[0].then(|| input_grad(g, x, st, w, d));
     let (mut gw, mut gb) = (None, None);
     if want[1] || want[2] {
-        let (pw, pb) = affine_grads(g, x, st, d);
+        let (pw, pb) = if d.per_position {
+            position_affine_grads(g, x, st, d)
+        } else {
+            affine_grads(g, x, st, d)
+        };
         gw = want[1].then_some(pw);
         gb = want[2].then_some(pb);
     }
     [gx, gw, gb]
 }
 
-/// The upstream gradient through the affine weight: `g * w`, or `g` without one.
-#[inline(always)]
-fn gz<T: Float>(g: T, wc: Option<T>) -> T {
-    wc.map_or(g, |wc| g * wc)
+/// A plane's affine weight: none, its channel's value, or one value per position.
+#[derive(Clone, Copy)]
+enum Weight<'a, T> {
+    None,
+    Channel(T),
+    Position(&'a [T]),
+}
+
+impl<'a, T: Float> Weight<'a, T> {
+    fn of(w: Option<&'a [T]>, d: PlaneDims, plane: usize) -> Self {
+        match w {
+            None => Weight::None,
+            Some(w) if d.per_position => Weight::Position(w),
+            Some(w) => Weight::Channel(w[plane % d.channels]),
+        }
+    }
+
+    /// The upstream gradient `g` at position `i` through the weight: `g * w`, or `g`.
+    #[inline(always)]
+    fn gz(self, g: T, i: usize) -> T {
+        match self {
+            Weight::None => g,
+            Weight::Channel(w) => g * w,
+            Weight::Position(w) => g * w[i],
+        }
+    }
 }
 
 /// gx, `LANES` planes at a time: each pass's terms are computed per plane (vectorised), then
 /// the planes' folds step together.
 fn input_grad<T: Float>(g: &[T], x: &[T], st: &[T], w: Option<&[T]>, d: PlaneDims) -> Vec<T> {
-    let (n, two, hw) = (T::from_f64(d.hw as f64), T::from_f64(2.0), d.hw);
-    // Every element is first written by the gd pass below (the group's planes cover it).
+    // Every element is first written by the gd pass (the group's planes cover it).
     written(x.len(), |gx| {
-        for_chunks(gx, LANES * hw, x.len(), |q, gq| {
-            let p0 = q * LANES;
-            let (xq, gyq) = (&x[p0 * hw..][..gq.len()], &g[p0 * hw..][..gq.len()]);
-            let plane = |l: usize| {
-                let p = p0 + l;
-                let (xp, gy) = (&xq[l * hw..][..hw], &gyq[l * hw..][..hw]);
-                (
-                    xp,
-                    gy,
-                    st[2 * p],
-                    st[2 * p + 1],
-                    w.map(|w| w[p % d.channels]),
-                )
-            };
-            // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
-            for (l, gp) in gq.chunks_mut(hw).enumerate() {
-                let (xp, gy, mu, dev, wc) = plane(l);
-                for (i, v) in gp.iter_mut().enumerate() {
-                    v.write(-(gz(gy[i], wc) * ((xp[i] - mu) / dev / dev)));
-                }
-            }
-            // SAFETY: every element of gq was just written.
-            let gq = unsafe { assume_init(gq) };
-            let gd = fold_planes([T::ZERO; LANES], gq, hw, false);
-            for (l, gp) in gq.chunks_mut(hw).enumerate() {
-                let (xp, gy, mu, dev, wc) = plane(l);
-                let s = gd[l] / (two * dev) / n;
-                fill_terms(gp, |i| {
-                    let t = s * (xp[i] - mu);
-                    (gz(gy[i], wc) / dev + t) + t
-                });
-            }
-            let neg = fold_planes([T::ZERO; LANES], gq, hw, true);
-            for (l, gp) in gq.chunks_mut(hw).enumerate() {
-                let sm = neg[l] / n;
-                gp.iter_mut().for_each(|v| *v = *v + sm);
-            }
+        for_chunks(gx, LANES * d.hw, x.len(), |q, gq| {
+            input_grad_group_wide(g, x, st, w, d, q, gq)
         })
     })
+}
+
+/// gx of planes q·LANES .. (compiled wide by `wide_fn!` below).
+#[inline(always)]
+fn input_grad_group<T: Float>(
+    g: &[T],
+    x: &[T],
+    st: &[T],
+    w: Option<&[T]>,
+    d: PlaneDims,
+    q: usize,
+    gq: &mut [MaybeUninit<T>],
+) {
+    let (n, two, hw) = (T::from_f64(d.hw as f64), T::from_f64(2.0), d.hw);
+    let p0 = q * LANES;
+    let (xq, gyq) = (&x[p0 * hw..][..gq.len()], &g[p0 * hw..][..gq.len()]);
+    let plane = |l: usize| {
+        let p = p0 + l;
+        let (xp, gy) = (&xq[l * hw..][..hw], &gyq[l * hw..][..hw]);
+        (xp, gy, st[2 * p], st[2 * p + 1], Weight::of(w, d, p))
+    };
+    // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
+    for (l, gp) in gq.chunks_mut(hw).enumerate() {
+        let (xp, gy, mu, dev, wt) = plane(l);
+        for (i, v) in gp.iter_mut().enumerate() {
+            v.write(-(wt.gz(gy[i], i) * ((xp[i] - mu) / dev / dev)));
+        }
+    }
+    // SAFETY: every element of gq was just written.
+    let gq = unsafe { assume_init(gq) };
+    let gd = fold_planes([T::ZERO; LANES], gq, hw, false);
+    for (l, gp) in gq.chunks_mut(hw).enumerate() {
+        let (xp, gy, mu, dev, wt) = plane(l);
+        let s = gd[l] / (two * dev) / n;
+        fill_terms(gp, |i| {
+            let t = s * (xp[i] - mu);
+            (wt.gz(gy[i], i) / dev + t) + t
+        });
+    }
+    let neg = fold_planes([T::ZERO; LANES], gq, hw, true);
+    for (l, gp) in gq.chunks_mut(hw).enumerate() {
+        let sm = neg[l] / n;
+        gp.iter_mut().for_each(|v| *v = *v + sm);
+    }
 }
 
 /// (gw, gb) per channel: each a left fold over images, then positions, `LANES` channels side by
 /// side, each image's terms computed per plane first.
 fn affine_grads<T: Float>(g: &[T], x: &[T], st: &[T], d: PlaneDims) -> (Vec<T>, Vec<T>) {
-    let (hw, c) = (d.hw, d.channels.max(1));
     let (mut pw, mut pb) = (vec![T::ZERO; d.channels], vec![T::ZERO; d.channels]);
-    if hw == 0 {
+    if d.hw == 0 {
         // Empty planes: every fold is its start value.
         return (pw, pb);
     }
     for_chunks2(&mut pw, LANES, &mut pb, LANES, g.len(), |q, ow, ob| {
-        let (c0, lanes) = (q * LANES, ow.len());
-        let (mut aw, mut ab) = ([T::ZERO; LANES], [T::ZERO; LANES]);
-        let mut terms = vec![T::ZERO; lanes * hw];
-        for p0 in (c0..d.planes).step_by(c) {
-            let (xq, gq) = (&x[p0 * hw..][..lanes * hw], &g[p0 * hw..][..lanes * hw]);
-            for (l, tp) in terms.chunks_mut(hw).enumerate() {
-                let (xp, gy) = (&xq[l * hw..][..hw], &gq[l * hw..][..hw]);
-                let (mu, dev) = (st[2 * (p0 + l)], st[2 * (p0 + l) + 1]);
-                fill_terms(tp, |i| gy[i] * ((xp[i] - mu) / dev));
-            }
-            aw = fold_planes(aw, &terms, hw, false);
-            ab = fold_planes(ab, gq, hw, false);
-        }
-        ow.copy_from_slice(&aw[..lanes]);
-        ob.copy_from_slice(&ab[..lanes]);
+        channel_group_grads_wide(g, x, st, d, q, ow, ob)
     });
     (pw, pb)
 }
+
+/// gw and gb of channels q·LANES .. (compiled wide by `wide_fn!` below).
+#[inline(always)]
+fn channel_group_grads<T: Float>(
+    g: &[T],
+    x: &[T],
+    st: &[T],
+    d: PlaneDims,
+    q: usize,
+    ow: &mut [T],
+    ob: &mut [T],
+) {
+    let (hw, c) = (d.hw, d.channels.max(1));
+    let (c0, lanes) = (q * LANES, ow.len());
+    let (mut aw, mut ab) = ([T::ZERO; LANES], [T::ZERO; LANES]);
+    let mut terms = vec![T::ZERO; lanes * hw];
+    for p0 in (c0..d.planes).step_by(c) {
+        let (xq, gq) = (&x[p0 * hw..][..lanes * hw], &g[p0 * hw..][..lanes * hw]);
+        for (l, tp) in terms.chunks_mut(hw).enumerate() {
+            let (xp, gy) = (&xq[l * hw..][..hw], &gq[l * hw..][..hw]);
+            let (mu, dev) = (st[2 * (p0 + l)], st[2 * (p0 + l) + 1]);
+            fill_terms(tp, |i| gy[i] * ((xp[i] - mu) / dev));
+        }
+        aw = fold_planes(aw, &terms, hw, false);
+        ab = fold_planes(ab, gq, hw, false);
+    }
+    ow.copy_from_slice(&aw[..lanes]);
+    ob.copy_from_slice(&ab[..lanes]);
+}
+
+/// Positions per thread's share of the per-position γ/β gradients.
+const STRETCH: usize = 64;
+
+/// (gw, gb) per position: each a left fold over planes in order (the sum over rows that the
+/// broadcast product's and sum's gradients fold), a stretch of positions per thread.
+fn position_affine_grads<T: Float>(g: &[T], x: &[T], st: &[T], d: PlaneDims) -> (Vec<T>, Vec<T>) {
+    let (mut pw, mut pb) = (vec![T::ZERO; d.hw], vec![T::ZERO; d.hw]);
+    for_chunks2(&mut pw, STRETCH, &mut pb, STRETCH, g.len(), |q, ow, ob| {
+        position_stretch_grads_wide(g, x, st, d, q * STRETCH, ow, ob)
+    });
+    (pw, pb)
+}
+
+/// gw and gb at positions i0 .. i0 + ow.len() (compiled wide by `wide_fn!` below).
+#[inline(always)]
+fn position_stretch_grads<T: Float>(
+    g: &[T],
+    x: &[T],
+    st: &[T],
+    d: PlaneDims,
+    i0: usize,
+    ow: &mut [T],
+    ob: &mut [T],
+) {
+    let (hw, len) = (d.hw, ow.len());
+    let ob = &mut ob[..len];
+    for p in 0..d.planes {
+        let (mu, dev) = (st[2 * p], st[2 * p + 1]);
+        let (xp, gp) = (&x[p * hw + i0..][..len], &g[p * hw + i0..][..len]);
+        for i in 0..len {
+            ow[i] = ow[i] + gp[i] * ((xp[i] - mu) / dev);
+            ob[i] = ob[i] + gp[i];
+        }
+    }
+}
+
+wide_fn!(fn forward_group_wide<T: Float>(
+    x: &[T], a: &Affine<T>, d: PlaneDims, q: usize, yq: &mut [MaybeUninit<T>], sq: &mut [MaybeUninit<T>],
+) = forward_group);
+wide_fn!(fn input_grad_group_wide<T: Float>(
+    g: &[T], x: &[T], st: &[T], w: Option<&[T]>, d: PlaneDims, q: usize, gq: &mut [MaybeUninit<T>],
+) = input_grad_group);
+wide_fn!(fn channel_group_grads_wide<T: Float>(
+    g: &[T], x: &[T], st: &[T], d: PlaneDims, q: usize, ow: &mut [T], ob: &mut [T],
+) = channel_group_grads);
+wide_fn!(fn position_stretch_grads_wide<T: Float>(
+    g: &[T], x: &[T], st: &[T], d: PlaneDims, i0: usize, ow: &mut [T], ob: &mut [T],
+) = position_stretch_grads);
 
 const OP: &str = "batch_norm";
 
