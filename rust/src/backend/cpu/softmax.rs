@@ -6,6 +6,9 @@
 use super::exp_lanes::ExpRow;
 use super::parallel::for_each_chunk;
 use super::row_folds::{fold_rows, max_rows, LANES};
+use super::simd::wide_fn;
+use super::uninit::{assume_init, written};
+use std::mem::MaybeUninit;
 use crate::dtype::Float;
 
 /// Groups of outer indices per call, so that each thread claims a few.
@@ -15,11 +18,11 @@ const ELEM_COST: usize = 16;
 
 /// `f(x_part, out_part)` over `x` and `out` cut into groups of whole outer indices (`row`
 /// elements each), spread over the threads when the work is worth it.
-fn by_groups<T: Float>(
+fn by_groups<T: Float, O: Send>(
     x: &[T],
-    out: &mut [T],
+    out: &mut [O],
     row: usize,
-    f: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
+    f: impl Fn(std::ops::Range<usize>, &mut [O]) + Sync,
 ) {
     let outer = x.len() / row.max(1);
     let per = outer.div_ceil(GROUPS).max(1) * row.max(1);
@@ -44,7 +47,9 @@ const ROWS: usize = LANES;
 /// Softmax of contiguous rows of `len` (the last axis): the shifted values `x - m` of a row are
 /// written first and their exponentials taken as one block (`ExpRow`: vector lanes with the
 /// scalar bits), then each row is summed in index order, so every bit is the strided form's.
-fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
+/// Writes every element of `out` (which may start uninitialised).
+#[inline(always)]
+fn softmax_rows_body<T: ExpRow>(x: &[T], out: &mut [MaybeUninit<T>], len: usize, log: bool) {
     for (x, out) in x.chunks(ROWS * len).zip(out.chunks_mut(ROWS * len)) {
         let m = max_rows(x, len);
         for (r, (out, x)) in out
@@ -53,9 +58,11 @@ fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
             .enumerate()
         {
             for (o, &v) in out.iter_mut().zip(x) {
-                *o = v - m[r];
+                o.write(v - m[r]);
             }
         }
+        // SAFETY: the chunk holds whole rows, each just written.
+        let out = unsafe { assume_init(out) };
         T::exp_row(out);
         let s = fold_rows([T::ZERO; ROWS], out, len, false);
         for (r, (out, x)) in out
@@ -77,15 +84,36 @@ fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [T], len: usize, log: bool) {
     }
 }
 
+wide_fn!(
+    /// `softmax_rows_body` on the widest vectors this CPU has.
+    fn softmax_rows<T: ExpRow>(x: &[T], out: &mut [MaybeUninit<T>], len: usize, log: bool) =
+        softmax_rows_body
+);
+wide_fn!(
+    /// `softmax_grad_rows_body` on the widest vectors this CPU has.
+    fn softmax_grad_rows<T: ExpRow>(
+        y: &[T], g: &[T], out: &mut [MaybeUninit<T>], len: usize, log: bool,
+    ) = softmax_grad_rows_body
+);
+
+/// `out` as a copy of `src` (equal lengths).
+#[inline(always)]
+fn fill_from<'a, T: Copy>(out: &'a mut [MaybeUninit<T>], src: &[T]) -> &'a mut [T] {
+    for (o, &v) in out.iter_mut().zip(src) {
+        o.write(v);
+    }
+    // SAFETY: every element was just written (equal lengths).
+    unsafe { assume_init(out) }
+}
+
 pub fn softmax<T: ExpRow>(x: &[T], outer: usize, len: usize, inner: usize, log: bool) -> Vec<T> {
-    let mut out = vec![T::ZERO; x.len()];
     debug_assert_eq!(x.len(), outer * len * inner);
     if inner == 1 && len > 0 {
-        by_groups(x, &mut out, len, |at, out| {
-            softmax_rows(&x[at], out, len, log)
+        return written(x.len(), |out| {
+            by_groups(x, out, len, |at, out| softmax_rows(&x[at], out, len, log))
         });
-        return out;
     }
+    let mut out = vec![T::ZERO; x.len()];
     by_groups(x, &mut out, len * inner, |at, out| {
         let x = &x[at];
         for_each_lane(out.len() / (len * inner).max(1), len, inner, |base| {
@@ -121,24 +149,34 @@ pub fn softmax<T: ExpRow>(x: &[T], outer: usize, len: usize, inner: usize, log: 
 
 /// `softmax_grad` of contiguous rows, `ROWS` at a time with their sums interleaved (each in
 /// index order) and log-softmax's exponentials taken as one block: the strided form's bits.
-fn softmax_grad_rows<T: ExpRow>(y: &[T], g: &[T], out: &mut [T], len: usize, log: bool) {
+/// Writes every element of `out` (which may start uninitialised).
+#[inline(always)]
+fn softmax_grad_rows_body<T: ExpRow>(
+    y: &[T],
+    g: &[T],
+    out: &mut [MaybeUninit<T>],
+    len: usize,
+    log: bool,
+) {
     let block = ROWS * len;
     for ((y, g), out) in y
         .chunks(block)
         .zip(g.chunks(block))
         .zip(out.chunks_mut(block))
     {
-        // The terms of each row's sum (g, or g * y), folded sixteen rows at a time.
-        let s = if log {
-            fold_rows([T::ZERO; ROWS], g, len, false)
+        // The terms of each row's sum (g, or g * y), folded sixteen rows at a time; log-softmax
+        // starts `out` from y, whose exponentials it takes.
+        let out = if log {
+            fill_from(out, y)
         } else {
             for ((o, &g), &y) in out.iter_mut().zip(g).zip(y) {
-                *o = g * y;
+                o.write(g * y);
             }
-            fold_rows([T::ZERO; ROWS], out, len, false)
+            // SAFETY: every element of the chunk was just written.
+            unsafe { assume_init(out) }
         };
+        let s = fold_rows([T::ZERO; ROWS], if log { g } else { out }, len, false);
         if log {
-            out.copy_from_slice(y);
             T::exp_row(out);
         }
         let rows = out
@@ -170,14 +208,15 @@ pub fn softmax_grad<T: ExpRow>(
     inner: usize,
     log: bool,
 ) -> Vec<T> {
-    let mut out = vec![T::ZERO; y.len()];
     debug_assert_eq!(y.len(), outer * len * inner);
     if inner == 1 && len > 0 {
-        by_groups(y, &mut out, len, |at, out| {
-            softmax_grad_rows(&y[at.clone()], &g[at], out, len, log)
+        return written(y.len(), |out| {
+            by_groups(y, out, len, |at, out| {
+                softmax_grad_rows(&y[at.clone()], &g[at], out, len, log)
+            })
         });
-        return out;
     }
+    let mut out = vec![T::ZERO; y.len()];
     by_groups(y, &mut out, len * inner, |at, out| {
         let (y, g) = (&y[at.clone()], &g[at]);
         for_each_lane(out.len() / (len * inner).max(1), len, inner, |base| {
