@@ -111,6 +111,13 @@ def _flat(y, x):
     return ops.reshape(y, [x.shape[0], -1])
 
 
+def _attention(p, x):
+    # Causal and unmasked attention over 4 positions of 2 features (scores [batch, 4, 4]).
+    q, k, v = (ops.reshape(t, [x.shape[0], 4, 2]) for t in (_mixed(p, x), x * p[2] - p[1], x + p[0]))
+    causal = ops.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return _flat(causal + ops.scaled_dot_product_attention(k, q, v, scale=-0.6), x)
+
+
 def _cross_entropy(p, x):
     labels = [i % 4 for i in range(x.shape[0])]
     return ops.cross_entropy(_mixed(p, x), labels)
@@ -161,6 +168,7 @@ CASES: dict[str, Case] = {
                         [[4], [4]]),
     "batch_norm_per_image": Case(lambda p, x: _flat(ops.batch_norm_per_image(_image(p, x), p[2], p[3]), x),
                                  [[16], [16], [1], [1]], features=16),
+    "attention_softmax": Case(_attention, [[8], [8], [8]], features=8),
 }
 for _name, _kind, *_ in tlrs._core._elementwise_table():
     if _name in NO_FORWARD:

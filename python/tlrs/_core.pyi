@@ -613,6 +613,8 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Layer normalisation over the trailing `normalized_shape` dims."""
+def attention_softmax(x: Tensor, scale: float, causal: bool) -> Tensor:
+    """softmax over keys of scores [..., queries, keys] times `scale`, later keys hidden when causal."""
 def multi_head_attention(
     x: Tensor,
     wq: Tensor,

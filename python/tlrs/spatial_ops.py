@@ -9,7 +9,6 @@ Values follow PyTorch's formulas, not its bits: `conv1d` is `conv2d` over a heig
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -388,13 +387,6 @@ def _bool_mask(mask: np.ndarray, scores: list[int]) -> np.ndarray:
                                f"to the scores' shape {scores}") from None
 
 
-@functools.lru_cache(maxsize=16)
-def _causal_hidden(queries: int, keys: int) -> tuple[list[bool], list[int]]:
-    """The keys each query may not see under is_causal (key j > query i), as masked_fill takes
-    them; cached, as a model asks for the same sizes every step."""
-    return (~np.tril(np.ones((queries, keys), dtype=np.bool_))).reshape(-1).tolist(), [queries, keys]
-
-
 def _safe_softmax(x: Tensor) -> Tensor:
     """softmax along the last axis, with rows of -inf giving zeros (PyTorch's attention does so):
     exp(x - m) / max(sum, 1), m the row's maximum made finite. A row with a finite maximum sums
@@ -442,14 +434,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if enable_gqa:
         k, v = _kv_heads(k, q.shape[-3], "key"), _kv_heads(v, q.shape[-3], "value")
     s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    scores = _core.mul(_core.matmul(q, _core.transpose(k, -2, -1)), _core.full([], s, q.dtype))
-    # Plain softmax where every query keeps a key (always under is_causal: query i sees key 0);
-    # the safe form, zeros for a row with no key, only where a row may have none.
+    products = _core.matmul(q, _core.transpose(k, -2, -1))
+    if attn_mask is None:
+        # Scale, causal mask and softmax in one op (every query keeps a key: query i sees key 0).
+        attn = _core.attention_softmax(products, s, is_causal)
+        if dropout_p > 0:
+            attn = dropout(attn, dropout_p, True, dropout_key)
+        return _core.matmul(attn, v)
+    scores = _core.mul(products, _core.full([], s, q.dtype))
+    # The safe softmax, zeros for a row with no key, only where a row may have none.
     safe = False
-    if is_causal:
-        hidden_list, hidden_dims = _causal_hidden(q.shape[-2], k.shape[-2])
-        scores = _core.masked_fill(scores, hidden_list, hidden_dims, -math.inf)
-    elif isinstance(attn_mask, Tensor):
+    if isinstance(attn_mask, Tensor):
         scores = _core.add(scores, attn_mask)
         safe = True
     elif attn_mask is not None:

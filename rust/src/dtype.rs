@@ -115,6 +115,7 @@ pub trait Float:
     /// C's `fmod`: the exact remainder of `self / e` with the sign of `self`.
     fn fmod(self, e: Self) -> Self;
     fn is_nan(self) -> bool;
+    fn is_finite(self) -> bool;
     /// Whether the sign bit is set (true for -0 and negative NaNs too).
     fn is_sign_negative(self) -> bool;
 }
@@ -199,6 +200,10 @@ macro_rules! impl_float {
                 <$t>::is_nan(self)
             }
             #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
             fn is_sign_negative(self) -> bool {
                 <$t>::is_sign_negative(self)
             }
@@ -261,9 +266,16 @@ mod sqrt_tests {
     fn sqrt_gives_libms_bits() {
         // Every 4099th f32 bit pattern (both signs, subnormals, infinities, NaNs with payloads),
         // then f64 patterns from a fixed stream.
-        for bits in (0..=u32::MAX).step_by(4099).chain([0x7fc1_2345, 0xff80_0001, 1]) {
+        for bits in (0..=u32::MAX)
+            .step_by(4099)
+            .chain([0x7fc1_2345, 0xff80_0001, 1])
+        {
             let x = f32::from_bits(bits);
-            assert_eq!(Float::sqrt(x).to_bits(), libm::sqrtf(x).to_bits(), "sqrt({bits:#x})");
+            assert_eq!(
+                Float::sqrt(x).to_bits(),
+                libm::sqrtf(x).to_bits(),
+                "sqrt({bits:#x})"
+            );
         }
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..1_000_000 {
@@ -271,7 +283,11 @@ mod sqrt_tests {
             s ^= s >> 7;
             s ^= s << 17;
             let x = f64::from_bits(s);
-            assert_eq!(Float::sqrt(x).to_bits(), libm::sqrt(x).to_bits(), "sqrt({s:#x})");
+            assert_eq!(
+                Float::sqrt(x).to_bits(),
+                libm::sqrt(x).to_bits(),
+                "sqrt({s:#x})"
+            );
         }
     }
 }

@@ -256,3 +256,24 @@ pub struct PlaneDims {
     pub hw: usize,
     pub per_position: bool,
 }
+
+/// Attention scores [.., queries, keys] as rows of `keys` values, row r being query
+/// `r % queries` of its matrix; with `causal`, query q sees keys 0..=q.
+#[derive(Clone, Copy, Debug)]
+pub struct ScoreRows {
+    pub keys: usize,
+    pub queries: usize,
+    pub causal: bool,
+}
+
+impl ScoreRows {
+    /// Keys row `row` sees: a prefix (all of them without a mask).
+    #[inline(always)]
+    pub fn seen(self, row: usize) -> usize {
+        if self.causal {
+            (row % self.queries.max(1) + 1).min(self.keys)
+        } else {
+            self.keys
+        }
+    }
+}

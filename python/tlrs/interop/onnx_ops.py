@@ -388,6 +388,20 @@ def _batch_norm_per_image(em: Emitter, n: Node, ins: list[str], out: str) -> str
     return em.add("Identity", [y], out)
 
 
+def _attention_softmax(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """The chain the op fuses: scores times the scale, later keys hidden from each query
+    (causal), softmax over the keys."""
+    y = em.add("Mul", [ins[0], em.scalar(n.attrs["scale"], n.dtype)])
+    if n.attrs["causal"]:
+        queries, keys = n.shape[-2], n.shape[-1]
+        if not isinstance(queries, int) or not isinstance(keys, int):
+            raise OnnxExportError("export_onnx: a causal mask over a sequence axis that grows with the batch "
+                                  "has no fixed ONNX constant; export with a static batch")
+        hidden = np.arange(keys)[None, :] > np.arange(queries)[:, None]
+        y = em.add("Where", [em.const(hidden, "causal"), em.scalar(-np.inf, n.dtype), y])
+    return em.add("Softmax", [y], out, axis=-1)
+
+
 EMITTERS: dict[str, Emit] = {
     "to_device": _plain("Identity"),
     "cast": _cast,
@@ -445,6 +459,7 @@ EMITTERS: dict[str, Emit] = {
     "scatter_add": _scatter_add,
     "masked_fill": _masked_fill,
     "batch_norm_per_image": _batch_norm_per_image,
+    "attention_softmax": _attention_softmax,
 }
 """Each exportable IR op (the name `Graph.nodes()` gives) and its emitter."""
 

@@ -4,10 +4,10 @@
 //! one line here beside its record.
 
 use super::record::{Attr, Record};
+use crate::ops::{attention_softmax, norm_per_image, pool, reduce, softmax};
 use crate::ops::{
     compare, conv, convert, dropout, elementwise, fused, index, layout, loss, matmul,
 };
-use crate::ops::{norm_per_image, pool, reduce, softmax};
 use crate::{Result, Shape, Tensor};
 
 /// Where a max or max-pool recorded its winners: on the device that computed them (host
@@ -85,6 +85,8 @@ declare_ops! {
     Chain(fused::Chain),
     /// Per-image batch norm on the CPU.
     BatchNormPerImage(norm_per_image::BatchNormPerImage),
+    /// Attention's scale, causal mask and softmax in one op on the CPU.
+    AttentionSoftmax(attention_softmax::AttentionSoftmax),
 }
 
 impl Op {

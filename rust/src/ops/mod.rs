@@ -2,6 +2,7 @@
 //! kernel of the current kind and records its `Op` for autograd.
 
 pub mod attention;
+pub mod attention_softmax;
 pub mod compare;
 pub mod conv;
 pub mod convert;

@@ -117,6 +117,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         nn_ops::batch_norm_train,
         nn_ops::batch_norm_eval,
         nn_ops::layer_norm,
+        nn_ops::attention_softmax,
         nn_ops::multi_head_attention,
         nn_ops::dropout,
         nn_ops::embedding,

@@ -169,6 +169,16 @@ pub fn batch_norm_eval(
     })
 }
 
+/// Attention's weights from scores [..., queries, keys]: softmax over keys of the scores times
+/// `scale`, with later keys hidden from each query when `causal`.
+#[pyfunction]
+pub fn attention_softmax(py: Python<'_>, x: PyRef<'_, T>, scale: f64, causal: bool) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || {
+        ops::attention_softmax::attention_softmax(&x, scale, causal)
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (x, normalized_shape, weight=None, bias=None, eps=1e-5))]
 pub fn layer_norm(

@@ -4,7 +4,7 @@
 
 use super::{device_mismatch, winners_elsewhere, CpuStorage, CudaStorage, Storage, Winners};
 use crate::backend::BackendStorage;
-use crate::geometry::{Activation, ConvDims, PlaneDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, PlaneDims, PoolDims, ScoreRows};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Error, Result, Shape};
 use std::sync::Arc;
@@ -288,6 +288,18 @@ impl Storage {
                 Err(device_mismatch("conv2d", self, other))
             }
         }
+    }
+    /// Attention's weights from its scores (backend/cpu/attention_softmax.rs). CPU only; the
+    /// op layer composes them from mul, masked_fill and softmax on devices.
+    pub fn attention_softmax(&self, d: ScoreRows, scale: f64) -> Result<Storage> {
+        Ok(Storage::Cpu(self.cpu()?.attention_softmax(d, scale)?))
+    }
+    /// The gradient of `attention_softmax` (`self` its output); CPU only.
+    pub fn attention_softmax_grad(&self, g: &Storage, d: ScoreRows, scale: f64) -> Result<Storage> {
+        let g = self.same_cpu("attention_softmax", g)?;
+        Ok(Storage::Cpu(
+            self.cpu()?.attention_softmax_grad(g, d, scale)?,
+        ))
     }
     /// The fused per-image batch norm: (y, per-plane statistics). CPU only; the op layer
     /// builds it from elementwise ops and reductions on devices.

@@ -1,5 +1,6 @@
 //! CPU kernels: reference kernels (bit-reproducible fold orders) and fast kernels.
 
+pub mod attention_softmax;
 pub mod compare;
 pub mod conv;
 #[cfg(test)]

@@ -8,8 +8,8 @@ use super::parallel::for_each_chunk;
 use super::row_folds::{fold_rows, max_rows, LANES};
 use super::simd::wide_fn;
 use super::uninit::{assume_init, written};
-use std::mem::MaybeUninit;
 use crate::dtype::Float;
+use std::mem::MaybeUninit;
 
 /// Groups of outer indices per call, so that each thread claims a few.
 const GROUPS: usize = 8;
@@ -18,7 +18,7 @@ const ELEM_COST: usize = 16;
 
 /// `f(x_part, out_part)` over `x` and `out` cut into groups of whole outer indices (`row`
 /// elements each), spread over the threads when the work is worth it.
-fn by_groups<T: Float, O: Send>(
+pub(super) fn by_groups<T: Float, O: Send>(
     x: &[T],
     out: &mut [O],
     row: usize,
@@ -42,7 +42,7 @@ fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize
 /// Rows a `softmax_rows` step takes together: their max and sum folds step side by side
 /// (`row_folds.rs`: each row's fold keeps its own order), so the adds of different rows overlap
 /// instead of each waiting on the one before it.
-const ROWS: usize = LANES;
+pub(super) const ROWS: usize = LANES;
 
 /// Softmax of contiguous rows of `len` (the last axis): the shifted values `x - m` of a row are
 /// written first and their exponentials taken as one block (`ExpRow`: vector lanes with the
@@ -151,7 +151,7 @@ pub fn softmax<T: ExpRow>(x: &[T], outer: usize, len: usize, inner: usize, log: 
 /// index order) and log-softmax's exponentials taken as one block: the strided form's bits.
 /// Writes every element of `out` (which may start uninitialised).
 #[inline(always)]
-fn softmax_grad_rows_body<T: ExpRow>(
+pub(super) fn softmax_grad_rows_body<T: ExpRow>(
     y: &[T],
     g: &[T],
     out: &mut [MaybeUninit<T>],
