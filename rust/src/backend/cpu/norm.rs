@@ -106,7 +106,9 @@ fn forward_group<T: Float>(
         let yp = &mut yq[l * hw..][..hw];
         let z = |i: usize| (xp[i] - mu) / dev;
         if d.per_position {
-            match (a.w, a.b) {
+            // Sliced to the plane's length: indexing needs no bounds checks, which left a
+            // scalar tail.
+            match (a.w.map(|w| &w[..hw]), a.b.map(|b| &b[..hw])) {
                 (Some(w), Some(b)) => fill_terms(yp, |i| z(i) * w[i] + b[i]),
                 (Some(w), None) => fill_terms(yp, |i| z(i) * w[i]),
                 (None, Some(b)) => fill_terms(yp, |i| z(i) + b[i]),
@@ -159,7 +161,9 @@ impl<'a, T: Float> Weight<'a, T> {
     fn of(w: Option<&'a [T]>, d: PlaneDims, plane: usize) -> Self {
         match w {
             None => Weight::None,
-            Some(w) if d.per_position => Weight::Position(w),
+            // Sliced to a plane's length, so that loops over a plane need no bounds checks
+            // (which kept them scalar).
+            Some(w) if d.per_position => Weight::Position(&w[..d.hw]),
             Some(w) => Weight::Channel(w[plane % d.channels]),
         }
     }
@@ -198,6 +202,9 @@ fn input_grad_group<T: Float>(
     gq: &mut [MaybeUninit<T>],
 ) {
     let (n, two, hw) = (T::from_f64(d.hw as f64), T::from_f64(2.0), d.hw);
+    if hw == 0 {
+        return; // no planes' values (gq is empty)
+    }
     let p0 = q * LANES;
     let (xq, gyq) = (&x[p0 * hw..][..gq.len()], &g[p0 * hw..][..gq.len()]);
     let plane = |l: usize| {
@@ -206,7 +213,8 @@ fn input_grad_group<T: Float>(
         (xp, gy, st[2 * p], st[2 * p + 1], Weight::of(w, d, p))
     };
     // The gd terms -(gz * (z / d)) go through gx, which the next pass overwrites.
-    for (l, gp) in gq.chunks_mut(hw).enumerate() {
+    for (l, gp) in gq.chunks_exact_mut(hw).enumerate() {
+        let gp = &mut gp[..hw]; // the length the plane's slices have: no bounds checks
         let (xp, gy, mu, dev, wt) = plane(l);
         for (i, v) in gp.iter_mut().enumerate() {
             v.write(-(wt.gz(gy[i], i) * ((xp[i] - mu) / dev / dev)));
@@ -215,7 +223,8 @@ fn input_grad_group<T: Float>(
     // SAFETY: every element of gq was just written.
     let gq = unsafe { assume_init(gq) };
     let gd = fold_planes([T::ZERO; LANES], gq, hw, false);
-    for (l, gp) in gq.chunks_mut(hw).enumerate() {
+    for (l, gp) in gq.chunks_exact_mut(hw).enumerate() {
+        let gp = &mut gp[..hw]; // the length the plane's slices have: no bounds checks
         let (xp, gy, mu, dev, wt) = plane(l);
         let s = gd[l] / (two * dev) / n;
         fill_terms(gp, |i| {
@@ -224,7 +233,7 @@ fn input_grad_group<T: Float>(
         });
     }
     let neg = fold_planes([T::ZERO; LANES], gq, hw, true);
-    for (l, gp) in gq.chunks_mut(hw).enumerate() {
+    for (l, gp) in gq.chunks_exact_mut(hw).enumerate() {
         let sm = neg[l] / n;
         gp.iter_mut().for_each(|v| *v = *v + sm);
     }
@@ -298,15 +307,25 @@ fn position_stretch_grads<T: Float>(
     ob: &mut [T],
 ) {
     let (hw, len) = (d.hw, ow.len());
-    let ob = &mut ob[..len];
+    // Local accumulators of a constant length stay in registers across the planes.
+    let (mut aw, mut ab) = ([T::ZERO; STRETCH], [T::ZERO; STRETCH]);
     for p in 0..d.planes {
         let (mu, dev) = (st[2 * p], st[2 * p + 1]);
         let (xp, gp) = (&x[p * hw + i0..][..len], &g[p * hw + i0..][..len]);
-        for i in 0..len {
-            ow[i] = ow[i] + gp[i] * ((xp[i] - mu) / dev);
-            ob[i] = ob[i] + gp[i];
+        if len == STRETCH {
+            for i in 0..STRETCH {
+                aw[i] = aw[i] + gp[i] * ((xp[i] - mu) / dev);
+                ab[i] = ab[i] + gp[i];
+            }
+        } else {
+            for i in 0..len {
+                aw[i] = aw[i] + gp[i] * ((xp[i] - mu) / dev);
+                ab[i] = ab[i] + gp[i];
+            }
         }
     }
+    ow.copy_from_slice(&aw[..len]);
+    ob.copy_from_slice(&ab[..len]);
 }
 
 wide_fn!(fn forward_group_wide<T: Float>(
