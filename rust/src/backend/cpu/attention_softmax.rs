@@ -47,7 +47,11 @@ fn forward_body<T: ExpRow>(x: &[T], out: &mut [MaybeUninit<T>], d: ScoreRows, r0
         let out = unsafe { assume_init(out) };
         let m = max_rows(out, len);
         for (r, o) in out.chunks_exact_mut(len).enumerate() {
-            let k = if m[r].is_finite() { d.seen(first + r) } else { len };
+            let k = if m[r].is_finite() {
+                d.seen(first + r)
+            } else {
+                len
+            };
             for v in &mut o[..k] {
                 *v = *v - m[r];
             }

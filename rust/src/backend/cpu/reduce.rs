@@ -159,6 +159,11 @@ pub fn sum_to_shape<T: Float>(g: &[T], from: &Shape, to: &Shape) -> Vec<T> {
         return out;
     }
     let axes = merged_axes(from.dims(), &strides);
+    if let [(rows, 0), (run, 1)] = axes[..] {
+        // A bias gradient: rows of `run` added one after another.
+        column_sums(g, rows, run, &mut out);
+        return out;
+    }
     let Some(&(run, run_stride)) = axes.last() else {
         out[0] = out[0] + g[0];
         return out;
@@ -189,6 +194,41 @@ pub fn sum_to_shape<T: Float>(g: &[T], from: &Shape, to: &Shape) -> Vec<T> {
     });
     out
 }
+
+/// Columns a thread's share of `column_sums` takes at a time.
+const STRETCH: usize = 64;
+
+/// `out[j] = 0 + g[0][j] + g[1][j] + ...` over `rows` rows of `run`, stretches of columns
+/// spread over the threads, each stretch's running sums in registers across the rows.
+fn column_sums<T: Float>(g: &[T], rows: usize, run: usize, out: &mut [T]) {
+    for_chunks(out, STRETCH, g.len(), |q, o| {
+        column_stretch_wide(g, rows, run, q * STRETCH, o)
+    });
+}
+
+/// The sums of columns `j0 ..` into `o` (compiled wide by `wide_fn!` below).
+#[inline(always)]
+fn column_stretch<T: Float>(g: &[T], rows: usize, run: usize, j0: usize, o: &mut [T]) {
+    let len = o.len();
+    let mut acc = [T::ZERO; STRETCH];
+    for r in 0..rows {
+        let src = &g[r * run + j0..][..len];
+        if len == STRETCH {
+            for j in 0..STRETCH {
+                acc[j] = acc[j] + src[j];
+            }
+        } else {
+            for j in 0..len {
+                acc[j] = acc[j] + src[j];
+            }
+        }
+    }
+    o.copy_from_slice(&acc[..len]);
+}
+
+simd::wide_fn!(fn column_stretch_wide<T: Float>(
+    g: &[T], rows: usize, run: usize, j0: usize, o: &mut [T],
+) = column_stretch);
 
 /// (size, target stride) of `from`'s axes with size-1 axes dropped and neighbours merged when
 /// the outer one steps over exactly the inner one's extent (both summed: stride 0, or both kept
@@ -257,6 +297,47 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A bias gradient (rows summed into one row) equals each column's left fold from 0 over
+    /// the rows in order, bit for bit: columns in whole stretches and in a partial one, leading
+    /// size-1 axes, and a batch of rows over two axes.
+    fn column_sums_fold_in_order<T: Float>() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let cases: [(&[usize], &[usize]); 4] = [
+            (&[300, 130], &[130]),
+            (&[7, 5, 64], &[1, 64]),
+            (&[1, 40, 3], &[3]),
+            (&[2, 33, 200], &[1, 1, 200]),
+        ];
+        for (from, to) in cases {
+            let n: usize = from.iter().product();
+            let g: Vec<T> = (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+                    T::from_f64((u - 0.5) * 10f64.powf(6.0 * u - 3.0))
+                })
+                .collect();
+            let run = *from.last().unwrap();
+            let got = sum_to_shape(&g, &Shape(from.to_vec()), &Shape(to.to_vec()));
+            for (j, v) in got.iter().enumerate() {
+                let want = g.chunks(run).fold(T::ZERO, |acc, row| acc + row[j]);
+                assert_eq!(
+                    v.to_f64().to_bits(),
+                    want.to_f64().to_bits(),
+                    "{from:?} column {j}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn column_sums_are_left_folds_over_the_rows_in_order() {
+        column_sums_fold_in_order::<f32>();
+        column_sums_fold_in_order::<f64>();
     }
 
     #[test]
