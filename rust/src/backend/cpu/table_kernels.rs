@@ -169,9 +169,19 @@ macro_rules! binary_kernels {
             out: &Shape,
             same: bool,
         ) -> Vec<T> {
-            if let (BinaryOp::Pow, true) = (op, same) {
-                if let Some(y) = super::pow_special::pow_zip(a, b) {
-                    return y;
+            if let BinaryOp::Pow = op {
+                // powf's lanes for two whole tensors, or one and a single value.
+                let n = out.numel();
+                if same {
+                    if let Some(y) = super::pow_special::pow_zip(a, b) {
+                        return y;
+                    }
+                } else if a.len() == 1 && b.len() == n {
+                    if let Some(y) = super::pow_special::pow_of_scalar_base(a[0], b) {
+                        return y;
+                    }
+                } else if b.len() == 1 && a.len() == n {
+                    return super::pow_special::pow_by_scalar(a, b[0]);
                 }
             }
             match op {
@@ -203,8 +213,11 @@ macro_rules! binary_kernels {
 
         /// `op` between every element of `x` and the scalar `s` (`s op x` when `scalar_left`).
         pub fn binary_scalar<T: Float>(op: BinaryOp, x: &[T], s: T, scalar_left: bool) -> Vec<T> {
-            if let (BinaryOp::Pow, false) = (op, scalar_left) {
-                if let Some(y) = super::pow_special::pow_by_special_exponent(x, s) {
+            if let BinaryOp::Pow = op {
+                if !scalar_left {
+                    return super::pow_special::pow_by_scalar(x, s);
+                }
+                if let Some(y) = super::pow_special::pow_of_scalar_base(s, x) {
                     return y;
                 }
             }
@@ -345,6 +358,22 @@ mod tests {
         assert!(crate::op_table::div_floor(nan, 2.0).is_nan());
         assert!(crate::op_table::div_floor(2.0, nan).is_nan());
         assert_eq!(crate::op_table::div_floor(7.0f32, -2.0), -4.0);
+    }
+
+    #[test]
+    fn pow_with_one_value_keeps_libms_bits() {
+        // One side a single value broadcast over the other (`2.0 ** x`, `x ** t` with a 0-d t):
+        // powf's lanes, libm's bits.
+        let x: Vec<f32> = (0..5000).map(|i| (i as f32 - 2500.0) / 97.0).collect();
+        let out = Shape(vec![50, 100]);
+        for s in [2.0f32, 0.5, 3.0, -1.0, 10000.0] {
+            let left = binary(BinaryOp::Pow, &[s], &[0, 0], &x, &[100, 1], &out, false);
+            let right = binary(BinaryOp::Pow, &x, &[100, 1], &[s], &[0, 0], &out, false);
+            for (i, &v) in x.iter().enumerate() {
+                assert_eq!(left[i].to_bits(), libm::powf(s, v).to_bits(), "{s} ** {v}");
+                assert_eq!(right[i].to_bits(), libm::powf(v, s).to_bits(), "{v} ** {s}");
+            }
+        }
     }
 
     #[test]
