@@ -28,6 +28,7 @@ pub mod peak;
 pub mod pool;
 #[cfg(target_arch = "x86_64")]
 mod pool_2x2;
+mod pow_lanes;
 mod pow_special;
 pub mod reduce;
 mod row_folds;

@@ -66,54 +66,6 @@ pub fn pow_by_scalar<T: Float>(x: &[T], y: T) -> Vec<T> {
     map(x, |v| v.powf(y))
 }
 
-/// `a[i] ** b[i]` with libm's `powf` bits where T is f32 (vector lanes, threaded over chunks);
-/// None for f64, whose elements the table's scalar formula takes.
-pub fn pow_zip<T: Float>(a: &[T], b: &[T]) -> Option<Vec<T>> {
-    if T::DTYPE != crate::DType::F32 {
-        return None;
-    }
-    const CHUNK: usize = 1 << 13;
-    // SAFETY: T is f32 (its dtype says so): the same values under their own type.
-    let (a32, b32) = unsafe {
-        (
-            std::slice::from_raw_parts(a.as_ptr() as *const f32, a.len()),
-            std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()),
-        )
-    };
-    let out: Vec<f32> = filled(a.len(), CHUNK, a.len(), |ci, o| {
-        let n = o.len();
-        o.iter_mut().for_each(|v| _ = v.write(0.0));
-        // SAFETY: every element was just written.
-        let o = unsafe { super::uninit::assume_init(o) };
-        let at = ci * CHUNK;
-        crate::lane_math::powf::powf_zip(&a32[at..][..n], &b32[at..][..n], o);
-    });
-    Some(into_t(out))
-}
-
-/// `s ** x[i]` for every element with libm's `powf` bits where T is f32 (the base repeated
-/// into a chunk-sized run, then powf's lanes, threaded over chunks); None for f64.
-pub fn pow_of_scalar_base<T: Float>(s: T, x: &[T]) -> Option<Vec<T>> {
-    if T::DTYPE != crate::DType::F32 {
-        return None;
-    }
-    const CHUNK: usize = 1 << 13;
-    // SAFETY: T is f32 (its dtype says so): the same values under their own type.
-    let (x32, s32) = unsafe {
-        (
-            std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
-            std::mem::transmute_copy::<T, f32>(&s),
-        )
-    };
-    let base = vec![s32; CHUNK.min(x.len())];
-    let out: Vec<f32> = filled(x.len(), CHUNK, x.len(), |ci, o| {
-        let n = o.len();
-        let o = super::uninit::fill_with(o, 0.0);
-        crate::lane_math::powf::powf_zip(&base[..n], &x32[ci * CHUNK..][..n], o);
-    });
-    Some(into_t(out))
-}
-
 /// An f32 vector as `Vec<T>`; called only where T is f32.
 fn into_t<T: Float>(v: Vec<f32>) -> Vec<T> {
     assert_eq!(T::DTYPE, crate::DType::F32);
@@ -125,42 +77,6 @@ fn into_t<T: Float>(v: Vec<f32>) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_scalar_base_keeps_libms_bits() {
-        // Three chunks and a partial one of exponents from -40 to 40, specials included.
-        let mut x: Vec<f32> = (0..3 * 8192 + 5)
-            .map(|i| (i as f32 - 12290.0) / 307.0)
-            .collect();
-        x.extend([
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            0.5,
-            1e-40,
-        ]);
-        for s in [
-            2.0f32,
-            10000.0,
-            0.5,
-            -3.0,
-            0.0,
-            -0.0,
-            1.0,
-            f32::INFINITY,
-            f32::NAN,
-            1e-3,
-        ] {
-            let got = pow_of_scalar_base(s, &x).expect("f32");
-            for (i, &e) in x.iter().enumerate() {
-                let want = libm::powf(s, e);
-                assert_eq!(got[i].to_bits(), want.to_bits(), "{s:?} ** {e:?}");
-            }
-        }
-        assert!(pow_of_scalar_base(2.0f64, &[1.0]).is_none());
-    }
 
     #[test]
     fn special_exponents_keep_libms_bits() {
@@ -224,26 +140,5 @@ mod tests {
                 assert_eq!(got[i].to_bits(), libm::pow(v, y).to_bits(), "{v} ** {y}");
             }
         }
-    }
-
-    #[test]
-    fn elementwise_powers_keep_libms_bits() {
-        let a: Vec<f32> = (0..20_000)
-            .map(|i| (i as f32 - 5_000.0) * 0.00731)
-            .collect();
-        let b: Vec<f32> = (0..20_000)
-            .map(|i| ((i * 7919) % 1000) as f32 * 0.01 - 5.0)
-            .collect();
-        let got = pow_zip(&a, &b).expect("f32");
-        for i in 0..a.len() {
-            assert_eq!(
-                got[i].to_bits(),
-                libm::powf(a[i], b[i]).to_bits(),
-                "{} ** {}",
-                a[i],
-                b[i]
-            );
-        }
-        assert!(pow_zip(&[1.0f64], &[2.0]).is_none());
     }
 }

@@ -169,20 +169,9 @@ macro_rules! binary_kernels {
             out: &Shape,
             same: bool,
         ) -> Vec<T> {
-            if let BinaryOp::Pow = op {
-                // powf's lanes for two whole tensors, or one and a single value.
-                let n = out.numel();
-                if same {
-                    if let Some(y) = super::pow_special::pow_zip(a, b) {
-                        return y;
-                    }
-                } else if a.len() == 1 && b.len() == n {
-                    if let Some(y) = super::pow_special::pow_of_scalar_base(a[0], b) {
-                        return y;
-                    }
-                } else if b.len() == 1 && a.len() == n {
-                    return super::pow_special::pow_by_scalar(a, b[0]);
-                }
+            // tensor_pow and its slopes on powf's lanes (whole operands or a single value).
+            if let Some(y) = super::pow_lanes::pow_family(op, a, b, out.numel()) {
+                return y;
             }
             match op {
                 $( BinaryOp::$V => {
@@ -213,13 +202,15 @@ macro_rules! binary_kernels {
 
         /// `op` between every element of `x` and the scalar `s` (`s op x` when `scalar_left`).
         pub fn binary_scalar<T: Float>(op: BinaryOp, x: &[T], s: T, scalar_left: bool) -> Vec<T> {
-            if let BinaryOp::Pow = op {
-                if !scalar_left {
-                    return super::pow_special::pow_by_scalar(x, s);
-                }
-                if let Some(y) = super::pow_special::pow_of_scalar_base(s, x) {
+            if let (BinaryOp::Pow, false) = (op, scalar_left) {
+                if let Some(y) = super::pow_special::pow_by_special_exponent(x, s) {
                     return y;
                 }
+            }
+            let sv = [s];
+            let (a, b) = if scalar_left { (&sv[..], x) } else { (x, &sv[..]) };
+            if let Some(y) = super::pow_lanes::pow_family(op, a, b, x.len()) {
+                return y;
             }
             match op {
                 $( BinaryOp::$V => {
