@@ -1,10 +1,14 @@
 //! The f32 unary ops whose kernels are not the op table's formula run lane by lane: GELU and
 //! erf (lanes sorted by erf's range, `erf_lanes.rs`), sin and cos (`lane_math/sincosf.rs`, a
-//! scalar libm pass for the few arguments too large for the vector reduction). Each computes
-//! exactly the table formula's operations, so the bits are the formula's.
+//! scalar libm pass for the few arguments too large for the vector reduction), and sigmoid
+//! and SiLU (the exponentials of a block on the 16-lane intrinsics of `exp_lanes.rs`, then the
+//! rest of the formula). Each computes exactly the table formula's operations, so the bits are
+//! the formula's.
 
 use super::erf_lanes;
+use super::simd::wide_fn;
 use super::uninit::filled;
+use crate::dtype::Float;
 use crate::lane_math::sincosf::{cosf_slice, sinf_slice};
 use crate::op_table::UnaryOp;
 
@@ -15,9 +19,11 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu(x, fast)),
         UnaryOp::Erf => Some(erf_lanes::erf(x)),
-        UnaryOp::Sin | UnaryOp::Cos => Some(chunked(x.len(), |at, out| {
-            forward_into(op, &x[at..][..out.len()], out, fast);
-        })),
+        UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sigmoid | UnaryOp::Silu => {
+            Some(chunked(x.len(), |at, out| {
+                forward_into(op, &x[at..][..out.len()], out, fast);
+            }))
+        }
         _ => None,
     }
 }
@@ -28,10 +34,41 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
         UnaryOp::Gelu => erf_lanes::gelu_into(x, out, fast),
         UnaryOp::Sin => sinf_slice(x, out),
         UnaryOp::Cos => cosf_slice(x, out),
+        // The table's `1 / (1 + exp(-x))` and `x / (1 + exp(-x))`, the exponentials taken
+        // over the block first on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
+        UnaryOp::Sigmoid => {
+            exp_of_negated(x, out);
+            finish_sigmoid(out);
+        }
+        UnaryOp::Silu => {
+            exp_of_negated(x, out);
+            finish_silu(x, out);
+        }
         _ => return false,
     }
     true
 }
+
+/// `out[i] = exp(-x[i])`.
+fn exp_of_negated(x: &[f32], out: &mut [f32]) {
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = -v);
+    <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+}
+
+#[inline(always)]
+fn sigmoid_body<T: Float>(e: &mut [T]) {
+    e.iter_mut().for_each(|v| *v = T::ONE / (T::ONE + *v));
+}
+
+#[inline(always)]
+fn silu_body<T: Float>(x: &[T], e: &mut [T]) {
+    e.iter_mut()
+        .zip(x)
+        .for_each(|(v, &x)| *v = x / (T::ONE + *v));
+}
+
+wide_fn!(fn finish_sigmoid<T: Float>(e: &mut [T]) = sigmoid_body);
+wide_fn!(fn finish_silu<T: Float>(x: &[T], e: &mut [T]) = silu_body);
 
 /// `g` times d(op)/dx at `x` (threaded over chunks), or None where the table's formula runs.
 pub fn grad(op: UnaryOp, x: &[f32], g: &[f32], fast: bool) -> Option<Vec<f32>> {
@@ -77,6 +114,45 @@ fn chunked(n: usize, fill: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Formula = fn(f32) -> f32;
+
+    #[test]
+    fn sigmoid_and_silu_give_the_table_formulas_bits() {
+        // Past one chunk: every exponent range, the overflow and underflow edges, specials.
+        let mut x: Vec<f32> = (0..20_000)
+            .map(|i| (i as f32 - 10_000.0) * 0.0113)
+            .collect();
+        x.extend([
+            0.0,
+            -0.0,
+            88.7,
+            88.73,
+            -87.3,
+            -103.9,
+            -104.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ]);
+        x.extend([
+            f32::NAN,
+            f32::from_bits(0xffc1_2345),
+            1e-30,
+            -1e-30,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        let formulas: [(UnaryOp, Formula); 2] = [
+            (UnaryOp::Sigmoid, |v| 1.0 / (1.0 + libm::expf(-v))),
+            (UnaryOp::Silu, |v| v / (1.0 + libm::expf(-v))),
+        ];
+        for (op, f) in formulas {
+            let y = forward(op, &x, false).expect("a lane kernel");
+            for (i, &v) in x.iter().enumerate() {
+                assert_eq!(y[i].to_bits(), f(v).to_bits(), "{op:?} at {v:?}");
+            }
+        }
+    }
 
     #[test]
     fn sin_and_cos_give_the_table_formulas_bits() {
