@@ -67,14 +67,23 @@ fn silu_body<T: Float>(x: &[T], e: &mut [T]) {
         .for_each(|(v, &x)| *v = x / (T::ONE + *v));
 }
 
+#[inline(always)]
+fn silu_grad_body<T: Float>(x: &[T], g: &[T], e: &mut [T]) {
+    for ((v, &x), &g) in e.iter_mut().zip(x).zip(g) {
+        let s = T::ONE / (T::ONE + *v);
+        *v = g * (s * (T::ONE + x * (T::ONE - s)));
+    }
+}
+
 wide_fn!(fn finish_sigmoid<T: Float>(e: &mut [T]) = sigmoid_body);
+wide_fn!(fn finish_silu_grad<T: Float>(x: &[T], g: &[T], e: &mut [T]) = silu_grad_body);
 wide_fn!(fn finish_silu<T: Float>(x: &[T], e: &mut [T]) = silu_body);
 
 /// `g` times d(op)/dx at `x` (threaded over chunks), or None where the table's formula runs.
 pub fn grad(op: UnaryOp, x: &[f32], g: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu_grad(x, g, fast)),
-        UnaryOp::Sin | UnaryOp::Cos => Some(chunked(x.len(), |at, out| {
+        UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Silu => Some(chunked(x.len(), |at, out| {
             let n = out.len();
             grad_into(op, &x[at..][..n], &g[at..][..n], out, fast);
         })),
@@ -96,6 +105,11 @@ pub fn grad_into(op: UnaryOp, x: &[f32], g: &[f32], out: &mut [f32], fast: bool)
         UnaryOp::Cos => {
             sinf_slice(x, out);
             out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * -*o);
+        }
+        // The table's `s = 1 / (1 + exp(-x))`, `g * (s * (1 + x * (1 - s)))`.
+        UnaryOp::Silu => {
+            exp_of_negated(x, out);
+            finish_silu_grad(x, g, out);
         }
         _ => return false,
     }
@@ -150,6 +164,19 @@ mod tests {
             let y = forward(op, &x, false).expect("a lane kernel");
             for (i, &v) in x.iter().enumerate() {
                 assert_eq!(y[i].to_bits(), f(v).to_bits(), "{op:?} at {v:?}");
+            }
+        }
+        let g: Vec<f32> = (0..x.len()).map(|i| 1.5 - i as f32 * 1e-4).collect();
+        let d = grad(UnaryOp::Silu, &x, &g, false).expect("a lane kernel");
+        for (i, &v) in x.iter().enumerate() {
+            let s = 1.0 / (1.0 + libm::expf(-v));
+            let want = g[i] * (s * (1.0 + v * (1.0 - s)));
+            if want.is_nan() {
+                // Where two NaNs meet (x and s), IEEE leaves open whose payload and sign come
+                // out, and the compiler may swap a product's operands.
+                assert!(d[i].is_nan(), "SiLU gradient at {v:?}");
+            } else {
+                assert_eq!(d[i].to_bits(), want.to_bits(), "SiLU gradient at {v:?}");
             }
         }
     }
