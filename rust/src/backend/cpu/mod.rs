@@ -14,6 +14,7 @@ pub mod erf_lanes;
 mod erf_sorted;
 pub mod exp_lanes;
 pub mod f32_lane_ops;
+mod f32_view;
 pub mod fused;
 mod gelu_f32;
 pub mod gemm_ref;

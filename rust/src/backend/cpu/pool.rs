@@ -5,6 +5,7 @@
 //! output is computed exactly as in one thread (same comparisons or additions, same order), so
 //! the bits do not depend on the thread count.
 
+use super::f32_view::as_f32;
 use super::parallel::{for_chunks, for_chunks2};
 use super::uninit::{fill_with, filled, written};
 use crate::dtype::Float;
@@ -174,13 +175,6 @@ fn max_block<T: Float>(
             arg[o] = at(oy, lo + j) + sc.off[t] as usize;
         }
     }
-}
-
-/// `v` as f32 values, where T is f32.
-fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32, so the slice is one of f32 values.
-        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
 }
 
 /// `as_f32` for an output slice.

@@ -4,6 +4,7 @@
 //! (`op_table/binary.rs`): `b * a ** (b - 1)` (0 where b = 0) and `a ** b * ln(a)` (0 where
 //! a = 0 and b >= 0). f64 keeps the table's scalar formulas.
 
+use super::f32_view::{as_f32, from_f32};
 use super::simd::wide_fn;
 use super::uninit::{fill_with, filled};
 use crate::dtype::Float;
@@ -23,34 +24,38 @@ pub fn pow_family<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option<
     if T::DTYPE != crate::DType::F32 || !fits(a.len()) || !fits(b.len()) || n == 0 {
         return None;
     }
-    let (a, b) = (as_f32(a), as_f32(b));
+    let (Some(a), Some(b)) = (as_f32(a), as_f32(b)) else {
+        return None;
+    };
     // A single value becomes a chunk-long run, so every chunk reads two slices.
     let run = |v: &[f32]| (v.len() == 1 && n > 1).then(|| vec![v[0]; CHUNK.min(n)]);
     let (ra, rb) = (run(a), run(b));
     let out: Vec<f32> = filled(n, CHUNK, n, |ci, o| {
         let len = o.len();
-        let part = |v: &'_ [f32], r: &'_ Option<Vec<f32>>| -> Vec<f32> {
-            match r {
-                Some(r) => r[..len].to_vec(),
-                None => v[ci * CHUNK..][..len].to_vec(),
-            }
-        };
-        let (ac, bc) = (part(a, &ra), part(b, &rb));
+        let (ac, bc) = (part(a, &ra, ci, len), part(b, &rb, ci, len));
         let o = fill_with(o, 0.0);
         match kind {
-            BinaryOp::Pow => powf_zip(&ac, &bc, o),
+            BinaryOp::Pow => powf_zip(ac, bc, o),
             BinaryOp::PowSlopeBase => {
                 let less: Vec<f32> = bc.iter().map(|&v| v - 1.0).collect();
-                powf_zip(&ac, &less, o);
-                slope_base_finish(&bc, o);
+                powf_zip(ac, &less, o);
+                slope_base_finish(bc, o);
             }
             _ => {
-                powf_zip(&ac, &bc, o);
-                slope_exponent_finish(&ac, &bc, o);
+                powf_zip(ac, bc, o);
+                slope_exponent_finish(ac, bc, o);
             }
         }
     });
-    Some(into_t(out))
+    Some(from_f32(out))
+}
+
+/// Chunk `ci` (of `len` values) of an operand: its own stretch, or its single value's run.
+fn part<'a>(v: &'a [f32], run: &'a Option<Vec<f32>>, ci: usize, len: usize) -> &'a [f32] {
+    match run {
+        Some(r) => &r[..len],
+        None => &v[ci * CHUNK..][..len],
+    }
 }
 
 /// `o = b == 0 ? 0 : b * o` (o holding a ** (b - 1)).
@@ -75,21 +80,6 @@ fn slope_exponent_body<T: Float>(a: &[T], b: &[T], o: &mut [T]) {
 
 wide_fn!(fn slope_base_finish<T: Float>(b: &[T], o: &mut [T]) = slope_base_body);
 wide_fn!(fn slope_exponent_finish<T: Float>(a: &[T], b: &[T], o: &mut [T]) = slope_exponent_body);
-
-/// The elements of an f32 slice under their own type; called only where T is f32.
-fn as_f32<T: Float>(v: &[T]) -> &[f32] {
-    assert_eq!(T::DTYPE, crate::DType::F32);
-    // SAFETY: T is f32 (asserted): the same values under their own type.
-    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) }
-}
-
-/// An f32 vector as `Vec<T>`; called only where T is f32.
-fn into_t<T: Float>(v: Vec<f32>) -> Vec<T> {
-    assert_eq!(T::DTYPE, crate::DType::F32);
-    let mut v = std::mem::ManuallyDrop::new(v);
-    // SAFETY: T is f32 (asserted): same layout, and the allocation moves over whole.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,6 +3,7 @@
 //! (`lane_math/powf.rs`), threaded over chunks.
 
 use super::elementwise::map;
+use super::f32_view::{as_f32, from_f32};
 use super::uninit::filled;
 use crate::dtype::Float;
 
@@ -45,33 +46,16 @@ pub fn pow_by_scalar<T: Float>(x: &[T], y: T) -> Vec<T> {
     if let Some(out) = pow_by_special_exponent(x, y) {
         return out;
     }
-    if T::DTYPE == crate::DType::F32 {
+    if let (Some(x32), Some(&[y32])) = (as_f32(x), as_f32(&[y])) {
         const CHUNK: usize = 1 << 13;
-        // SAFETY: T is f32 (its dtype says so): the same values under their own type.
-        let (x32, y32) = unsafe {
-            (
-                std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
-                std::mem::transmute_copy::<T, f32>(&y),
-            )
-        };
         let out: Vec<f32> = filled(x.len(), CHUNK, x.len(), |ci, o| {
             let n = o.len();
-            o.iter_mut().for_each(|v| _ = v.write(0.0));
-            // SAFETY: every element was just written.
-            let o = unsafe { super::uninit::assume_init(o) };
+            let o = super::uninit::fill_with(o, 0.0);
             crate::lane_math::powf::powf_slice(&x32[ci * CHUNK..][..n], y32, o);
         });
-        return into_t(out);
+        return from_f32(out);
     }
     map(x, |v| v.powf(y))
-}
-
-/// An f32 vector as `Vec<T>`; called only where T is f32.
-fn into_t<T: Float>(v: Vec<f32>) -> Vec<T> {
-    assert_eq!(T::DTYPE, crate::DType::F32);
-    let mut v = std::mem::ManuallyDrop::new(v);
-    // SAFETY: T is f32 (asserted): same layout, and the allocation moves over whole.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
 }
 
 #[cfg(test)]

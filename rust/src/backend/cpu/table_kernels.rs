@@ -3,6 +3,7 @@
 
 use super::elementwise::{broadcast_map, map, zip_map};
 use super::f32_lane_ops;
+use super::f32_view::{as_f32, as_f32_mut, from_f32};
 use super::lanewise::{self, Lanewise1, Lanewise2};
 use super::simd::widest;
 use crate::dtype::Float;
@@ -26,28 +27,6 @@ fn zip_to<T: Float>(a: &[T], b: &[T], out: &mut [T], f: impl Fn(T, T) -> T) {
     for i in 0..n {
         out[i] = f(a[i], b[i]);
     }
-}
-
-/// `v` as f32 values, where T is f32 (`f32_lane_ops.rs`'s kernels are f32 only).
-fn as_f32<T: Float>(v: &[T]) -> Option<&[f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32, so the slice is one of f32 values.
-        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
-}
-
-/// `v` as f32 values; called only where T is f32 (`as_f32` of the same call's input said so).
-fn as_f32_mut<T: Float>(v: &mut [T]) -> &mut [f32] {
-    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
-    // SAFETY: T is f32 (asserted).
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) }
-}
-
-/// An f32 vector as a `Vec<T>`; called only where T is f32 (`as_f32` said so).
-fn from_f32<T: Float>(v: Vec<f32>) -> Vec<T> {
-    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
-    let mut v = std::mem::ManuallyDrop::new(v);
-    // SAFETY: T is f32 (asserted): same layout, and the allocation moves over whole.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
 }
 
 macro_rules! unary_kernels {
