@@ -129,7 +129,7 @@ pub fn expm1f_slice(x: &[f32], out: &mut [f32]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{rng, windows, SPECIAL};
+    use super::super::test_support::{shuffled_mix, sweep, windows};
     use super::*;
 
     /// The select form, the slice function and the plain loop against libm, bit for bit.
@@ -173,31 +173,18 @@ mod tests {
 
     #[test]
     fn a_sweep_of_all_f32_and_the_special_values_match_libm() {
-        let xs: Vec<f32> = (0..=u32::MAX)
-            .step_by(997)
-            .chain(SPECIAL)
-            .map(f32::from_bits)
-            .collect();
+        let xs = sweep();
         assert!(check(&xs) > 4_000_000);
     }
 
     #[test]
     fn a_shuffled_mix_of_branches_matches_libm() {
-        let mut next = rng();
-        let mut xs: Vec<f32> = SPECIAL.iter().map(|&b| f32::from_bits(b)).collect();
-        for &b in &BOUNDS {
-            xs.extend((0..2000).map(|_| {
-                let r = next();
-                let v = b.wrapping_add(r as u32 % 64).wrapping_sub(32);
-                f32::from_bits(v ^ ((r >> 32) as u32 & 0x8000_0000))
-            }));
-        }
-        xs.extend((0..20_000).map(|_| f32::from_bits(next() as u32)));
-        // Values in [-32, 32): every range of the main path, both signs.
-        xs.extend((0..20_000).map(|_| (next() >> 40) as f32 / (1u64 << 18) as f32 - 32.0));
-        for i in (1..xs.len()).rev() {
-            xs.swap(i, next() as usize % (i + 1));
-        }
+        let xs = shuffled_mix(&BOUNDS, |next| {
+            let mut xs = Vec::new();
+            // Values in [-32, 32): every range of the main path, both signs.
+            xs.extend((0..20_000).map(|_| (next() >> 40) as f32 / (1u64 << 18) as f32 - 32.0));
+            xs
+        });
         check(&xs);
     }
 }

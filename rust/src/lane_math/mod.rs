@@ -15,3 +15,12 @@ pub mod sincosf;
 pub mod tanhf;
 #[cfg(test)]
 mod test_support;
+
+/// Whether the CPU has the AVX-512 subsets the 16-lane kernels here are compiled for.
+#[cfg(target_arch = "x86_64")]
+fn has_avx512() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512dq")
+}

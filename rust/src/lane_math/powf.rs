@@ -251,20 +251,12 @@ unsafe fn run_zip_avx512(x: &[f32], y: &[f32], out: &mut [f32]) {
     run_zip(x, y, out)
 }
 
-#[cfg(target_arch = "x86_64")]
-fn has_avx512() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512dq")
-}
-
 /// `out[i] = libm::powf(x[i], y)` for every i, bit for bit, on 16 lanes where AVX-512 exists.
 /// Panics if the lengths differ.
 pub fn powf_slice(x: &[f32], y: f32, out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "powf_slice: lengths differ");
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
+    if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
         return unsafe { run_slice_avx512(x, y, out) };
     }
@@ -277,7 +269,7 @@ pub fn powf_zip(x: &[f32], y: &[f32], out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "powf_zip: lengths differ");
     assert_eq!(y.len(), out.len(), "powf_zip: lengths differ");
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
+    if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
         return unsafe { run_zip_avx512(x, y, out) };
     }

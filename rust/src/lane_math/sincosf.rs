@@ -158,20 +158,12 @@ unsafe fn cosf_avx512(x: &[f32], out: &mut [f32]) {
     run(x, out, cosf_select, libm::cosf)
 }
 
-#[cfg(target_arch = "x86_64")]
-fn has_avx512() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512dq")
-}
-
 /// `out[i] = libm::sinf(x[i])` for every i, bit for bit, on 16 lanes where AVX-512 exists.
 /// Panics if the lengths differ.
 pub fn sinf_slice(x: &[f32], out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "sinf_slice: lengths differ");
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
+    if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
         return unsafe { sinf_avx512(x, out) };
     }
@@ -183,7 +175,7 @@ pub fn sinf_slice(x: &[f32], out: &mut [f32]) {
 pub fn cosf_slice(x: &[f32], out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "cosf_slice: lengths differ");
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
+    if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
         return unsafe { cosf_avx512(x, out) };
     }
@@ -192,7 +184,7 @@ pub fn cosf_slice(x: &[f32], out: &mut [f32]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{rng, windows, SPECIAL};
+    use super::super::test_support::{shuffled_mix, sweep, windows};
     use super::*;
 
     /// Both select forms (on unflagged inputs), both slice functions and the plain loops
@@ -243,36 +235,25 @@ mod tests {
 
     #[test]
     fn a_sweep_of_all_f32_and_the_special_values_match_libm() {
-        let xs: Vec<f32> = (0..=u32::MAX)
-            .step_by(997)
-            .chain(SPECIAL)
-            .map(f32::from_bits)
-            .collect();
+        let xs = sweep();
         assert!(check(&xs) > 4_000_000);
     }
 
     #[test]
     fn a_shuffled_mix_of_branches_matches_libm() {
-        let mut next = rng();
-        let mut xs: Vec<f32> = SPECIAL.iter().map(|&b| f32::from_bits(b)).collect();
-        for &b in &BOUNDS {
-            xs.extend((0..2000).map(|_| {
+        let xs = shuffled_mix(&BOUNDS, |next| {
+            let mut xs = Vec::new();
+            // Values in [-16, 16): every small multiple of π/2 and the first medium ones.
+            xs.extend((0..20_000).map(|_| (next() >> 40) as f32 / (1u64 << 19) as f32 - 16.0));
+            // Huge |x| from 2^20 to 2^127, either side of the multi-precision bound.
+            xs.extend((0..5_000).map(|_| {
                 let r = next();
-                let v = b.wrapping_add(r as u32 % 64).wrapping_sub(32);
-                f32::from_bits(v ^ ((r >> 32) as u32 & 0x8000_0000))
+                f32::from_bits(
+                    (0x4980_0000 + (r as u32 % 0x3580_0000)) | (r >> 32) as u32 & 1 << 31,
+                )
             }));
-        }
-        xs.extend((0..20_000).map(|_| f32::from_bits(next() as u32)));
-        // Values in [-16, 16): every small multiple of π/2 and the first medium ones.
-        xs.extend((0..20_000).map(|_| (next() >> 40) as f32 / (1u64 << 19) as f32 - 16.0));
-        // Huge |x| from 2^20 to 2^127, either side of the multi-precision bound.
-        xs.extend((0..5_000).map(|_| {
-            let r = next();
-            f32::from_bits((0x4980_0000 + (r as u32 % 0x3580_0000)) | (r >> 32) as u32 & 1 << 31)
-        }));
-        for i in (1..xs.len()).rev() {
-            xs.swap(i, next() as usize % (i + 1));
-        }
+            xs
+        });
         assert!(xs.iter().any(|&x| sincosf_needs_scalar(x)));
         check(&xs);
     }

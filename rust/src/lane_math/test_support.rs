@@ -50,3 +50,35 @@ pub fn rng() -> impl FnMut() -> u64 {
         state
     }
 }
+
+/// Every 997th f32 bit pattern, then the special values.
+pub fn sweep() -> Vec<f32> {
+    (0..=u32::MAX)
+        .step_by(997)
+        .chain(SPECIAL)
+        .map(f32::from_bits)
+        .collect()
+}
+
+/// The special values, 2000 values within 32 steps of each bound (either sign), 20,000 random
+/// bit patterns and the values `extra` draws from the same stream, shuffled.
+pub fn shuffled_mix(
+    bounds: &[u32],
+    extra: impl FnOnce(&mut dyn FnMut() -> u64) -> Vec<f32>,
+) -> Vec<f32> {
+    let mut next = rng();
+    let mut xs: Vec<f32> = SPECIAL.iter().map(|&b| f32::from_bits(b)).collect();
+    for &b in bounds {
+        xs.extend((0..2000).map(|_| {
+            let r = next();
+            let v = b.wrapping_add(r as u32 % 64).wrapping_sub(32);
+            f32::from_bits(v ^ ((r >> 32) as u32 & 0x8000_0000))
+        }));
+    }
+    xs.extend((0..20_000).map(|_| f32::from_bits(next() as u32)));
+    xs.extend(extra(&mut next));
+    for i in (1..xs.len()).rev() {
+        xs.swap(i, next() as usize % (i + 1));
+    }
+    xs
+}
