@@ -92,23 +92,8 @@ mod tests {
     //! The fused op against the op chain it replaces (through autograd), bit for bit.
     use super::*;
     use crate::ops::sum;
+    use crate::ops::test_support::{bits, leaf};
     use crate::DType;
-
-    fn leaf(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
-        let n: usize = dims.iter().product();
-        let v = (0..n as u64)
-            .map(|i| (crate::rng::uniform_at(seed, i) - 0.5) * scale)
-            .collect();
-        Tensor::from_vec_f64(v, dims.to_vec())
-            .and_then(|t| t.to_dtype(dtype))
-            .unwrap()
-            .detach_with_grad(true)
-    }
-
-    fn bits(t: &Tensor) -> Vec<u64> {
-        let v = t.to_f64_vec().unwrap();
-        v.iter().map(|v| v.to_bits()).collect()
-    }
 
     fn run(y: Tensor, x: &Tensor, r: &Tensor) -> (Vec<u64>, Vec<u64>) {
         let loss = sum(&mul(&y, r).unwrap(), None, false).unwrap();

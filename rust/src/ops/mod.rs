@@ -18,6 +18,8 @@ pub(crate) mod norm_per_image;
 pub mod pool;
 pub mod reduce;
 pub mod softmax;
+#[cfg(test)]
+mod test_support;
 
 pub use attention::multi_head_attention;
 pub use conv::{conv2d, global_avg_pool2d};

@@ -155,30 +155,9 @@ mod tests {
     //! The fused op against the op chain it replaces (run through autograd), bit for bit.
     use super::super::norm::batch_norm_per_image_chain;
     use super::*;
+    use crate::ops::test_support::{bits, leaf};
     use crate::ops::{mul, sum};
     use crate::DType;
-
-    fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
-        (0..n as u64)
-            .map(|i| (crate::rng::uniform_at(seed, i) - 0.5) * scale)
-            .collect()
-    }
-
-    fn leaf(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
-        let n = dims.iter().product();
-        Tensor::from_vec_f64(values(n, seed, scale), dims.to_vec())
-            .and_then(|t| t.to_dtype(dtype))
-            .unwrap()
-            .detach_with_grad(true)
-    }
-
-    fn bits(t: &Tensor) -> Vec<u64> {
-        t.to_f64_vec()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect()
-    }
 
     /// (output, gradients of sum(y * r) for x and the given affine parameters).
     fn run(
