@@ -270,21 +270,26 @@ pub fn max_axis_grad<T: Float>(
 mod tests {
     use super::*;
 
+    /// `n` values of magnitudes from 1e-3 to 1e3, both signs (so a fold's order shows in its
+    /// bits), from the xorshift stream at `state`.
+    fn spread_values<T: Float>(n: usize, state: &mut u64) -> Vec<T> {
+        (0..n)
+            .map(|_| {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                let u = (*state >> 11) as f64 / (1u64 << 53) as f64;
+                T::from_f64((u - 0.5) * 10f64.powf(6.0 * u - 3.0))
+            })
+            .collect()
+    }
+
     /// Row sums (the last axis) equal each row's left fold from 0 in index order, bit for bit,
     /// for row counts around the sixteen folded together and lengths around a 16 x 16 tile.
     fn rows_fold_in_order<T: Float>() {
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for (outer, len) in [(1, 1), (15, 7), (16, 16), (17, 33), (40, 128), (3, 1000)] {
-            let x: Vec<T> = (0..outer * len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    // Magnitudes from 1e-3 to 1e3, both signs: the order shows in the bits.
-                    let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-                    T::from_f64((u - 0.5) * 10f64.powf(6.0 * u - 3.0))
-                })
-                .collect();
+            let x: Vec<T> = spread_values(outer * len, &mut state);
             let got = sum_axis(&x, outer, len, 1);
             for (r, g) in got.iter().enumerate() {
                 let want = x[r * len..(r + 1) * len]
@@ -312,15 +317,7 @@ mod tests {
         ];
         for (from, to) in cases {
             let n: usize = from.iter().product();
-            let g: Vec<T> = (0..n)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-                    T::from_f64((u - 0.5) * 10f64.powf(6.0 * u - 3.0))
-                })
-                .collect();
+            let g: Vec<T> = spread_values(n, &mut state);
             let run = *from.last().unwrap();
             let got = sum_to_shape(&g, &Shape(from.to_vec()), &Shape(to.to_vec()));
             for (j, v) in got.iter().enumerate() {
