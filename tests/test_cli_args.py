@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tlrs import cli_args as cli
+from tlrs.cli import args as cli
 from tlrs.errors import ArgError
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tlrs import data, models
 from tlrs.cli import main
-from tlrs.commands import (
+from tlrs.cli.commands import (
     DEFAULT_MODELS,
     autoencoder,
     cnn,
@@ -134,7 +134,7 @@ def test_same_seed_same_output_other_seed_other_init(capsys):
 
 def test_default_seed_is_the_reference_model_init():
     # --seed 0: one draw from the global stream, then the reference's nn.withModel seeds.
-    from tlrs.commands.trainer import model_seeds
+    from tlrs.cli.commands.trainer import model_seeds
     from tlrs.random import manual_seed, next_seed
 
     manual_seed(0)
@@ -168,7 +168,7 @@ def _tiny_training(counter, backend="eager", steps=7, batch=4, n=20):
     """Train a one-parameter least-squares model through the commands' `train`, counting loss
     evaluations; returns (result, number of full batches in one pass)."""
     from tlrs import ops
-    from tlrs.commands import trainer
+    from tlrs.cli.commands import trainer
     from tlrs.config import Backend, Options
     from tlrs.data import Dataset
     from tlrs.module import ModuleDef
@@ -210,7 +210,7 @@ def test_train_runs_one_forward_per_step(capsys):
 def test_train_on_the_compiled_backend_uses_the_native_loop(monkeypatch, capsys):
     """Under --backend compiled the steps never go through the eager gradient path: the whole
     chunk of batches is one native call, and the loss is only traced."""
-    from tlrs.commands import trainer
+    from tlrs.cli.commands import trainer
 
     def refuse(*args, **kwargs):
         raise AssertionError("eager gradient path used on the compiled backend")
@@ -239,7 +239,7 @@ def test_train_on_the_compiled_backend_uses_the_native_loop(monkeypatch, capsys)
 def test_progress_moves_after_each_chunk(monkeypatch, capsys):
     from contextlib import contextmanager
 
-    from tlrs.commands import trainer
+    from tlrs.cli.commands import trainer
 
     seen = []
 
@@ -453,7 +453,7 @@ def test_seed_reaches_the_data_order(capsys, monkeypatch):
     trained on is the first batch of the reference shuffle for that seed."""
     import numpy as np
 
-    from tlrs.commands import trainer
+    from tlrs.cli.commands import trainer
     from tlrs.random import shuffle_permutation
 
     seen = []

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import tlrs
-import tlrs.commands
+import tlrs.cli.commands
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")]
 
 # Every model command (`hello` trains nothing).
-COMMANDS = tuple(name for name in tlrs.commands.__all__ if name != "DEFAULT_MODELS")
+COMMANDS = tuple(name for name in tlrs.cli.commands.__all__ if name != "DEFAULT_MODELS")
 
 
 def test_the_list_is_every_model_command():

@@ -171,13 +171,14 @@ def test_only_storage_reaches_the_cuda_backend():
 
 # --- Python: the library never imports the CLI; the trainer's modules import without cycles ----
 #
-# The CLI side of python/tlrs: the typer app (cli.py), the flag helpers (cli_args.py), the model
-# commands and their trainer (commands/), `python -m tlrs` (__main__.py) and the run entrypoint
+# The CLI side of python/tlrs: its folder cli/ (the typer app, the flag helpers, the model
+# commands and their trainer), the flag helpers' old name (cli_args.py), `python -m tlrs`
+# (__main__.py) and the run entrypoint
 # (entry.py: `tlrs.run`, `with_runtime`, ... read a program's argument list). Everything else is
 # the library, and imports none of them: a library type reads its values with `_flag_tokens.py`
 # (the token-level primitives the CLI helpers are built on), never through the CLI.
 PY_SRC = Path(__file__).resolve().parents[1] / "python" / "tlrs"
-CLI_SIDE = ("tlrs.cli", "tlrs.cli_args", "tlrs.commands", "tlrs.entry", "tlrs.__main__")
+CLI_SIDE = ("tlrs.cli", "tlrs.cli_args", "tlrs.entry", "tlrs.__main__")
 # Library -> CLI edges allowed, each with its reason (each must still exist: a fixed one is
 # removed from here, so the list only shrinks).
 CLI_IMPORTS_ALLOWED = {
@@ -247,19 +248,20 @@ def test_the_library_never_imports_the_cli():
     for edge, reason in CLI_IMPORTS_ALLOWED.items():
         assert edge in pairs, f"allowed edge {edge} ({reason}) is gone: remove it from CLI_IMPORTS_ALLOWED"
     # The reader works: it sees the edges it must.
-    assert ("tlrs.commands.trainer", "tlrs.cli") in pairs
+    assert ("tlrs.cli.commands.trainer", "tlrs.cli.typer_app") in pairs
     assert ("tlrs.dtype", "tlrs._flag_tokens") in pairs and ("tlrs.config", "tlrs.dtype") in pairs
 
 
 def test_the_python_reader_catches_a_forbidden_import():
     for code in ("from .cli_args import take_flag_value_once", "from . import cli_args",
-                 "import tlrs.cli", "def f():\n    from .commands.trainer import train",
+                 "from .cli.args import take_seed", "from .cli.commands import trainer",
+                 "import tlrs.cli", "def f():\n    from .cli.commands.trainer import train",
                  "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .entry import run"):
         edges = [("tlrs.dtype", t, PY_MODULES["tlrs.dtype"], n) for t, n in _py_imports("tlrs.dtype", code)]
         assert _library_imports_of_the_cli(edges), code
-    assert [t for t, _ in _py_imports("tlrs.commands.resume", "from .train_common import RunFlags")] == [
-        "tlrs.commands.train_common"]
-    assert [t for t, _ in _py_imports("tlrs.commands", "from . import trainer")] == ["tlrs.commands.trainer"]
+    assert [t for t, _ in _py_imports("tlrs.cli.commands.resume", "from .train_common import RunFlags")] == [
+        "tlrs.cli.commands.train_common"]
+    assert [t for t, _ in _py_imports("tlrs.cli.commands", "from . import trainer")] == ["tlrs.cli.commands.trainer"]
 
 
 def _py_cycles(graph: dict[str, set[str]]) -> list[str]:
@@ -289,7 +291,7 @@ def _cycles(graph: dict, name) -> list[str]:
 def _commands_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for mod, target, *_ in _py_edges():
-        if mod.startswith("tlrs.commands.") and target.startswith("tlrs.commands.") and mod != target:
+        if mod.startswith("tlrs.cli.commands.") and target.startswith("tlrs.cli.commands.") and mod != target:
             graph.setdefault(mod, set()).add(target)
     return graph
 
@@ -301,17 +303,39 @@ def test_the_commands_import_each_other_without_cycles():
     graph = _commands_graph()
     cycles = _py_cycles(graph)
     assert not cycles, "import cycles under commands/:\n" + "\n".join(cycles)
-    assert "tlrs.commands.data_parallel" in graph["tlrs.commands.trainer"]
-    assert "tlrs.commands.train_common" in graph["tlrs.commands.data_parallel"]
+    assert "tlrs.cli.commands.data_parallel" in graph["tlrs.cli.commands.trainer"]
+    assert "tlrs.cli.commands.train_common" in graph["tlrs.cli.commands.data_parallel"]
 
 
 def test_data_parallel_never_reaches_the_trainer():
     graph = _commands_graph()
-    reached, todo = set(), ["tlrs.commands.data_parallel"]
+    reached, todo = set(), ["tlrs.cli.commands.data_parallel"]
     while todo:
         for nxt in graph.get(todo.pop(), ()):
             if nxt not in reached:
                 reached.add(nxt)
                 todo.append(nxt)
-    assert "tlrs.commands.trainer" not in reached
+    assert "tlrs.cli.commands.trainer" not in reached
     assert _py_cycles({"a": {"b"}, "b": {"a"}}) == ["a -> b -> a"]
+
+
+def test_the_cli_side_lives_in_its_folder():
+    """Besides cli/, only the run entrypoint, `python -m tlrs` and the flag helpers' old name are
+    CLI side; the library's files are the rest of python/tlrs."""
+    outside = sorted(m for m in PY_MODULES if _cli_side(m) and not (m == "tlrs.cli" or m.startswith("tlrs.cli.")))
+    assert outside == ["tlrs.__main__", "tlrs.cli_args", "tlrs.entry"]
+    assert {"tlrs.cli.typer_app", "tlrs.cli.args", "tlrs.cli.commands.trainer"} <= set(PY_MODULES)
+
+
+def test_importing_the_package_loads_no_typer():
+    """`tlrs.run` reads its flags with cli/args.py: the folder's __init__ loads the typer app only
+    when one of its names is used."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tlrs; assert 'typer' not in sys.modules, 'typer loaded'\n"
+            "from tlrs.cli import main, register; assert 'typer' in sys.modules and callable(main)\n"
+            "import tlrs.cli\n"
+            "try:\n    tlrs.cli.no_such_name\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "no attribute 'no_such_name'" in out.stdout

@@ -390,22 +390,27 @@ def test_activation_and_pool_modules_match_torch():
     for name, args in [("ReLU", ()), ("GELU", ()), ("GELU", ("tanh",)), ("Tanh", ()), ("Sigmoid", ()),
                        ("SiLU", ()), ("Softmax", (1,)), ("LogSoftmax", (-1,)), ("LeakyReLU", (0.2,)),
                        ("ELU", ()), ("Softplus", ()), ("Identity", ()), ("Flatten", ()), ("MaxPool2d", (2,)),
-                       ("AvgPool2d", (3, 2, 1))]:
+                       ("AvgPool2d", (3, 2, 1)), ("AdaptiveAvgPool2d", ((2, 4),)),
+                       ("AdaptiveAvgPool2d", ((None, 3),))]:
         ours = getattr(nn, name)(*args)(x).numpy()
         theirs = getattr(torch.nn, name)(*args)(tx).numpy()
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14, err_msg=name)
 
 
-def test_conv1d_when_the_op_exists():
-    if not hasattr(ops, "conv1d"):
-        assert not hasattr(nn, "Conv1d")
-        return
+@pytest.mark.parametrize("kwargs", [{"padding": 1}, {"stride": 2, "bias": False}, {"padding": "same", "groups": 2}])
+def test_conv1d_matches_torch(kwargs):
     torch.manual_seed(0)
-    tm = torch.nn.Conv1d(2, 4, 3, padding=1).double()
-    tl = nn.Conv1d(2, 4, 3, padding=1)
-    tl.load_state_dict(tm.state_dict())
+    tm = torch.nn.Conv1d(2, 4, 3, **kwargs).double()
+    tl = nn.Conv1d(2, 4, 3, **kwargs)
+    assert [n for n, _ in tl.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    tl.load_state_dict(tm.state_dict(), strict=True)
     tx, x = inputs((2, 2, 7), "float64")
-    np.testing.assert_allclose(tl(x).numpy(), tm(tx).detach().numpy(), rtol=1e-12, atol=1e-12)
+    tx.requires_grad_(True)
+    out = tm(tx)
+    np.testing.assert_allclose(tl(x).numpy(), out.detach().numpy(), rtol=1e-12, atol=1e-12)
+    out.pow(2).sum().backward()
+    ops.sum(ops.pow(tl(x), 2.0)).backward()
+    np.testing.assert_allclose(tl.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_parameter_table_does_not_leak():

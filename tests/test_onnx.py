@@ -23,7 +23,7 @@ import tlrs
 from cli_helpers import assert_one_error
 from tlrs import models, ops
 from tlrs.cli import main
-from tlrs.commands import DEFAULT_MODELS
+from tlrs.cli.commands import DEFAULT_MODELS
 from tlrs.interop import onnx_export
 from tlrs.interop.onnx_export import BatchDim, Node, OnnxExportError, OnnxUnavailableError
 from tlrs.interop.onnx_ops import build_model

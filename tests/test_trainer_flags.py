@@ -16,8 +16,8 @@ import pytest
 
 from tlrs import _core, ops
 from tlrs.cli import main
-from tlrs.commands import resume, trainer
-from tlrs.commands.train_common import step_lrs
+from tlrs.cli.commands import resume, trainer
+from tlrs.cli.commands.train_common import step_lrs
 from tlrs.config import Backend, Options
 from tlrs.data import BatchLoader, Dataset
 from tlrs.errors import ArgError

@@ -1,5 +1,5 @@
 """Reading one flag out of an argument list, and a natural number out of a string: the
-token-level primitives under the CLI helpers (cli_args.py re-exports them). They use nothing but
+token-level primitives under the CLI helpers (cli/args.py re-exports them). They use nothing but
 the standard library and `ArgError`, so the library's own argument readers (`DType.parse_and_strip`,
 `ExecConfig.parse_and_strip`, `parse_device`) need nothing from the CLI.
 """

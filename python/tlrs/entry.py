@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from ._core import CudaUnavailableError, DeviceError, manual_seed
-from .cli_args import drop_dash_dash, has_help, take_seed
+from .cli.args import drop_dash_dash, has_help, take_seed
 from .config import Backend, ExecConfig, Options
 from .dtype import FLOAT
 from .errors import ArgError

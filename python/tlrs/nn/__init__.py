@@ -20,12 +20,11 @@ checkpoints, ONNX, distributed training).
 
 from __future__ import annotations
 
-from . import conv as _conv
 from .activation import ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import MultiheadAttention
 from .bridge import to_module_def
 from .containers import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d
 from .conv_transpose import ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten
@@ -35,21 +34,17 @@ from .loss import CrossEntropyLoss, MSELoss
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .parameter import Parameter
-from .pooling import AvgPool2d, MaxPool2d
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .state import IncompatibleKeys
 from .transformer import TransformerEncoderLayer
 from .utils import assign_parameters, clip_grad_norm, clip_grad_norm_
 
 __all__ = [
-    "ELU", "GELU", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss",
+    "ELU", "GELU", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss",
     "Dropout", "Embedding", "Flatten", "GroupNorm", "Identity", "IncompatibleKeys", "LayerNorm", "LeakyReLU",
     "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList",
     "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh",
     "TransformerEncoderLayer", "assign_parameters", "clip_grad_norm", "clip_grad_norm_", "to_module_def",
 ]
 
-# Conv1d exists where ops.conv1d does (it is being added to the op set).
-if hasattr(_conv, "Conv1d"):
-    Conv1d = _conv.Conv1d
-    __all__ += ["Conv1d"]

@@ -1,9 +1,9 @@
-"""`Conv2d` (and `Conv1d` when `ops.conv1d` exists): torch.nn's arguments and default
+"""`Conv1d` and `Conv2d`: torch.nn's arguments and default
 initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels/groups * kernel
 area, for the weight and the bias.
 
-The convolution itself is `ops.conv2d`: its limits apply (one stride and padding for both
-axes, dilation 1); only padding_mode='zeros'.
+The convolutions themselves are `ops.conv1d` and `ops.conv2d`: their limits apply; only
+padding_mode='zeros'.
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ from .._core import Tensor
 from ._init import dtype_of, fan_in_bound, uniform
 from .module import Module
 
-__all__ = ["Conv2d"]
+__all__ = ["Conv1d", "Conv2d"]
 
 Size = int | Sequence[int]
-
-# Another engineer adds ops.conv1d; Conv1d exists only where it does.
-_conv1d = getattr(ops, "conv1d", None)
-
 
 def check_groups(in_channels: int, out_channels: int, groups: int) -> None:
     """torch's checks of a convolution's `groups` against its channel counts."""
@@ -92,21 +88,16 @@ class Conv2d(_ConvNd):
         return ops.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-if _conv1d is not None:
-    __all__ += ["Conv1d"]
+class Conv1d(_ConvNd):
+    """1-D cross-correlation of [N, C, L] (or [C, L]) inputs (`ops.conv1d`)."""
 
-    class Conv1d(_ConvNd):
-        """1-D cross-correlation of [N, C, L] (or [C, L]) inputs (`ops.conv1d`)."""
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Size, stride: Size = 1,
+                 padding: Size | str = 0, dilation: Size = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: str | None = None, dtype: Any = None) -> None:
+        super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
 
-        def __init__(self, in_channels: int, out_channels: int, kernel_size: Size, stride: Size = 1,
-                     padding: Size | str = 0, dilation: Size = 1, groups: int = 1, bias: bool = True,
-                     padding_mode: str = "zeros", device: str | None = None, dtype: Any = None) -> None:
-            super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                             padding_mode, device, dtype)
-
-        def forward(self, input: Tensor) -> Tensor:
-            assert _conv1d is not None
-            # ops.conv1d takes ints, as torch's functional form.
-            pad = self.padding if isinstance(self.padding, str) else self.padding[0]
-            out: Tensor = _conv1d(input, self.weight, self.bias, self.stride[0], pad, self.dilation[0], self.groups)
-            return out
+    def forward(self, input: Tensor) -> Tensor:
+        # ops.conv1d takes ints, as torch's functional form.
+        pad = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return ops.conv1d(input, self.weight, self.bias, self.stride[0], pad, self.dilation[0], self.groups)

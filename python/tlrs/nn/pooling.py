@@ -1,5 +1,5 @@
-"""`MaxPool2d` and `AvgPool2d` over `ops.max_pool2d` / `ops.avg_pool2d` (torch.nn's
-arguments; stride defaults to kernel_size)."""
+"""`MaxPool2d`, `AvgPool2d` and `AdaptiveAvgPool2d` over `ops.max_pool2d` / `ops.avg_pool2d` /
+`ops.adaptive_avg_pool2d` (torch.nn's arguments; stride defaults to kernel_size)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .. import ops
 from .._core import Tensor
 from .module import Module
 
-__all__ = ["AvgPool2d", "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
 
 Size = int | Sequence[int]
 
@@ -48,3 +48,17 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Averages each input plane over `output_size` regions (an int, a pair, None keeps that axis)."""
+
+    def __init__(self, output_size: int | None | Sequence[int | None]) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

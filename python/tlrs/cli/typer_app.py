@@ -26,8 +26,12 @@ try:  # typer >= 0.22 carries its own copy of click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import ClickException, UsageError  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-from . import _core, interrupts
-from .cli_args import (
+from .. import _core, interrupts
+from ..compiled import TraceError
+from ..entry import RunAction, RunOptions, run, runtime_flags_help
+from ..errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
+from ..interrupts import Interrupted
+from .args import (
     drop_dash_dash,
     format_bytes,
     format_nat,
@@ -35,13 +39,9 @@ from .cli_args import (
     require_no_args,
     shorten,
 )
-from .compiled import TraceError
-from .entry import RunAction, RunOptions, run, runtime_flags_help
-from .errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
-from .interrupts import Interrupted
 
 if TYPE_CHECKING:
-    from .module import ModuleDef
+    from ..module import ModuleDef
 
 PROG = "tlrs"
 CommandFn = Callable[[list[str]], int]
@@ -55,7 +55,7 @@ RUNTIME_VALUE_FLAGS = frozenset({
     "--dtype", "--float32-mode", "--backend", "--fast-gpu-matmul-precision", "--seed", "--device",
 })
 # Modules that register model commands when they exist (imported on first use of the registry).
-_COMMAND_MODULES = ("tlrs.commands",)
+_COMMAND_MODULES = ("tlrs.cli.commands",)
 # Exceptions that are the user's fault: reported as one `tlrs: error:` line, exit 2. A bare
 # ValueError/TypeError/RuntimeError/KeyError... is a bug in tlrs (`tlrs: internal error:`, exit 1).
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -352,8 +352,8 @@ def models_command() -> None:
     """List the model commands `tlrs run` knows."""
     commands = known_commands()
     width = max((len(n) for n in commands), default=0)
-    defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
-    from .models import param_count
+    defaults = getattr(sys.modules.get("tlrs.cli.commands"), "DEFAULT_MODELS", {})
+    from ..models import param_count
 
     for name in sorted(commands):
         make = defaults.get(name)
@@ -363,8 +363,8 @@ def models_command() -> None:
 
 def info_lines() -> list[str]:
     """The lines `tlrs info` prints: version, build, CPU features, threads, kernels, CUDA."""
-    from . import __version__
-    from .kernels import get_fast_kernels, get_num_threads
+    from .. import __version__
+    from ..kernels import get_fast_kernels, get_num_threads
 
     build = getattr(_core, "build_features", None)
     features = list(build()) if callable(build) else ["cpu"]
@@ -382,7 +382,7 @@ def info_lines() -> list[str]:
 
 def distributed_lines() -> list[str]:
     """MPI, the launcher's world and NCCL (tlrs/distributed/info.py)."""
-    from .distributed import info
+    from ..distributed import info
 
     return info.lines()
 
@@ -390,7 +390,7 @@ def distributed_lines() -> list[str]:
 def cuda_status() -> str:
     """CUDA in a few lines: available or the short reason, then the diagnostics (long library
     search lists shortened; `tlrs.cuda.diagnostics()` has them in full)."""
-    from . import cuda
+    from .. import cuda
 
     reason = cuda.unavailable_reason().splitlines()[0]
     head = "available" if cuda.is_available() else f"unavailable ({reason})"
@@ -411,8 +411,8 @@ def graph_command(
 ) -> None:
     """Print a model's graph for the compiled backend (nodes, shapes, fused chains, activation
     memory) and the memory one training step takes, measured."""
-    from .config import Backend, Options
-    from .module import instantiate_with_options
+    from ..config import Backend, Options
+    from ..module import instantiate_with_options
 
     defn = _default_model("graph", model, dtype, batch)
     module = instantiate_with_options(defn, dtype, Options(backend=Backend.COMPILED))
@@ -433,7 +433,7 @@ def graph_command(
 def _default_model(command: str, model: str, dtype: str, batch: int) -> ModuleDef:
     """The default definition of a model command, after checking `--dtype` and `--batch`."""
     known_commands()
-    defaults = getattr(sys.modules.get("tlrs.commands"), "DEFAULT_MODELS", {})
+    defaults = getattr(sys.modules.get("tlrs.cli.commands"), "DEFAULT_MODELS", {})
     make = defaults.get(model)
     if make is None:
         raise ArgError(f"{command}: unknown model {shorten(model)!r} (known: {', '.join(sorted(defaults))})")
@@ -467,9 +467,9 @@ def export_command(
     """Export a model's forward (default definition, initial parameters) as an ONNX file."""
     import numpy as np
 
-    from .compiled import CompiledLoss
-    from .interop.onnx_export import DEFAULT_OPSET, OnnxExportError, OnnxUnavailableError, export_module
-    from .module import instantiate_with_options
+    from ..compiled import CompiledLoss
+    from ..interop.onnx_export import DEFAULT_OPSET, OnnxExportError, OnnxUnavailableError, export_module
+    from ..module import instantiate_with_options
 
     if fmt != "onnx":
         raise ArgError(f"export: unknown format {shorten(fmt)!r} (known: onnx)")
@@ -494,7 +494,7 @@ def convert_command(
 ) -> None:
     """Convert TorchLean parameter files (torchlean_paramlist_bits_v1) to safetensors and back,
     exact bits; IN's content picks the direction."""
-    from .interop.torchlean_params import (
+    from ..interop.torchlean_params import (
         is_torchlean_file,
         safetensors_to_torchlean,
         torchlean_to_safetensors,

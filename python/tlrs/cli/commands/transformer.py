@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from .. import data, models
-from ..cli import register
-from ..config import Options
-from ..errors import ArgError
-from ..module import ModuleDef
+from ... import data, models
+from ...config import Options
+from ...errors import ArgError
+from ...module import ModuleDef
+from ..typer_app import register
 from .sources import notes
 from .trainer import check_model_size, command, finish, model_seeds, require_no_more, take_nat, take_train_flags, train
 

@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cli_args import take_bool_flag_once
-from ..errors import ArgError, CheckpointError, NonFiniteLossError
-from ..interrupts import Interrupted, deferred, signal_name
-from ..module import Module, ModuleDef, TrainProgress, check_finite_losses
-from ..random import seed_stream_state, set_seed_stream_state
+from ...errors import ArgError, CheckpointError, NonFiniteLossError
+from ...interrupts import Interrupted, deferred, signal_name
+from ...module import Module, ModuleDef, TrainProgress, check_finite_losses
+from ...random import seed_stream_state, set_seed_stream_state
+from ..args import take_bool_flag_once
 from .flags import MAX_STEPS, take_nat, take_path
 from .train_common import RunFlags, is_writer, schedule_key
 
 if TYPE_CHECKING:
-    from .. import optim
-    from ..config import Options
-    from ..data import BatchLoader, Dataset
+    from ... import optim
+    from ...config import Options
+    from ...data import BatchLoader, Dataset
     from .train_common import TrainFlags
 
 __all__ = ["FLAGS_HELP", "Run", "RunFlags", "resume", "run_key", "start", "take_flags"]
@@ -126,7 +126,7 @@ def start(exe: str, flags: TrainFlags, defn: ModuleDef, opts: Options, key: dict
     command's dtype and its mean loss over `fixed` before training."""
     if flags.run.resume is not None:
         return resume(exe, flags.run.resume, defn, opts, key, loader, steps)
-    from ..module import instantiate_with_options
+    from ...module import instantiate_with_options
 
     module = instantiate_with_options(defn, flags.dtype, opts)
     return Resumed(module, None, [], module.mean_loss(fixed).item())

@@ -14,14 +14,14 @@ import os
 
 import numpy as np
 
-from .. import nn
-from ..cli import register
-from ..cli_args import take_bool_flag_once
-from ..config import Options
-from ..data import BatchLoader, Dataset
-from ..errors import ArgError
-from ..models.nn_transformers import GPT, GPTConfig, generate, gpt_module_def
-from ..tensor import tensor
+from ... import nn
+from ...config import Options
+from ...data import BatchLoader, Dataset
+from ...errors import ArgError
+from ...models.nn_transformers import GPT, GPTConfig, generate, gpt_module_def
+from ...tensor import tensor
+from ..args import take_bool_flag_once
+from ..typer_app import register
 from .outputs import show_path
 from .sources import notes
 from .trainer import (

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import data, models
-from ..cli import register
-from ..config import Options
-from ..module import ModuleDef
+from ... import data, models
+from ...config import Options
+from ...module import ModuleDef
+from ..typer_app import register
 from .sources import exclusive, load_file, notes, tabular, take_dataset
 from .trainer import (
     check_model_size,

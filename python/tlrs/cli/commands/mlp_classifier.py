@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import data, models
-from ..cli import register
-from ..config import Options
-from ..data import Dataset
-from ..module import ModuleDef
+from ... import data, models
+from ...config import Options
+from ...data import Dataset
+from ...module import ModuleDef
+from ..typer_app import register
 from .sources import classifier_body
 from .trainer import check_model_size, command, mlp_shapes, model_seeds
 

@@ -8,9 +8,9 @@ import os
 from collections.abc import Sequence
 from contextlib import suppress
 
-from ..cli_args import shorten
-from ..errors import ArgError
-from ..trainlog import temporary_name
+from ...errors import ArgError
+from ...trainlog import temporary_name
+from ..args import shorten
 
 __all__ = ["check_output_path", "check_outputs", "refuse", "show_path"]
 

@@ -21,19 +21,19 @@ from typing import Any
 
 import numpy as np
 
-from .._core import Tensor
-from ..cli import exe_name, memory_limit
-from ..cli_args import drop_dash_dash, format_bytes, has_help, take_flag_value_once
-from ..config import Options
-from ..data import BatchLoader, Dataset
-from ..entry import RunAction, RunOptions, run, run_usage
-from ..errors import ArgError
-from ..init import layer_init
-from ..interrupts import Interrupted
-from ..module import Module, ModuleDef, format_float
-from ..random import with_model
-from ..tensor import tensor
-from ..trainlog import curve_trainlog, plot_loss, require_matplotlib
+from ..._core import Tensor
+from ...config import Options
+from ...data import BatchLoader, Dataset
+from ...entry import RunAction, RunOptions, run, run_usage
+from ...errors import ArgError
+from ...init import layer_init
+from ...interrupts import Interrupted
+from ...module import Module, ModuleDef, format_float
+from ...random import with_model
+from ...tensor import tensor
+from ...trainlog import curve_trainlog, plot_loss, require_matplotlib
+from ..args import drop_dash_dash, format_bytes, has_help, take_flag_value_once
+from ..typer_app import exe_name, memory_limit
 from . import data_parallel, resume
 from .flags import (
     MAX_SIZE,
@@ -230,7 +230,7 @@ def initial_from(exe: str, defn: ModuleDef, opts: Options, flags: TrainFlags) ->
         return defn
     if flags.run.resume is not None:
         raise ArgError(f"{exe}: --init-from and --resume both choose the starting parameters (pick one)")
-    from ..module import Module
+    from ...module import Module
 
     loaded = Module.load(flags.init_from, defn, opts, dtype=flags.dtype)
     return dataclasses.replace(defn, init_params=[p.to(flags.dtype) for p in loaded.params()],

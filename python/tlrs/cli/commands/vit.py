@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cli import register
-from ..config import Options
-from ..data import Dataset
-from ..errors import ArgError
-from ..models.nn_transformers import VIT_POOLS, ViT, ViTConfig, vit_module_def
+from ...config import Options
+from ...data import Dataset
+from ...errors import ArgError
+from ...models.nn_transformers import VIT_POOLS, ViT, ViTConfig, vit_module_def
+from ..typer_app import register
 from .sources import notes, split, take_image_source
 from .train_common import TrainFlags
 from .trainer import (

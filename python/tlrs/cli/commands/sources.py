@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import data
-from ..cli_args import format_nat
-from ..config import Options
-from ..data import Dataset
-from ..errors import ArgError
-from ..module import ModuleDef
+from ... import data
+from ...config import Options
+from ...data import Dataset
+from ...errors import ArgError
+from ...module import ModuleDef
+from ..args import format_nat
 from .flags import prefixed, require_no_more, take_nat, take_path
 from .train_common import TrainFlags
 from .trainer import finish, print_accuracy, schedule, take_train_flags, train

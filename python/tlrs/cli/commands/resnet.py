@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from .. import data, models
-from ..cli import register
-from ..config import Options
-from ..data import Dataset
-from ..module import ModuleDef
+from ... import data, models
+from ...config import Options
+from ...data import Dataset
+from ...module import ModuleDef
+from ..typer_app import register
 from .sources import run_classifier, take_image_source
 from .trainer import check_model_size, command, require_no_more, reseed, take_nat, take_train_flags
 

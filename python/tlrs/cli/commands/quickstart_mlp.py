@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import data, models
-from ..cli import register
-from ..config import Options
-from ..module import ModuleDef
+from ... import data, models
+from ...config import Options
+from ...module import ModuleDef
+from ..typer_app import register
 from .sources import notes
 from .trainer import command, finish, model_seeds, require_no_more, take_train_flags, train
 

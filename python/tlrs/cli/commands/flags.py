@@ -8,7 +8,8 @@ import math
 from collections.abc import Callable
 from typing import Any, overload
 
-from ..cli_args import (
+from ...errors import ArgError
+from ..args import (
     FLOAT,
     NAT,
     flag_value,
@@ -17,7 +18,6 @@ from ..cli_args import (
     take_flag_value_once,
     take_value_flag_once,
 )
-from ..errors import ArgError
 from .outputs import show_path
 
 __all__ = ["MAX_SIZE", "MAX_STEPS", "prefixed", "require_no_more", "take_nat", "take_path",

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .. import lr_scheduler, optim
-from ..module import Module, TrainProgress, format_float
+from ... import lr_scheduler, optim
+from ...module import Module, TrainProgress, format_float
 
 __all__ = ["OPTIMIZERS", "SCHEDULES", "RunFlags", "TrainFlags", "TrainResult", "is_writer",
            "make_optimizer", "progress", "schedule_key", "step_lrs"]
@@ -175,6 +175,6 @@ def progress(total: int, label: str) -> Iterator[Callable[[Sequence[float]], Non
 
 def is_writer() -> bool:
     """Whether this process writes the run's files: rank 0, or any run without a world."""
-    from .. import distributed as dist
+    from ... import distributed as dist
 
     return not dist.is_initialized() or dist.rank() == 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .. import models
-from ..cli import register
-from ..config import Options
-from ..data import Dataset
-from ..errors import ArgError
-from ..module import ModuleDef
+from ... import models
+from ...config import Options
+from ...data import Dataset
+from ...errors import ArgError
+from ...module import ModuleDef
+from ..typer_app import register
 from .sources import run_classifier, take_image_source
 from .trainer import check_model_size, command, require_no_more, reseed, take_nat, take_train_flags
 

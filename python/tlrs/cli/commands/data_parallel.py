@@ -14,16 +14,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext, redirect_stdout
 from typing import TYPE_CHECKING, Any
 
-from ..cli_args import NAT, drop_dash_dash, take_bool_flag_once, take_value_flag_once
-from ..errors import ArgError
+from ...errors import ArgError
+from ..args import NAT, drop_dash_dash, take_bool_flag_once, take_value_flag_once
 from .train_common import TrainResult, make_optimizer, progress
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..config import Options
-    from ..data import BatchLoader, Dataset
-    from ..module import ModuleDef
+    from ...config import Options
+    from ...data import BatchLoader, Dataset
+    from ...module import ModuleDef
     from .train_common import TrainFlags
 
 FLAGS_HELP = """  --distributed           data-parallel over the MPI world (launch with mpiexec -n W)
@@ -44,7 +44,7 @@ def session(exe: str, args: Sequence[str]) -> Iterator[None]:
     if not requested(args):
         yield
         return
-    from .. import distributed as dist
+    from ... import distributed as dist
 
     try:
         dist.init()
@@ -86,9 +86,9 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
 
     Raises: ArgError: shards that do not divide among the ranks or split the batch.
     """
-    from .. import distributed as dist
-    from ..interrupts import Interrupted, deferred
-    from ..module import format_float
+    from ... import distributed as dist
+    from ...interrupts import Interrupted, deferred
+    from ...module import format_float
     from . import resume
 
     world = dist.world_size() if dist.is_initialized() else 1
