@@ -72,6 +72,45 @@ def _dropout_reference(sample: Any, tlrs_out: Any) -> torch.Tensor:
     return x * kept / (1 - p)
 
 
+_SDPA_SEED = 20261205  # tlrs's seed before an attention with dropout, and before its reference's mask
+
+
+def _sdpa(q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
+    """ops.scaled_dot_product_attention, with the global seed stream reset first when it drops
+    weights (no key: the stream's next draw), so that the reference can draw the same mask."""
+    if kwargs.get("dropout_p", args[1] if len(args) > 1 else 0.0) > 0:
+        tlrs.manual_seed(_SDPA_SEED)
+    return ops.scaled_dot_product_attention(q, k, v, *args, **kwargs)
+
+
+def _sdpa_reference(sample: Any, tlrs_out: Any) -> torch.Tensor:
+    """torch's SDPA where nothing is dropped; with dropout_p > 0, PyTorch's documented math
+    (scores, causal or given mask, softmax, inverted dropout, product) with tlrs's mask, drawn
+    again from the same seed with ops.dropout over the weights' shape."""
+    q, (k, v, *rest), kw = sample.input, sample.args, dict(sample.kwargs)
+    names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+    kw.update(zip(names, rest, strict=False))
+    p = kw.get("dropout_p", 0.0)
+    if p == 0:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    if kw.get("enable_gqa"):
+        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    scale = kw.get("scale") or 1 / float(q.size(-1)) ** 0.5
+    scores = q @ k.transpose(-2, -1) * scale
+    L, S = q.size(-2), k.size(-2)
+    if kw.get("is_causal"):
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    mask = kw.get("attn_mask")
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    weights = torch.softmax(scores, -1)
+    tlrs.manual_seed(_SDPA_SEED)
+    ones = tlrs.ones(list(weights.shape), dtype=str(q.dtype).removeprefix("torch."))
+    kept = torch.from_numpy(np.array(ops.dropout(ones, p).numpy()) != 0)
+    return (weights * kept / (1 - p)) @ v
+
+
 # One entry per OpInfo whose op tlrs has. OpInfos left out: the softmax backward and complex
 # variants, batch_norm:without_cudnn (the same samples on the CPU).
 CASES: dict[str, Case] = {
@@ -181,7 +220,7 @@ CASES: dict[str, Case] = {
     "nn.functional.interpolate:trilinear": Case(ops.interpolate),
     "nn.functional.adaptive_avg_pool2d": Case(ops.adaptive_avg_pool2d),
     "nn.functional.group_norm": Case(ops.group_norm),
-    "nn.functional.scaled_dot_product_attention": Case(ops.scaled_dot_product_attention),
+    "nn.functional.scaled_dot_product_attention": Case(_sdpa, reference=_sdpa_reference),
     # torch's shape functions (tlrs.shape_ops) and Tensor methods (tlrs.tensor_methods)
     "unsqueeze": Case(ops.unsqueeze, exact=True, ints=True),
     "squeeze": Case(ops.squeeze, exact=True, ints=True),

@@ -247,11 +247,14 @@ def test_conv1d(dtype):
     check(lambda x_, w_, b_: S.conv1d(x_, w_, b_, 2, 1, 1, 2), lambda x_, w_, b_: F.conv1d(x_, w_, b_, 2, 1, 1, 2),
           [x, wg, b], dtype)
     check(lambda x_, w_: S.conv1d(x_, w_), lambda x_, w_: F.conv1d(x_, w_), [x[0], w], dtype)
+    check(lambda x_, w_, b_: S.conv1d(x_, w_, b_, 1, "same", 2, 2), lambda x_, w_, b_: F.conv1d(x_, w_, b_, 1, "same", 2, 2),
+          [x, wg, b], dtype)
+    check(lambda x_, w_: S.conv1d(x_, w_, None, 3, 2, 3), lambda x_, w_: F.conv1d(x_, w_, None, 3, 2, 3), [x, w], dtype)
 
 
 def test_conv1d_errors():
     x, w = tlrs.tensor(np.zeros((1, 4, 9))), tlrs.tensor(np.zeros((6, 4, 3)))
-    _raises(ValueError, "conv1d: dilation other than 1", lambda: S.conv1d(x, w, dilation=2))
+    _raises(ValueError, "conv1d: dilation must be positive", lambda: S.conv1d(x, w, dilation=0))
     _raises(ValueError, "conv1d: padding='same' needs stride 1", lambda: S.conv1d(x, w, stride=2, padding="same"))
     _raises(ValueError, "conv1d: padding must be a size", lambda: S.conv1d(x, w, padding="full"))
     _raises(tlrs.ShapeError, "conv1d: expected input", lambda: S.conv1d(tlrs.tensor(np.zeros((1, 1, 4, 9))), w))
@@ -391,11 +394,32 @@ def test_scaled_dot_product_attention_dropout():
     assert not np.allclose(a.numpy(), full.numpy())
 
 
+def test_scaled_dot_product_attention_dropout_without_a_key_follows_the_seed_stream():
+    """No key: the mask comes from the global seed stream as ops.dropout's, so a seed repeats it,
+    and the output is torch's math (softmax, inverted dropout, product) with that mask."""
+    rng = _rng(16)
+    qn, kn, vn = (rng.standard_normal((2, 3, 5, 4)) for _ in range(3))
+    q, k, v = (tlrs.tensor(a) for a in (qn, kn, vn))
+    tlrs.manual_seed(11)
+    a = S.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+    b = S.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+    tlrs.manual_seed(11)
+    a_again = S.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+    tlrs.manual_seed(11)
+    kept = tlrs.ops.dropout(tlrs.ones([2, 3, 5, 5], dtype="float64"), 0.3).numpy() != 0
+    np.testing.assert_array_equal(a.numpy(), a_again.numpy())
+    assert not np.array_equal(a.numpy(), b.numpy())  # the next draw: another mask
+    assert 0 < kept.mean() < 1
+    tq, tk, tv = (torch.from_numpy(x) for x in (qn, kn, vn))
+    scores = (tq @ tk.transpose(-2, -1)) / 2.0
+    scores = scores.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf"))
+    ref = (torch.softmax(scores, -1) * torch.from_numpy(kept) / 0.7) @ tv
+    np.testing.assert_allclose(a.numpy(), ref.numpy(), rtol=1e-12, atol=1e-14)
+
+
 def test_scaled_dot_product_attention_errors():
     q = tlrs.tensor(np.zeros((2, 4, 8)))
     sdpa = S.scaled_dot_product_attention
-    _raises(ValueError, "scaled_dot_product_attention: dropout_p > 0 needs dropout_key",
-            lambda: sdpa(q, q, q, dropout_p=0.1))
     _raises(ValueError, "scaled_dot_product_attention: pass either attn_mask or is_causal",
             lambda: sdpa(q, q, q, np.ones((4, 4), bool), is_causal=True))
     _raises(TypeError, "scaled_dot_product_attention: expected attn_mask to be a boolean",

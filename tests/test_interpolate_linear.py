@@ -1,6 +1,6 @@
 """interpolate's linear modes ('linear', 'bilinear', 'trilinear'; python/tlrs/spatial_ops.py, a
 composite of recorded ops) against PyTorch: values and gradients, align_corners both ways, sizes
-and scale factors; the compiled backend gives eager's bits; refusals name the op."""
+and scale factors, antialiasing; the compiled backend gives eager's bits; refusals name the op."""
 
 import numpy as np
 import pytest
@@ -16,6 +16,12 @@ CASES = [
     ("bilinear", (1, 2, 4, 4), dict(scale_factor=(1.7, 2.5))),
     ("bilinear", (1, 2, 4, 6), dict(size=(8, 11), align_corners=True)),
     ("trilinear", (1, 2, 3, 4, 5), dict(scale_factor=2.0)),
+    # antialias: the triangle filter widened by the downscaling factor (and plain taps upward)
+    ("bilinear", (2, 3, 10, 12), dict(size=(4, 5), antialias=True)),
+    ("bilinear", (1, 2, 7, 9), dict(scale_factor=0.4, antialias=True)),
+    ("bilinear", (1, 2, 5, 6), dict(size=(9, 13), antialias=True)),
+    ("bilinear", (1, 1, 8, 8), dict(size=(3, 3), align_corners=True, antialias=True)),
+    ("bilinear", (1, 1, 9, 7), dict(scale_factor=(0.3, 1.7), antialias=True)),
 ]
 
 
@@ -49,8 +55,8 @@ def test_bilinear_compiles_to_eagers_bits():
 
 def test_refusals_name_the_op():
     x = tlrs.zeros(1, 1, 4, 4)
-    with pytest.raises(NotImplementedError, match="interpolate: antialias"):
-        ops.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)
+    with pytest.raises(ValueError, match="interpolate: antialias is only for the bilinear and bicubic modes"):
+        ops.interpolate(tlrs.zeros(1, 1, 4), scale_factor=0.5, mode="linear", antialias=True)
     with pytest.raises(tlrs.ShapeError, match="interpolate: mode 'linear' takes a 3-D input"):
         ops.interpolate(x, size=3, mode="linear")
     with pytest.raises(NotImplementedError, match="interpolate: mode 'bicubic'"):

@@ -466,3 +466,27 @@ def test_iteration_follows_torch():
         list(tlrs.tensor(1.0))
     with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
         list(torch.tensor(1.0))  # the rule it mirrors
+
+
+@pytest.mark.parametrize("dim,start,end,step", [(1, 1, -2, 3), (0, -10, -2, 2), (0, None, None, 1), (-1, 2, None, 4),
+                                                 (2, None, 3, 1), (1, 5, 2, 2)])
+def test_slice_takes_torchs_optional_bounds_and_step(dim, start, end, step):
+    x = np.random.default_rng(3).standard_normal((12, 9, 7))
+    t = tlrs.tensor(x, requires_grad=True)
+    tt = torch.tensor(x, requires_grad=True)
+    y = ops.slice(t, dim, start, end, step)
+    ty = torch.ops.aten.slice(tt, dim, start, end, step)
+    assert y.numpy().tolist() == ty.detach().numpy().tolist()
+    (g,) = tlrs.grad(ops.sum(y), [t])
+    ty.sum().backward()
+    assert g.numpy().tolist() == tt.grad.numpy().tolist()
+    with pytest.raises(IndexError, match="slice: dim 3 is out of range"):
+        ops.slice(t, 3, None, None, 2)
+
+
+def test_cat_skips_shape_0_tensors_beside_other_ranks_as_torch():
+    a, e = tlrs.tensor(np.arange(6.0).reshape(3, 2)), tlrs.zeros(0)
+    assert ops.cat([e, a, e], 1).numpy().tolist() == a.numpy().tolist()
+    assert ops.cat([e, e]).shape == [0]
+    with pytest.raises(tlrs.ShapeError):  # a [0, 2] tensor is not the legacy empty one
+        ops.cat([tlrs.zeros(0, 3), a], 0)

@@ -174,16 +174,22 @@ def test_grouped_and_depthwise_convolution(groups, padding):
         np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-12)
 
 
-def test_convolution_options_not_yet_expressed_are_refused_by_name():
+def test_convolution_geometry_errors_name_the_argument():
     x, w = tlrs.tensor(np.zeros([1, 2, 5, 5])), tlrs.tensor(np.zeros([2, 2, 3, 3]))
-    with pytest.raises(ValueError, match="dilation"):
-        ops.conv2d(x, w, dilation=2)
-    with pytest.raises(ValueError, match="stride"):
-        ops.conv2d(x, w, stride=(1, 2))
-    with pytest.raises(ValueError, match="odd square kernels"):
-        ops.conv2d(x, tlrs.tensor(np.zeros([2, 2, 2, 2])), padding="same")
+    with pytest.raises(ValueError, match="conv2d: dilation: expected sizes from 1"):
+        ops.conv2d(x, w, dilation=0)
+    with pytest.raises(ValueError, match="conv2d: stride: expected an int or a pair of ints"):
+        ops.conv2d(x, w, stride=(1, 2, 3))
+    with pytest.raises(ValueError, match="conv2d: padding: expected sizes from 0"):
+        ops.conv2d(x, w, padding=(1, -1))
+    with pytest.raises(ValueError, match="conv2d: padding='same' needs stride 1"):
+        ops.conv2d(x, w, stride=(1, 2), padding="same")
+    with pytest.raises(tlrs.ShapeError, match="conv2d: the output would be"):
+        ops.conv2d(x, w, dilation=3)
     with pytest.raises(tlrs.ShapeError, match="groups"):
         ops.conv2d(x, tlrs.tensor(np.zeros([3, 1, 3, 3])), groups=2)
+    with pytest.raises(tlrs.ShapeError, match="groups"):
+        ops.conv2d(x, tlrs.tensor(np.zeros([3, 1, 3, 3])), groups=2, dilation=2)
 
 
 @pytest.mark.parametrize("sa,sb", [([5, 5, 5], [1, 5, 5]), ([2, 1, 3, 4], [5, 4, 2]), ([1, 3, 4], [2, 1, 4, 6])])

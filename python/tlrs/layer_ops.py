@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .conv_general import Geometry, conv2d_general
 from .index_args import bool_array, int_array, is_int_tensor
 
 __all__ = [
@@ -22,25 +23,29 @@ __all__ = [
 _int_array = int_array
 
 
-def _pair_free(v: int | Sequence[int], what: str) -> int:
-    """A square size: an int or one or two equal ints."""
-    if isinstance(v, (tuple, list)):
-        if len(v) not in (1, 2) or v[0] != v[-1]:
-            raise ValueError(f"{what}: expected an int or a pair of equal ints, got {v!r}")
-        return int(v[0])
-    return int(v)  # type: ignore[arg-type]  # an int, or a sequence int() rejects clearly
+def _axis_pair(v: int | Sequence[int], what: str, low: int) -> tuple[int, int]:
+    """A size per axis (rows, columns): an int for both or a sequence of one or two ints, each
+    at least `low`."""
+    items: list[Any] = list(v) if isinstance(v, (tuple, list)) else [v]
+    if len(items) not in (1, 2) or any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in items):
+        raise ValueError(f"{what}: expected an int or a pair of ints, got {v!r}")
+    pair = (int(items[0]), int(items[-1]))
+    if min(pair) < low or max(pair) >= 2**31:
+        raise ValueError(f"{what}: expected sizes from {low} to 2**31 - 1, got {v!r}")
+    return pair
 
 
-def _same_padding(weight: Tensor, stride: int) -> int:
-    """padding='same' as one symmetric padding: stride 1 and odd kernels (an even kernel pads one
-    side more, which tlrs's convolution does not express)."""
-    kh, kw = weight.shape[-2], weight.shape[-1]
-    if stride != 1:
-        raise ValueError(f"conv2d: padding='same' needs stride 1 (as in PyTorch), got {stride}")
-    if kh % 2 == 0 or kw % 2 == 0 or kh != kw:
-        raise ValueError(f"conv2d: padding='same' is supported for odd square kernels, got {kh}x{kw} "
-                         "(pad the input explicitly)")
-    return (kh - 1) // 2
+def _check_channels(input: Tensor, weight: Tensor, groups: int) -> None:
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise _core.ShapeError(f"conv2d: expected input [N, C, H, W] or [C, H, W] and weight [OC, C/groups, KH, KW], "
+                               f"got {input.shape} and {weight.shape}")
+    c, oc = input.shape[input.ndim - 3], weight.shape[0]
+    if c % groups or oc % groups or weight.shape[1] * groups != c:
+        raise _core.ShapeError(f"conv2d: {groups} groups need channels ({c}) and output channels ({oc}) divisible "
+                               f"by groups and a weight of {c // groups if c % groups == 0 else '?'} input channels, "
+                               f"got weight {weight.shape}")
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
@@ -49,37 +54,44 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
 
     Reference kernels fold each output over (input channel, kernel row, kernel column) from 0;
     padding cells take part as zeros, then the bias is added. `groups` splits the channels into
-    that many independent convolutions (depthwise when groups = C), each folded as one. The
-    stride and padding are one size for both axes (or 'valid' / 'same'); dilation is 1.
+    that many independent convolutions (depthwise when groups = C), each folded as one. Stride,
+    padding and dilation take an int or a pair (rows, columns); padding also 'valid' or 'same'
+    (stride 1; an even span pads one more after than before, as PyTorch). One stride and
+    padding for both axes without dilation run on the native convolution; any other geometry
+    on `conv_general` (patches and a product, in the same fold order).
     """
-    if _pair_free(dilation, "conv2d: dilation") != 1:
-        raise ValueError(f"conv2d: dilation other than 1 is not supported yet, got {dilation!r}")
-    s = _pair_free(stride, "conv2d: stride")
+    st = _axis_pair(stride, "conv2d: stride", 1)
+    dil = _axis_pair(dilation, "conv2d: dilation", 1)
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
             raise ValueError(f"conv2d: padding must be a size, 'valid' or 'same', got {padding!r}")
-        p = 0 if padding == "valid" else _same_padding(weight, s)
+        if padding == "same" and st != (1, 1):
+            raise ValueError(f"conv2d: padding='same' needs stride 1 (as in PyTorch), got {stride!r}")
+        if not isinstance(weight, Tensor) or weight.ndim != 4:
+            raise _core.ShapeError("conv2d: expected weight [OC, C/groups, KH, KW]")
+        span = [d * (k - 1) for d, k in zip(dil, weight.shape[2:], strict=True)] if padding == "same" else [0, 0]
+        before = (span[0] // 2, span[1] // 2)
+        after = (span[0] - before[0], span[1] - before[1])
     else:
-        p = _pair_free(padding, "conv2d: padding")
-    if groups == 1:
-        return _core.conv2d(input, weight, bias, s, p)
-    return _grouped_conv2d(input, weight, bias, s, p, groups)
+        before = after = _axis_pair(padding, "conv2d: padding", 0)
+    if dil == (1, 1) and st[0] == st[1] and before == after and before[0] == before[1]:
+        if groups == 1:
+            return _core.conv2d(input, weight, bias, st[0], before[0])
+        return _grouped_conv2d(input, weight, bias, st[0], before[0], groups)
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"conv2d: expected Tensor input and weight, got {type(input).__name__} and "
+                        f"{type(weight).__name__}")
+    _check_channels(input, weight, groups)
+    x = input if input.ndim == 4 else _core.reshape(input, [1, *input.shape])
+    out = conv2d_general(x, weight, bias, Geometry(st, dil, before, after), groups)
+    return out if input.ndim == 4 else _core.reshape(out, out.shape[1:])
 
 
 def _grouped_conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: int, padding: int,
                     groups: int) -> Tensor:
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
-    if input.ndim not in (3, 4) or weight.ndim != 4:
-        raise _core.ShapeError(f"conv2d: expected input [N, C, H, W] or [C, H, W] and weight [OC, C/groups, KH, KW], "
-                               f"got {input.shape} and {weight.shape}")
+    _check_channels(input, weight, groups)
     axis = input.ndim - 3
-    c, oc = input.shape[axis], weight.shape[0]
-    if c % groups or oc % groups or weight.shape[1] * groups != c:
-        raise _core.ShapeError(f"conv2d: {groups} groups need channels ({c}) and output channels ({oc}) divisible "
-                               f"by groups and a weight of {c // groups if c % groups == 0 else '?'} input channels, "
-                               f"got weight {weight.shape}")
-    cg, og = c // groups, oc // groups
+    cg, og = input.shape[axis] // groups, weight.shape[0] // groups
     outs = []
     for g in range(groups):
         x = _core.slice(input, axis, g * cg, (g + 1) * cg)

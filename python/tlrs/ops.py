@@ -6,6 +6,7 @@ sequences; an out-of-range index raises IndexError naming the bound.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -208,15 +209,31 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Joins tensors along an existing axis (also `torch.cat`)."""
+    """Joins tensors along an existing axis (also `torch.cat`). As torch, a tensor of shape [0]
+    beside tensors of another rank is skipped (its legacy rule for empty operands)."""
     if isinstance(tensors, Tensor):  # iterable by rows, but not what torch.cat takes
         raise TypeError("concat: expected a sequence of Tensors, got a Tensor")
-    return _core.concat(list(tensors), dim)
+    items = list(tensors)
+    legacy_empty = [isinstance(t, Tensor) and t.shape == [0] for t in items]
+    if any(legacy_empty) and not all(legacy_empty):
+        items = [t for t, skip in zip(items, legacy_empty, strict=True) if not skip]
+    return _core.concat(items, dim)
 
 
-def slice(input: Tensor, dim: int, start: int, end: int) -> Tensor:  # noqa: A001
-    """Elements start..end (exclusive) along `dim`; negative bounds count from the end."""
-    return _core.slice(input, dim, start, end)
+def slice(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,  # noqa: A001
+          step: int = 1) -> Tensor:
+    """Elements start, start + step, ... before end along `dim` (torch's `slice`): negative
+    bounds count from the end, None is the axis's start or end; step 1 is a view, a larger step
+    gathers the positions (`x[..., start:end:step]`)."""
+    if step == 1 and start is not None and end is not None:
+        return _core.slice(input, dim, start, end)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"slice: expected a Tensor, got {type(input).__name__}")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -builtins.max(input.ndim, 1) <= dim < builtins.max(input.ndim, 1):
+        raise IndexError(f"slice: dim {dim!r} is out of range for a tensor of rank {input.ndim}")
+    axis = dim % input.ndim
+    out: Tensor = input[(builtins.slice(None),) * axis + (builtins.slice(start, end, step),)]
+    return out
 
 
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:

@@ -60,13 +60,14 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
            padding: int | Sequence[int] | str = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
     """Cross-correlation of [N, C, L] (or [C, L]) with weight [OC, C / groups, K]: `conv2d`
     over a height-1 image, after padding L with zeros ('same' pads (K - 1) // 2 on the left and
-    the rest on the right, as PyTorch). Dilation other than 1 is refused (as by conv2d)."""
+    the rest on the right, as PyTorch; with dilation d the span is d·(K - 1))."""
     x, w = _tensor(input, "conv1d"), _tensor(weight, "conv1d", "weight")
     if x.ndim not in (2, 3) or w.ndim != 3:
         raise _core.ShapeError(f"conv1d: expected input [N, C, L] or [C, L] and weight [OC, C/groups, K], "
                                f"got {x.shape} and {w.shape}")
-    if _single(dilation, "conv1d: dilation") != 1:
-        raise ValueError(f"conv1d: dilation other than 1 is not supported yet, got {dilation!r}")
+    d = _single(dilation, "conv1d: dilation")
+    if d < 1:
+        raise ValueError(f"conv1d: dilation must be positive, got {dilation!r}")
     s = _single(stride, "conv1d: stride")
     if s < 1:
         raise ValueError(f"conv1d: stride must be positive, got {stride!r}")
@@ -75,7 +76,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
             raise ValueError(f"conv1d: padding must be a size, 'valid' or 'same', got {padding!r}")
         if padding == "same" and s != 1:
             raise ValueError(f"conv1d: padding='same' needs stride 1 (as in PyTorch), got {s}")
-        total = w.shape[2] - 1 if padding == "same" else 0
+        total = d * (w.shape[2] - 1) if padding == "same" else 0
         left, right = total // 2, total - total // 2
     else:
         left = right = _single(padding, "conv1d: padding")
@@ -87,7 +88,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: in
         x = pad(x, (left, right))
     x4 = _core.reshape(x, [*x.shape[:-1], 1, x.shape[-1]])
     w4 = _core.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
-    y = conv2d(x4, w4, bias, s, 0, 1, g)
+    y = conv2d(x4, w4, bias, s, 0, (1, d), g)
     return _core.reshape(y, [*y.shape[:-2], y.shape[-1]])
 
 
@@ -242,6 +243,51 @@ def _linear_axis(x: Tensor, axis: int, n_out: int, scale: float | None, align_co
     return weight(w0) * _core.index_select(x, axis, i0) + weight(w1) * _core.index_select(x, axis, i1)
 
 
+def _antialias_taps(n_in: int, n_out: int, scale: float | None, align_corners: bool,
+                    dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """PyTorch's antialiased bilinear taps along one axis (`_compute_weights_aa` with the
+    triangle filter, in the tensor's precision): for each output cell the first source cell, the
+    number of cells and their normalised weights (rows padded with zero weights)."""
+    t: Any = np.float32 if dtype == "float32" else np.float64
+    if align_corners:
+        s = t(n_in - 1) / t(n_out - 1) if n_out > 1 else t(0)
+    else:
+        s = t(1.0 / scale) if scale is not None and scale > 0 else t(n_in) / t(n_out)
+    support = t(1.0) * s if s >= 1 else t(1.0)
+    invscale = t(1.0) / s if s >= 1 else t(1.0)
+    center = (s * (np.arange(n_out, dtype=t) + t(0.5))).astype(t)
+    first = np.maximum((center - support + t(0.5)).astype(np.int64), 0)
+    count = np.minimum((center + support + t(0.5)).astype(np.int64), n_in) - first
+    taps = int(count.max())
+    j = np.arange(taps)[None, :]
+    u = np.abs(((j + first[:, None]).astype(t) - center[:, None] + t(0.5)) * invscale).astype(t)
+    w = np.where((u < 1) & (j < count[:, None]), t(1) - u, t(0)).astype(t)
+    total = np.zeros(n_out, dtype=t)
+    for k in range(taps):  # PyTorch's running sum, in order
+        total = (total + w[:, k]).astype(t)
+    w = np.where(total[:, None] != 0, w / np.where(total == 0, t(1), total)[:, None], w).astype(t)
+    return first, count, w
+
+
+def _antialias_axis(x: Tensor, axis: int, n_out: int, scale: float | None, align_corners: bool) -> Tensor:
+    """`x` resized along `axis` by antialiased bilinear interpolation: sum_j w_j · x[first + j],
+    folded over j in order (a tap past a cell's count takes no part)."""
+    first, count, w = _antialias_taps(x.shape[axis], n_out, scale, align_corners, x.dtype)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    out = None
+    for j in range(w.shape[1]):
+        src = np.minimum(first + j, x.shape[axis] - 1).tolist()
+        weight = _core.reshape(_core.tensor_from_numpy(np.ascontiguousarray(w[:, j])).to(x.device), shape)
+        term = weight * _core.index_select(x, axis, src)
+        past = (j >= count).reshape(shape)
+        if past.any():
+            term = _core.masked_fill(term, past.reshape(-1).tolist(), shape, 0.0)
+        out = term if out is None else _core.add(out, term)
+    assert out is not None
+    return out
+
+
 _LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
 
 
@@ -256,7 +302,8 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     last first, with PyTorch's source positions and weights in its precision: `h0 * (w0 * x00 +
     w1 * x01) + h1 * (...)`, within rounding of PyTorch's values, whose vectorised kernel rounds
     in another order); the gradient sums over the cells each input cell reaches.
-    'bicubic', 'area' and antialiasing are refused."""
+    `antialias=True` (bilinear) uses PyTorch's triangle filter widened by the downscaling factor,
+    each output a fold over its taps in order. 'bicubic' and 'area' are refused."""
     x = _tensor(input, "interpolate")
     if not isinstance(mode, str):
         raise TypeError(f"interpolate: mode must be a string, got {type(mode).__name__}")
@@ -287,14 +334,15 @@ def _interpolate_linear(x: Tensor, size: Any, scale_factor: Any, mode: str, alig
                         recompute_scale_factor: bool | None, antialias: bool) -> Tensor:
     if x.ndim != _LINEAR_MODES[mode]:
         raise _core.ShapeError(f"interpolate: mode {mode!r} takes a {_LINEAR_MODES[mode]}-D input, got {x.shape}")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias is not supported yet")
+    if antialias and mode != "bilinear":
+        raise ValueError(f"interpolate: antialias is only for the bilinear and bicubic modes, got mode {mode!r}")
     sizes, scales = _spatial_sizes(x, size, scale_factor)
     _addressable([*x.shape[:2], *sizes], "interpolate")
     if recompute_scale_factor or align_corners:
         scales = [None] * len(scales)
+    resize = _antialias_axis if antialias else _linear_axis
     for axis in reversed(range(2, x.ndim)):
-        x = _linear_axis(x, axis, sizes[axis - 2], scales[axis - 2], bool(align_corners))
+        x = resize(x, axis, sizes[axis - 2], scales[axis - 2], bool(align_corners))
     return x
 
 
@@ -415,8 +463,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     (PyTorch's math; scale defaults to 1/sqrt(E)). `attn_mask` is a boolean NumPy array (True =
     takes part) or a float Tensor added to the scores, broadcast to [..., L, S]; `is_causal`
     lets query i see keys 0..i. A query that sees no key gets zeros (as in PyTorch). `dropout_p` > 0
-    drops attention weights with `ops.dropout`, keyed by `dropout_key` (an int; required, so
-    a run is reproducible). `enable_gqa` repeats key/value heads to the query's."""
+    drops attention weights with `ops.dropout`: keyed by `dropout_key` (an int) when given, else
+    by the global seed stream as `ops.dropout` and `nn.Dropout` (`tlrs.manual_seed`; inside a
+    training step, the step's key), so a seeded run repeats its masks. `enable_gqa` repeats
+    key/value heads to the query's."""
     what = "scaled_dot_product_attention"
     q, k, v = _tensor(query, what, "query"), _tensor(key, what, "key"), _tensor(value, what, "value")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
@@ -424,8 +474,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                f"got {q.shape}, {k.shape} and {v.shape}")
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"{what}: dropout_p must be in [0, 1], got {dropout_p}")
-    if dropout_p > 0 and dropout_key is None:
-        raise ValueError(f"{what}: dropout_p > 0 needs dropout_key= (an int key for ops.dropout's mask)")
     if dropout_key is not None and (isinstance(dropout_key, bool) or not isinstance(dropout_key, (int, np.integer))
                                     or not 0 <= dropout_key < 2**64):
         raise ValueError(f"{what}: dropout_key must be an integer in [0, 2**64), got {dropout_key!r}")
