@@ -107,6 +107,7 @@ CASES = [
     ("softmax", lambda x: ops.softmax(x, 0), [[4, 5]], False),
     ("log_softmax", ops.log_softmax, [[4, 5]], False),
     ("cross_entropy", lambda x: ops.cross_entropy(x, np.array([1, 0, 4, 2])), [[4, 5]], False),
+    ("cross_entropy ignored", lambda x: ops.cross_entropy(x, np.array([1, -100, 4, 2])), [[4, 5]], False),
     ("mse", ops.mse_loss, [[4, 5], [4, 5]], False),
     ("conv2d", lambda x, w, b: L.conv2d(x, w, b, stride=2, padding=1), [[2, 3, 7, 6], [4, 3, 3, 2], [4]], False),
     ("max_pool2d", lambda x: L.max_pool2d(x, 2), [[2, 3, 6, 6]], False),

@@ -194,6 +194,43 @@ def test_token_ids_and_labels_are_graph_inputs_of_the_compiled_backend():
         compiled.forward([np.zeros((batch, t)), np.zeros((batch, t), dtype=np.int64)])
 
 
+def test_ignored_labels_count_for_nothing_eager_compiled_and_as_torch():
+    """ignore_index inside the fused cross-entropy: eager and compiled give the same bits on
+    batches whose ignored rows move from step to step, and match torch's loss and gradient."""
+    tlrs.manual_seed(0)
+    vocab, batch, t = 7, 3, 5
+    model = _TinyLM(vocab, 6)
+    defn = nn.to_module_def(model, _lm_loss, [[batch, t], [batch, t]], input_dtypes=["int64", "int64"])
+    eager = tlrs.instantiate_with_options(defn, "float64", tlrs.Options())
+    compiled = tlrs.instantiate_with_options(defn, "float64", tlrs.Options(backend="compiled"))
+    rng = np.random.default_rng(2)
+    batches = []
+    for _ in range(4):
+        labels = rng.integers(0, vocab, (batch, t))
+        labels[rng.random((batch, t)) < 0.3] = -100
+        batches.append([tlrs.tensor(rng.integers(0, vocab, (batch, t))), tlrs.tensor(labels)])
+    opt = optim.sgd(0.5)
+    _, le = eager.train_steps(opt, eager.init_optim(opt), batches)
+    _, lc = compiled.train_steps(opt, compiled.init_optim(opt), batches)
+    assert le == lc and len(set(le)) == len(le)
+
+    x = np.random.default_rng(3).standard_normal((6, 4))
+    y = np.array([1, -100, 3, 0, -100, 2])
+    for labels in (tlrs.tensor(y), y):
+        lx = tlrs.tensor(x, requires_grad=True)
+        got = ops.cross_entropy(lx, labels)
+        (g,) = tlrs.grad(got, [lx])
+        tx = torch.tensor(x, requires_grad=True)
+        want = torch.nn.functional.cross_entropy(tx, torch.tensor(y))
+        want.backward()
+        assert abs(got.item() - want.item()) <= 1e-15
+        np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-14, atol=1e-16)
+        assert (g.numpy()[[1, 4]] == 0).all()
+    assert np.isnan(ops.cross_entropy(tlrs.tensor(x), np.full(6, 5), ignore_index=5).item())  # nothing counted
+    with pytest.raises(IndexError):  # a label neither in range nor ignored
+        ops.cross_entropy(tlrs.tensor(x), tlrs.tensor(np.array([1, -1, 3, 0, 2, 2])))
+
+
 def test_compiled_replays_comparisons_on_each_steps_values():
     def loss(params, xs):
         (w,), (x,) = params, xs

@@ -473,3 +473,62 @@ def test_cli_exit_code_in_a_subprocess(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert_one_error(res.stderr, res.returncode, "export: unknown model 'nosuch'")
     assert res.stdout == ""
+
+
+def test_int64_token_ids_are_a_graph_input(tmp_path):
+    """The tlrs.nn GPT exported with int64 token ids as `x` (Gather from the embedding by the
+    graph's ids): onnxruntime's logits match tlrs's at other batches and other ids."""
+    from tlrs import nn
+    from tlrs.models.nn_transformers import GPT, GPTConfig, lm_loss
+
+    tlrs.manual_seed(4)
+    model = GPT(GPTConfig(vocab=11, block=6, d_model=16, heads=2, layers=1, dtype="float32"))
+    defn = nn.to_module_def(model, lm_loss, [[2, 6], [2, 6]], input_dtypes=["int64", "int64"])
+    module = tlrs.instantiate_with_options(defn, "float32", None)
+    ids = np.random.default_rng(0).integers(0, 11, (EXAMPLE_BATCH, 6))
+    model_proto = module_export(module, tmp_path / "gpt.onnx", ids)
+    assert model_proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    sess = session(tmp_path / "gpt.onnx")
+    for batch in CHECK_BATCHES:
+        x = np.random.default_rng(batch).integers(0, 11, (batch, 6))
+        ref = module.defn.predict(module.params(), tlrs.tensor(x)).numpy()
+        assert_close(ref, sess.run(None, {"x": x})[0], "float32")
+    assert np.ptp(ref, axis=0).max() > 1e-3  # far above the 1e-5 tolerance: the ids matter
+
+
+def test_comparisons_export_as_bool_tensors(tmp_path):
+    """eq/ne/lt/le/gt/ge become ONNX comparisons (ne: Not(Equal)), a float32 operand against a
+    float64 one compares in float64, and their casts back to floats follow; int64 against a
+    float is refused by name."""
+    def predict(p, x):
+        h = x * p[0]
+        q = p[0].to("float32")
+        terms = [(h > 0.0), (h == p[0]), (h != p[0]), (h < p[0]), (h <= 0.25), (h >= q)]
+        out = h
+        for t in terms:
+            out = out + t.to("float64")
+        return out
+
+    defn = tlrs.ModuleDef(param_shapes=[[4]], input_shapes=[[4]], loss=lambda p, i: ops.sum(predict(p, i[0])),
+                          predict=predict, init_params=[np.array([0.5, -1.0, 1.0, 0.25])])
+    module = tlrs.instantiate_with_options(defn, "float64", None)
+    example = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, 2.0, 0.0, 1.0], [np.nan, 1.0, 1.0, 0.5]])
+    module_export(module, tmp_path / "cmp.onnx", example)
+    sess = session(tmp_path / "cmp.onnx")
+    for x in (example, np.array([[2.0, -1.0, 0.5, 1.0]])):
+        ref = predict(module.params(), tlrs.tensor(x)).numpy()
+        got = sess.run(None, {"x": x})[0]
+        np.testing.assert_array_equal(np.isnan(ref), np.isnan(got))
+        np.testing.assert_allclose(ref[~np.isnan(ref)], got[~np.isnan(got)], rtol=0, atol=0)
+
+    # int64 inputs compare too (a Python float meets them as an int64 constant).
+    def by_ids(p, ids):
+        return p[0] * (ids > 2.5).to("float64") + (ids == 1).to("float64")
+
+    defn = tlrs.ModuleDef(param_shapes=[[4]], input_shapes=[[4]], loss=lambda p, i: ops.sum(by_ids(p, i[0])),
+                          predict=by_ids, init_params=[np.array([0.5, -1.0, 1.0, 0.25])])
+    module = tlrs.instantiate_with_options(defn, "float64", None)
+    ids = np.array([[0, 1, 2, 3], [4, 3, 1, 0]])
+    module_export(module, tmp_path / "ids.onnx", ids)
+    ref = by_ids(module.params(), tlrs.tensor(ids)).numpy()
+    np.testing.assert_array_equal(session(tmp_path / "ids.onnx").run(None, {"x": ids})[0], ref)

@@ -176,11 +176,11 @@ def test_grouped_and_depthwise_convolution(groups, padding):
 
 def test_convolution_geometry_errors_name_the_argument():
     x, w = tlrs.tensor(np.zeros([1, 2, 5, 5])), tlrs.tensor(np.zeros([2, 2, 3, 3]))
-    with pytest.raises(ValueError, match="conv2d: dilation: expected sizes from 1"):
+    with pytest.raises(ValueError, match=r"conv2d: dilation=0 is out of range \(expected an integer in \[1, 2\*\*31\)\)"):
         ops.conv2d(x, w, dilation=0)
     with pytest.raises(ValueError, match="conv2d: stride: expected an int or a pair of ints"):
         ops.conv2d(x, w, stride=(1, 2, 3))
-    with pytest.raises(ValueError, match="conv2d: padding: expected sizes from 0"):
+    with pytest.raises(ValueError, match=r"conv2d: padding=\(1, -1\) is out of range"):
         ops.conv2d(x, w, padding=(1, -1))
     with pytest.raises(ValueError, match="conv2d: padding='same' needs stride 1"):
         ops.conv2d(x, w, stride=(1, 2), padding="same")

@@ -31,7 +31,7 @@ def _axis_pair(v: int | Sequence[int], what: str, low: int) -> tuple[int, int]:
         raise ValueError(f"{what}: expected an int or a pair of ints, got {v!r}")
     pair = (int(items[0]), int(items[-1]))
     if min(pair) < low or max(pair) >= 2**31:
-        raise ValueError(f"{what}: expected sizes from {low} to 2**31 - 1, got {v!r}")
+        raise ValueError(f"{what}={v!r} is out of range (expected an integer in [{low}, 2**31))")
     return pair
 
 

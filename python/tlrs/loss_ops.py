@@ -81,11 +81,11 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
     if not isinstance(input, Tensor):
         raise TypeError(f"cross_entropy: expected a Tensor of logits, got {type(input).__name__}")
     plain_options = weight is None and reduction == "mean" and label_smoothing == 0 and input.ndim <= 2
-    if is_int_tensor(target) and plain_options and (
-            target._is_traced or not (np.asarray(target.numpy()) == ignore_index).any()):
-        # Labels stay a tensor (the record keeps it: a compiled step reads each batch's labels).
-        # Traced labels cannot be read here: an ignored label among them is an IndexError.
-        return _core.cross_entropy_index_tensor(input, target)
+    ignore = _ignore_index(ignore_index)
+    if is_int_tensor(target) and plain_options:
+        # Labels stay a tensor (the record keeps it: a compiled step reads each batch's labels,
+        # ignored ones included).
+        return _core.cross_entropy_index_tensor(input, target, ignore)
     if isinstance(target, Tensor) and target.dtype != "int64":
         if target.dtype == "bool":
             raise TypeError("cross_entropy: expected int64 class labels or float probabilities, got a bool Tensor")
@@ -93,11 +93,16 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
             return _core.cross_entropy_probs(input, target)
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     labels = _labels(target)
-    plain = (weight is None and reduction == "mean" and label_smoothing == 0 and input.ndim <= 2
-             and not (labels == ignore_index).any())
-    if plain:
-        return _core.cross_entropy_indices(input, labels.reshape(-1).tolist())
+    if plain_options:
+        return _core.cross_entropy_indices(input, labels.reshape(-1).tolist(), ignore)
     return _cross_entropy_labels(input, labels, weight, ignore_index, reduction, label_smoothing)
+
+
+def _ignore_index(value: Any) -> int:
+    """`ignore_index` as an int64 (torch's own type for it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not -2**63 <= value < 2**63:
+        raise TypeError(f"cross_entropy: ignore_index must be an int64, got {value!r}")
+    return int(value)
 
 
 def _class_count(input: Tensor, what: str = "cross_entropy") -> int:

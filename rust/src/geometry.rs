@@ -1,6 +1,10 @@
 //! The geometry of matrix products and windowed ops (convolution, pooling): sizes and the window
 //! arithmetic, shared by the op layer, autograd records and both backends.
 
+/// The target of a row that the negative log-likelihood ignores (cross-entropy's
+/// `ignore_index`): no class index is this large.
+pub const IGNORED_ROW: usize = usize::MAX;
+
 /// Sizes of one convolution.
 #[derive(Debug, Clone, Copy)]
 pub struct ConvDims {

@@ -100,7 +100,8 @@ def export_module(module: Module, path: str | os.PathLike[str], example_inputs: 
     """Write `module.defn.predict` as an ONNX model at `path` (atomically) and return it.
 
     Args: example_inputs: the model input x with a leading batch axis (a Tensor, an array, or
-    `[x]`); it gives the per-sample shape and dtype (arrays take the module's dtype);
+    `[x]`); it gives the per-sample shape and dtype (float arrays take the module's dtype; an
+    int64 array or tensor, token ids say, makes `x` an int64 graph input);
     dynamic_batch: give the batch axis the symbolic size `batch` (else the example's batch is
     fixed); opset: the ONNX opset, from 18 to the newest the installed onnx knows.
     Graph input `x`, output `y`; parameters are initializers named by `module.param_names`.
@@ -142,9 +143,13 @@ def _example_array(example: Any, dtype: str) -> np.ndarray[Any, Any]:
     """The example input as an array with at least one (non-empty) batch axis."""
     if isinstance(example, (list, tuple)) and len(example) == 1 and isinstance(example[0], (Tensor, np.ndarray)):
         example = example[0]
-    arr = example.numpy() if isinstance(example, Tensor) else np.asarray(example, dtype=dtype)
-    if arr.dtype not in (np.float32, np.float64):
-        raise OnnxExportError(f"export_onnx: expected a float32 or float64 example input, got {arr.dtype}")
+    if isinstance(example, Tensor):
+        arr = example.numpy()
+    else:
+        arr = np.asarray(example)
+        arr = arr if arr.dtype == np.int64 else np.asarray(example, dtype=dtype)
+    if arr.dtype not in (np.float32, np.float64, np.int64):
+        raise OnnxExportError(f"export_onnx: expected a float32, float64 or int64 example input, got {arr.dtype}")
     if arr.ndim == 0 or arr.shape[0] == 0:
         raise OnnxExportError(f"export_onnx: expected an example input with a leading, non-empty "
                               f"batch axis, got shape {list(arr.shape)}")

@@ -20,7 +20,8 @@ from onnx import TensorProto, helper, numpy_helper
 from .._core import __version__
 from .onnx_export import BatchDim, Dim, Node, OnnxExportError, refuse
 
-ELEM_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}
+ELEM_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int64": TensorProto.INT64,
+              "bool": TensorProto.BOOL}
 # Ops that tlrs records but ONNX cannot express, with why.
 REFUSED = {
     "cross_entropy": "has no ONNX form: it is a loss with the trace's targets baked in (export the "
@@ -30,8 +31,6 @@ REFUSED = {
     # Made by the compiled backend's fusion passes, after tracing; the export reads the traced
     # graph, where these are still their separate ops.
     "dropout": "is training-time randomness (a fresh mask each step); export the model in eval mode",
-    **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"),
-                    "makes a bool mask, which the export (float tensors only) does not carry yet"),
     **dict.fromkeys(("conv2d_relu", "fused_chain"),
                     "is a fused form the export never sees (it reads the graph as traced)"),
 }
@@ -288,7 +287,27 @@ def _slice(em: Emitter, n: Node, ins: list[str], out: str) -> str:
 
 
 def _index_select(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    return em.add("Gather", [ins[0], em.ints(n.attrs["index"])], out, axis=n.attrs["axis"])
+    # The positions: an int64 tensor of the graph (token ids) or the trace's constant list.
+    index = ins[1] if len(ins) == 2 else em.ints(n.attrs["index"])
+    return em.add("Gather", [ins[0], index], out, axis=n.attrs["axis"])
+
+
+_COMPARISONS = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
+
+
+def _comparison(name: str) -> Emit:
+    """A comparison to a bool tensor (ne: Not(Equal), true at NaN as IEEE's !=). float32 against
+    float64 compares in float64, as tlrs does (exactly); the only mix a trace holds, since an
+    int64 tensor meets a Python float as an int64 constant."""
+    def emit(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+        dtypes = [em.ir[j].dtype for j in n.inputs]
+        if dtypes[0] != dtypes[1]:
+            ins = [em.add("Cast", [i], to=TensorProto.DOUBLE) if d == "float32" else i
+                   for i, d in zip(ins, dtypes, strict=True)]
+        if name == "ne":
+            return em.add("Not", [em.add("Equal", ins)], out)
+        return em.add(_COMPARISONS[name], ins, out)
+    return emit
 
 
 def _swap_last_two(em: Emitter, x: str, rank: int) -> str:
@@ -449,6 +468,7 @@ EMITTERS: dict[str, Emit] = {
     "concat": _concat,
     "slice": _slice,
     "index_select": _index_select,
+    **{name: _comparison(name) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     "matmul": _matmul,
     "softmax": _softmax("Softmax"),
     "log_softmax": _softmax("LogSoftmax"),

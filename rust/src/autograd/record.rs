@@ -73,6 +73,8 @@ pub(crate) fn first<'a>(op: &'static str, xs: &'a [Tensor]) -> Result<&'a Tensor
 pub enum Attr {
     Float(Option<f64>),
     Count(Option<usize>),
+    /// A signed integer option (cross-entropy's `ignore_index`); None: not set.
+    Int(Option<i64>),
     Flag(bool),
     List(Vec<usize>),
     Mask(Vec<bool>),
@@ -84,6 +86,7 @@ impl PartialEq for Attr {
         match (self, other) {
             (Attr::Float(a), Attr::Float(b)) => a.map(f64::to_bits) == b.map(f64::to_bits),
             (Attr::Count(a), Attr::Count(b)) => a == b,
+            (Attr::Int(a), Attr::Int(b)) => a == b,
             (Attr::Flag(a), Attr::Flag(b)) => a == b,
             (Attr::List(a), Attr::List(b)) => a == b,
             (Attr::Mask(a), Attr::Mask(b)) => a == b,
@@ -104,9 +107,10 @@ fn short<T: fmt::Debug>(v: &[T]) -> String {
 impl fmt::Display for Attr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Attr::Float(None) | Attr::Count(None) => write!(f, "none"),
+            Attr::Float(None) | Attr::Count(None) | Attr::Int(None) => write!(f, "none"),
             Attr::Float(Some(x)) => write!(f, "{x:?}"),
             Attr::Count(Some(n)) => write!(f, "{n}"),
+            Attr::Int(Some(n)) => write!(f, "{n}"),
             Attr::Flag(b) => write!(f, "{b}"),
             Attr::List(v) => write!(f, "{}", short(v)),
             Attr::Mask(v) => write!(f, "{}", short(v)),

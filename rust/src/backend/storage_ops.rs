@@ -97,9 +97,11 @@ pub trait BackendStorage: Sized {
     fn matmul(&self, rhs: &Self, d: MatmulDims) -> Result<Self>;
 
     /// -mean over rows of `self[r, target[r]]`, `self` being log-probabilities [rows, classes]
-    /// (one element).
+    /// (one element). A row whose target is `IGNORED_ROW` counts for nothing (`geometry::IGNORED_ROW`): not in the sum,
+    /// not in the divisor (all rows ignored: 0 / 0, NaN, as PyTorch).
     fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
-    /// The nll gradient [rows, classes] from the upstream gradient `self` (one element).
+    /// The nll gradient [rows, classes] from the upstream gradient `self` (one element); an
+    /// ignored row's gradient is 0.
     fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
 
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].

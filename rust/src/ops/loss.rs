@@ -2,6 +2,7 @@
 //! error, both averaged over the batch as PyTorch's default `reduction="mean"`.
 
 use crate::autograd::record::{first, Attr, Record};
+use crate::geometry::IGNORED_ROW;
 use crate::ops::elementwise::{check_same_device, check_same_dtype, mul, neg, sub};
 use crate::ops::layout::check_indices;
 use crate::ops::reduce::{mean, sum};
@@ -22,6 +23,17 @@ pub enum Target<'a> {
 
 /// Cross-entropy of logits `input` ([N, C] or [C]) against `target`, averaged over rows.
 pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
+    cross_entropy_ignoring(input, target, None)
+}
+
+/// `cross_entropy`, where a class index equal to `ignore_index` counts for nothing: not in the
+/// sum, not in the mean's divisor (PyTorch's `ignore_index`; every row ignored gives NaN). The
+/// rows are read where the labels are, so a compiled step replays it on each batch's labels.
+pub fn cross_entropy_ignoring(
+    input: &Tensor,
+    target: Target<'_>,
+    ignore_index: Option<i64>,
+) -> Result<Tensor> {
     if input.rank() != 1 && input.rank() != 2 {
         return Err(Error::shape(
             "cross_entropy",
@@ -72,8 +84,8 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
                 ));
             }
             let classes = input.dims()[input.rank() - 1];
-            let idx = check_indices("cross_entropy", t, classes)?;
-            nll_loss_from(&logp, Arc::new(idx), tensor)
+            let idx = check_labels(t, classes, ignore_index)?;
+            nll_loss_from(&logp, Arc::new(idx), tensor, ignore_index)
         }
         Target::Probs(p) => {
             crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
@@ -93,12 +105,24 @@ pub fn cross_entropy(input: &Tensor, target: Target<'_>) -> Result<Tensor> {
     }
 }
 
-/// -mean over rows of logp[n, target[n]].
-pub(crate) fn nll_loss_indices(logp: &Tensor, idx: Arc<Vec<usize>>) -> Result<Tensor> {
-    nll_loss_from(logp, idx, None)
+/// Each row's class index, checked against `classes`; a row equal to `ignore_index` (in range
+/// or not) is `IGNORED_ROW`.
+fn check_labels(values: &[i64], classes: usize, ignore_index: Option<i64>) -> Result<Vec<usize>> {
+    values
+        .iter()
+        .map(|&v| match ignore_index {
+            Some(i) if v == i => Ok(IGNORED_ROW),
+            _ => check_indices("cross_entropy", &[v], classes).map(|idx| idx[0]),
+        })
+        .collect()
 }
 
-fn nll_loss_from(logp: &Tensor, idx: Arc<Vec<usize>>, tensor: Option<&Tensor>) -> Result<Tensor> {
+fn nll_loss_from(
+    logp: &Tensor,
+    idx: Arc<Vec<usize>>,
+    tensor: Option<&Tensor>,
+    ignore_index: Option<i64>,
+) -> Result<Tensor> {
     let c = logp.dims()[logp.rank() - 1];
     let s = logp.storage().nll(idx.len(), c, &idx)?;
     Ok(Tensor::from_op(
@@ -108,6 +132,7 @@ fn nll_loss_from(logp: &Tensor, idx: Arc<Vec<usize>>, tensor: Option<&Tensor>) -
             logp: logp.clone(),
             target: idx,
             target_tensor: tensor.cloned(),
+            ignore_index,
         },
     ))
 }
@@ -145,6 +170,8 @@ pub struct NllLoss {
     /// The int64 tensor the labels came from, when given as one: then an input (read again on
     /// replay) rather than an attribute.
     pub target_tensor: Option<Tensor>,
+    /// The label that counts for nothing (rows with it are `IGNORED_ROW` in `target`).
+    pub ignore_index: Option<i64>,
 }
 
 impl Record for NllLoss {
@@ -155,9 +182,10 @@ impl Record for NllLoss {
         v
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        let ignore = ("ignore_index", Attr::Int(self.ignore_index));
         match self.target_tensor {
-            None => vec![("target", Attr::List(self.target.to_vec()))],
-            Some(_) => vec![],
+            None => vec![("target", Attr::List(self.target.to_vec())), ignore],
+            Some(_) => vec![ignore],
         }
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
@@ -176,10 +204,15 @@ impl Record for NllLoss {
                         format!("{} labels for logits {}", values.len(), logp.shape()),
                     ));
                 }
-                let idx = check_indices("cross_entropy", &values, classes)?;
-                nll_loss_from(logp, Arc::new(idx), Some(target))
+                let idx = check_labels(&values, classes, self.ignore_index)?;
+                nll_loss_from(logp, Arc::new(idx), Some(target), self.ignore_index)
             }
-            _ => nll_loss_indices(first("cross_entropy", xs)?, self.target.clone()),
+            _ => nll_loss_from(
+                first("cross_entropy", xs)?,
+                self.target.clone(),
+                None,
+                self.ignore_index,
+            ),
         }
     }
 }

@@ -28,6 +28,7 @@ fn attr_value(py: Python<'_>, a: Attr) -> PyResult<Py<PyAny>> {
     match a {
         Attr::Float(v) => v.into_py_any(py),
         Attr::Count(v) => v.into_py_any(py),
+        Attr::Int(v) => v.into_py_any(py),
         Attr::Flag(b) => b.into_py_any(py),
         Attr::List(v) => v.into_py_any(py),
         Attr::Mask(v) => v.into_py_any(py),

@@ -182,24 +182,34 @@ pub fn log_softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     run(py, move || ops::log_softmax(&x, dim))
 }
 
+/// Cross-entropy against class indices; a label equal to `ignore_index` counts for nothing.
 #[pyfunction]
-pub fn cross_entropy_indices(py: Python<'_>, x: PyRef<'_, T>, target: Vec<i64>) -> PyResult<T> {
+#[pyo3(signature = (x, target, ignore_index=None))]
+pub fn cross_entropy_indices(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    target: Vec<i64>,
+    ignore_index: Option<i64>,
+) -> PyResult<T> {
     let x = x.inner.clone();
     run(py, move || {
-        ops::cross_entropy(&x, ops::Target::Indices(&target))
+        ops::cross_entropy_ignoring(&x, ops::Target::Indices(&target), ignore_index)
     })
 }
 
-/// Cross-entropy against class indices given as an int64 tensor (kept as the record's input).
+/// Cross-entropy against class indices given as an int64 tensor (kept as the record's input);
+/// a label equal to `ignore_index` counts for nothing.
 #[pyfunction]
+#[pyo3(signature = (x, target, ignore_index=None))]
 pub fn cross_entropy_index_tensor(
     py: Python<'_>,
     x: PyRef<'_, T>,
     target: PyRef<'_, T>,
+    ignore_index: Option<i64>,
 ) -> PyResult<T> {
     let (x, t) = (x.inner.clone(), target.inner.clone());
     run(py, move || {
-        ops::cross_entropy(&x, ops::Target::IndexTensor(&t))
+        ops::cross_entropy_ignoring(&x, ops::Target::IndexTensor(&t), ignore_index)
     })
 }
 

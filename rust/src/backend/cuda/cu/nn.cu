@@ -72,19 +72,21 @@ extern "C" __global__ void softmax_grad_apply_$S(const $T* __restrict__ y, const
 
 // ---- negative log-likelihood over [rows, classes] with one target class per row ----
 
-// One thread: -(Σ_r logp[r, t_r]) / div, the sum in row order (ops/loss.rs nll_typed);
-// div is rows rounded to $T on the host like the CPU's from_f64.
+// One thread: -(Σ_r logp[r, t_r]) / div, the sum in row order over the rows whose target is
+// not ~0 (an ignored row, backend/cpu/loss.rs nll); div is the counted rows rounded to $T on the
+// host like the CPU's from_f64.
 extern "C" __global__ void nll_$S(const $T* __restrict__ logp, const u64* __restrict__ target,
                                  $T* __restrict__ y, u64 n, u64 rows, u64 classes, $T div) {
     GRID_LOOP(i, n) {
         $T acc = ($T)0;
-        for (u64 r = 0; r < rows; ++r) acc = acc + logp[r * classes + target[r]];
+        for (u64 r = 0; r < rows; ++r)
+            if (target[r] != ~(u64)0) acc = acc + logp[r * classes + target[r]];
         y[i] = -acc / div;
     }
 }
 
 // out[r, c] = 0 + w at the target (0 + w, not w: it turns -0 into +0 as the CPU's add does),
-// else 0; w = -(g / div).
+// else 0 (an ignored row's target ~0 matches no column); w = -(g / div).
 extern "C" __global__ void nll_grad_$S(const $T* __restrict__ g, const u64* __restrict__ target,
                                       $T* __restrict__ out, u64 n, u64 classes, $T div) {
     GRID_LOOP(i, n) {

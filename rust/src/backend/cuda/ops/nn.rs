@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::backend::cuda::blas::RowMajorMatmul;
 use crate::backend::cuda::gpu::Gpu;
 use crate::backend::cuda::{Arg, DeviceBuffer, IndexBuffer};
-use crate::geometry::{AvgDivisor, ConvDims, PoolDims};
+use crate::geometry::{AvgDivisor, ConvDims, PoolDims, IGNORED_ROW};
 use crate::{DType, Error, Result};
 
 use super::matmul::gemm;
@@ -178,7 +178,12 @@ pub fn softmax_grad(
     Ok(out)
 }
 
-/// Targets checked and uploaded as u64 indices.
+/// The rows `nll` counts (not `IGNORED_ROW`), as the mean's divisor.
+fn kept_rows(target: &[usize]) -> f64 {
+    target.iter().filter(|&&t| t != IGNORED_ROW).count() as f64
+}
+
+/// Targets checked and uploaded as u64 indices (`IGNORED_ROW` as u64::MAX, which no class is).
 fn upload_targets(
     gpu: &Arc<Gpu>,
     rows: usize,
@@ -191,7 +196,7 @@ fn upload_targets(
             format!("expected {rows} class indices, got {}", target.len()),
         ));
     }
-    if let Some(&t) = target.iter().find(|&&t| t >= classes) {
+    if let Some(&t) = target.iter().find(|&&t| t >= classes && t != IGNORED_ROW) {
         return Err(Error::Index {
             op: "cross_entropy",
             index: i64::try_from(t).unwrap_or(i64::MAX),
@@ -201,7 +206,7 @@ fn upload_targets(
     gpu.upload_indices(target)
 }
 
-/// -mean over rows of logp[r, target[r]], a 1-element buffer (ops/loss.rs `nll_typed`).
+/// -mean over the counted rows of logp[r, target[r]], a 1-element buffer (cpu/loss.rs `nll`).
 pub fn nll(
     logp: &DeviceBuffer,
     rows: usize,
@@ -217,7 +222,7 @@ pub fn nll(
     let (gpu, dtype) = (logp.gpu(), logp.dtype());
     let t = upload_targets(gpu, rows, classes, target)?;
     let y = gpu.alloc(dtype, 1)?;
-    let div = Arg::Scalar(rows as f64);
+    let div = Arg::Scalar(kept_rows(target));
     launch(
         gpu,
         "nll",
@@ -249,7 +254,7 @@ pub fn nll_grad(
     let (gpu, dtype) = (g.gpu(), g.dtype());
     let t = upload_targets(gpu, rows, classes, target)?;
     let out = gpu.alloc(dtype, n)?;
-    let div = Arg::Scalar(rows as f64);
+    let div = Arg::Scalar(kept_rows(target));
     launch(
         gpu,
         "nll_grad",
