@@ -37,6 +37,7 @@ NO_FORWARD = {
     "to_device": "a device copy is refused by the compiled backend; tests/test_cuda_parity.py runs it",
     "pow_slope_base": "recorded only by tensor_pow's gradient rule",
     "pow_slope_exponent": "recorded only by tensor_pow's gradient rule",
+    "atan2_slope": "recorded only by atan2's gradient rule",
     "sum_to_shape": "recorded only by gradient rules (a broadcast operand's gradient)",
     "broadcast_to": "recorded only by gradient rules (a reduction's gradient)",
     "dropout": "random: a mask per training step; tests/test_step_dropout.py checks eager == compiled and its gradient",
@@ -88,13 +89,15 @@ _BINARY_CALLS = {
     "minimum": ops.minimum,
     "tensor_pow": lambda a, b: positive(a) ** b,
     "floor_divide": lambda a, b: ops.floor_divide(a * 5.0, positive(b)),
+    "atan2": ops.atan2,
 }
+_BINARY_WITHOUT_ONNX = {"atan2"}  # ONNX has no atan2 operator
 
 
 def _binary_case(name: str) -> Case:
     call = _BINARY_CALLS[name]
     # The second operand [4] broadcasts over the batch: its gradient is summed back.
-    return Case(lambda p, x: call(_mixed(p, x), p[2]), [[4], [4], [4]])
+    return Case(lambda p, x: call(_mixed(p, x), p[2]), [[4], [4], [4]], onnx=name not in _BINARY_WITHOUT_ONNX)
 
 
 def _cast(p, x):
@@ -145,7 +148,7 @@ CASES: dict[str, Case] = {
     # A comparison's bool mask, cast back to the values' dtype, gates them (the mask itself has
     # no gradient; compiled replays the comparison on each step's values).
     **{name: Case(lambda p, x, name=name: _gated(getattr(_mixed(p, x), f"__{name}__")(0.1), _mixed(p, x)),
-                  [[4], [4]], onnx=False)
+                  [[4], [4]])
        for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     "cumsum": Case(lambda p, x: ops.cumsum(_mixed(p, x), 1) + ops.cumsum(_mixed(p, x), 0), [[4], [4]]),
     "reshape": Case(lambda p, x: ops.reshape(_mixed(p, x), [x.shape[0], 2, 2]), [[4], [4]]),

@@ -131,6 +131,7 @@ CASES: dict[str, Case] = {
     "trunc": Case(ops.trunc, exact=True),
     "floor": Case(ops.floor, exact=True),
     "floor_divide": Case(ops.floor_divide, exact=True),
+    "atan2": Case(ops.atan2),
     "nn.functional.relu": Case(ops.relu, exact=True),
     "nn.functional.gelu": Case(ops.gelu),
     "nn.functional.softplus": Case(ops.softplus),

@@ -197,3 +197,19 @@ def test_gelu_refuses_an_unknown_approximation():
         ops.gelu(x, approximate="erf")
     with pytest.raises(TypeError):
         ops.gelu(x, approximate=1)  # type: ignore[arg-type]
+
+
+# ---- atan2: libm's atan2 (PyTorch's is the platform's: equal within rounding), PyTorch's gradients
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_atan2_matches_pytorch_values_specials_and_gradients(dtype, device_kind):
+    a, b = divide_inputs(dtype)  # every special value against every other: zeros, infinities, NaN
+    g = np.random.default_rng(5).uniform(-1, 1, a.shape).astype(dtype)
+    y, (da, db) = tlrs_value_and_grads(ops.atan2, [a, b], g, device_kind)
+    ty, (tda, tdb) = torch_value_and_grads(torch.atan2, [a, b], g)
+    torch.testing.assert_close(torch.from_numpy(y), torch.from_numpy(ty), equal_nan=True)
+    # The quadrant rules at signed zeros and infinities are IEEE's: the same bits as PyTorch.
+    special = np.isin(a, [0.0, INF, -INF]) | np.isin(b, [0.0, INF, -INF])
+    same_bits(y[special], ty[special], "atan2 at signed zeros and infinities")
+    for got, want, what in ((da, tda, "a"), (db, tdb, "b")):
+        torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(want), equal_nan=True, msg=what)

@@ -288,6 +288,7 @@ __all__ = [
     "floor",
     "maximum",
     "minimum",
+    "atan2",
 ]
 
 def neg(input: Tensor) -> Tensor:
@@ -348,6 +349,8 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum (IEEE 754-2019: NaN propagates, maximum(-0, +0) = +0); ties split the gradient."""
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum (IEEE 754-2019: NaN propagates, minimum(-0, +0) = -0); ties split the gradient."""
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise atan2(a, b): the angle of the point (x = b, y = a) in (-pi, pi]."""
 def floor_divide(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise floor(a / b) as PyTorch computes it (fmod-based, Python's a // b); a / b where b == 0. The gradient is zero."""
 # ---- end of generated functions ----

@@ -114,6 +114,8 @@ pub trait Float:
     fn floor(self) -> Self;
     /// C's `fmod`: the exact remainder of `self / e` with the sign of `self`.
     fn fmod(self, e: Self) -> Self;
+    /// The angle of the point (x = `x`, y = `self`) in (-pi, pi] (libm's atan2).
+    fn atan2(self, x: Self) -> Self;
     fn is_nan(self) -> bool;
     fn is_finite(self) -> bool;
     /// Whether the sign bit is set (true for -0 and negative NaNs too).
@@ -121,7 +123,7 @@ pub trait Float:
 }
 
 macro_rules! impl_float {
-    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $sin:path, $cos:path, $pow:path, $abs:path, $trunc:path, $floor:path, $fmod:path) => {
+    ($t:ty, $d:expr, $exp:path, $ln:path, $log1p:path, $expm1:path, $sqrt:path, $tanh:path, $erf:path, $sin:path, $cos:path, $pow:path, $abs:path, $trunc:path, $floor:path, $fmod:path, $atan2:path) => {
         impl Float for $t {
             const DTYPE: DType = $d;
             const ZERO: Self = 0.0;
@@ -196,6 +198,10 @@ macro_rules! impl_float {
                 $fmod(self, e)
             }
             #[inline(always)]
+            fn atan2(self, x: Self) -> Self {
+                $atan2(self, x)
+            }
+            #[inline(always)]
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
@@ -230,7 +236,8 @@ impl_float!(
     libm::fabsf,
     libm::truncf,
     libm::floorf,
-    libm::fmodf
+    libm::fmodf,
+    libm::atan2f
 );
 impl_float!(
     f64,
@@ -248,7 +255,8 @@ impl_float!(
     libm::fabs,
     libm::trunc,
     libm::floor,
-    libm::fmod
+    libm::fmod,
+    libm::atan2
 );
 
 /// `v` in the element type of `like`: lets dtype-dispatch macros name constants without spelling `T`.

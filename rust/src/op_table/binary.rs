@@ -78,16 +78,36 @@ macro_rules! binary_ops {
                 py: none,
                 f: |a: T, b: T| if b == T::ZERO { T::ZERO } else { b * a.powf(b - T::ONE) },
                 cuda: "(b == ($T)0) ? ($T)0 : b * pow$F(a, b - ($T)1)",
-                da: |_g, _a, _b, _out| Err(no_second_derivative()),
-                db: |_g, _a, _b, _out| Err(no_second_derivative()),
+                da: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
+                db: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
             }
             PowSlopeExponent pow_slope_exponent {
                 doc: "a ** b * ln(a), and 0 where a = 0 and b >= 0 (tensor_pow's gradient for b).",
                 py: none,
                 f: |a: T, b: T| if a == T::ZERO && b >= T::ZERO { T::ZERO } else { a.powf(b) * a.ln() },
                 cuda: "(a == ($T)0 && b >= ($T)0) ? ($T)0 : pow$F(a, b) * log$F(a)",
-                da: |_g, _a, _b, _out| Err(no_second_derivative()),
-                db: |_g, _a, _b, _out| Err(no_second_derivative()),
+                da: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
+                db: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
+            }
+            // atan2(a, b): the angle of the point (b, a), libm's; d/da = b / (a² + b²),
+            // d/db = -a / (a² + b²), each a signed zero at the origin (PyTorch's rules).
+            Atan2 atan2 {
+                doc: "Elementwise atan2(a, b): the angle of the point (x = b, y = a) in (-pi, pi].",
+                py: export,
+                f: |a: T, b: T| a.atan2(b),
+                cuda: "atan2$F(a, b)",
+                da: |g, a, b, _out| mul(g, &binary(BinaryOp::Atan2Slope, a, b)?),
+                db: |g, a, b, _out| neg(&mul(g, &binary(BinaryOp::Atan2Slope, b, a)?)?),
+            }
+            // atan2's partial derivative as one op: b · (1 / (a² + b²)), where 1 / 0 is taken
+            // as 0 (PyTorch's reciprocal at the origin), so the origin gives a signed zero.
+            Atan2Slope atan2_slope {
+                doc: "b / (a² + b²), and a signed 0 where a² + b² = 0 (atan2's gradient for a; swapped, for b).",
+                py: none,
+                f: |a: T, b: T| { let d = a * a + b * b; b * (if d == T::ZERO { T::ZERO } else { T::ONE / d }) },
+                cuda: "b * ((a * a + b * b == ($T)0) ? ($T)0 : ($T)1 / (a * a + b * b))",
+                da: |_g, _a, _b, _out| Err(no_second_derivative("atan2")),
+                db: |_g, _a, _b, _out| Err(no_second_derivative("atan2")),
             }
             // PyTorch's floor division of floats (c10::div_floor_floating): the exact remainder
             // fmod(a, b) taken off a before dividing, then the sign fix-up and the rounding

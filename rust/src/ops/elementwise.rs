@@ -348,12 +348,10 @@ impl Record for Binary {
     }
 }
 
-/// The refusal of ops that are themselves gradients (tensor_pow's partial derivatives).
-fn no_second_derivative() -> crate::Error {
-    crate::Error::arg(
-        "tensor_pow",
-        "the second derivative of pow with a tensor exponent is not supported",
-    )
+/// The refusal of ops that are themselves gradients (tensor_pow's and atan2's partial
+/// derivatives), naming the op whose second derivative it would be.
+fn no_second_derivative(op: &'static str) -> crate::Error {
+    crate::Error::arg(op, "its second derivative is not supported")
 }
 
 /// Zeros shaped like `g`, on its device: the gradient of an op that is flat almost everywhere
