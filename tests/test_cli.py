@@ -28,7 +28,8 @@ LOG = [
 
 def hello_out(seed: int = 0) -> list[str]:
     return [*LOG, f"hello: seed={seed} device=cpu",
-            f"hello from tlrs: first fresh seed = {next_seed(seed, 0)}", "tlrs run hello: ok"]
+            f"hello from tlrs: first fresh seed = {next_seed(seed, 0)}", "hello: 1.5^2 = 2.25 in float64",
+            "tlrs run hello: ok"]
 
 
 def cuda_usable() -> bool:
@@ -117,8 +118,7 @@ def test_proc_flags_before_and_after_the_model(args):
     (["run", "hello", "--dtype", "bogus"], "unknown --dtype bogus (supported: float | real"),
     (["run", "hello", "--seed", "-1"],
      "tlrs run hello: --seed: expected a natural number, got `-1`"),
-    (["run", "hello", "--dtype", "float32"],
-     "tlrs run hello: this program only supports `--dtype float`"),
+    (["run", "hello", "--dtype", "real"], "dtype=real is proof-only (noncomputable)"),
     (["run"], "missing model name"),
     ([], "missing command"),
     (["nosuch"], ""),
@@ -126,6 +126,24 @@ def test_proc_flags_before_and_after_the_model(args):
 def test_proc_errors_are_one_line(args, start):
     p = tlrs_proc(*args)
     assert_one_error(p.stderr, p.returncode, start)
+
+
+@pytest.mark.parametrize("spelling", ["complex", "complex32", "cfloat32", "c32", "complex:ieee754exec"])
+def test_proc_run_hello_under_complex(spelling):
+    """`--dtype complex` (each spelling) runs hello's program on complex64 tensors: TorchLean's two
+    dtype lines, then (1.5 - 0.5i)² = 2 - 1.5i computed by tlrs.complex."""
+    p = tlrs_proc("run", "hello", "--dtype", spelling)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert out[:2] == ["[tlrs] dtype: complex (complex over float32)",
+                       "[tlrs] Float32 mode: ieee754exec: executable IEEE-754 binary32 kernel (bit-level; "
+                       "includes NaN/Inf)"]
+    assert out[-2:] == ["hello: (1.5-0.5j)^2 = (2-1.5j) in complex64", "tlrs run hello: ok"]
+
+
+def test_proc_run_hello_float32():
+    p = tlrs_proc("run", "hello", "--dtype", "float32")
+    assert p.returncode == 0 and p.stdout.splitlines()[-2:] == ["hello: 1.5^2 = 2.25 in float32", "tlrs run hello: ok"]
 
 
 @pytest.mark.skipif(cuda_usable(), reason="a usable CUDA device is present")

@@ -195,8 +195,8 @@ def test_constructor():
 def test_is_executable_matches_reference():
     assert [d.is_executable for d in (FLOAT, FLOAT32, COMPLEX)] == [True, True, True]
     assert [d.is_executable for d in (REAL, FLOAT32_FP32, COMPLEX_FP32)] == [False, False, False]
-    assert [d.is_supported for d in (FLOAT, FLOAT32)] == [True, True]
-    assert [d.is_supported for d in (COMPLEX, REAL, FLOAT32_FP32)] == [False, False, False]
+    assert [d.is_supported for d in (FLOAT, FLOAT32, COMPLEX)] == [True, True, True]
+    assert [d.is_supported for d in (REAL, FLOAT32_FP32, COMPLEX_FP32)] == [False, False, False]
 
 
 def test_numpy_names():
@@ -206,6 +206,8 @@ def test_numpy_names():
 def test_runnable_dtypes_pass():
     FLOAT.check_runnable()
     FLOAT32.check_runnable()
+    COMPLEX.check_runnable()
+    assert COMPLEX.numpy_name == "complex64"
 
 
 @pytest.mark.parametrize(
@@ -227,12 +229,6 @@ def test_proof_only_dtypes_fail_and_suggest_float32(dt, reference_text):
 def test_fp32_spelling_fails_with_helpful_message():
     text = message(DType.parse("fp32").check_runnable)
     assert "proof-only" in text and "--dtype float32" in text
-
-
-def test_complex_not_supported_yet():
-    text = message(COMPLEX.check_runnable)
-    assert "not supported yet" in text
-    assert "proof-only" not in text
 
 
 @pytest.mark.parametrize(

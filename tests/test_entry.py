@@ -176,9 +176,24 @@ def test_any_action_proof_only_dtype_fails_after_logging(capsys):
     assert lines(capsys.readouterr().out) == [FP32_LINE, *CPU_TAIL] and calls == []
     with pytest.raises(ArgError, match="^dtype=real is proof-only"):
         run(EXE, ["--dtype", "real"], any_body(calls))
-    with pytest.raises(ArgError, match="not supported yet"):
-        run(EXE, ["--dtype", "complex"], any_body(calls))
     assert calls == []
+
+
+def test_any_action_runs_its_program_under_complex(capsys):
+    """--dtype complex (and its spellings) logs TorchLean's two lines and hands the program the
+    cast 'complex64', with which tlrs.tensor makes complex tensors."""
+    seen = []
+
+    def body(cast, opts, rest):
+        z = tlrs.tensor([1 + 2j], dtype=cast)
+        seen.append((cast, type(z).__name__, z.dtype, (z * z).item()))
+
+    for spelling in ("complex", "c32", "complex:ieee754exec"):
+        run(EXE, ["--dtype", spelling], RunAction.any(body))
+        assert lines(capsys.readouterr().out)[:2] == ["[tlrs] dtype: complex (complex over float32)", EXEC_LINE]
+    assert seen == [("complex64", "ComplexTensor", "complex64", -3 + 4j)] * 3
+    with pytest.raises(ArgError, match="--dtype complex: a module's parameters are real"):
+        tlrs.with_module(tlrs.models.mlp(2, 3, 1)[0], ["--dtype", "complex"], lambda *a: None)
 
 
 @pytest.mark.parametrize("action", ["any", "float"])

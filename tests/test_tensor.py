@@ -68,7 +68,7 @@ def test_tensor_explicit_dtype(spec, expected):
     np.testing.assert_array_equal(t.numpy(), np.array([0.1, 0.2, 0.3], dtype=expected))
 
 
-@pytest.mark.parametrize("bad", ["int32", np.int16, "float16", "complex"])
+@pytest.mark.parametrize("bad", ["int32", np.int16, "float16", "complex32"])
 def test_tensor_bad_dtype_raises_dtype_error(bad):
     with pytest.raises(tlrs.DTypeError) as ei:
         tlrs.tensor([1.0, 2.0], dtype=bad)

@@ -1,9 +1,10 @@
 """tlrs: a small, fast, deterministic neural-network runtime (Rust core, Python front)."""
 
-from . import cuda, init, models, ops, optim, random
+from . import complex, cuda, init, models, ops, optim, random
 from . import tensor_methods as tensor_methods  # attaches torch's shape and indexing methods to Tensor
 from ._core import Tensor, __version__, fresh_seed
 from .autograd import grad, is_grad_enabled, no_grad
+from .complex import ComplexTensor
 from .config import ExecConfig, Options
 from .entry import RunAction, RunOptions, run, run_usage, with_module, with_module_runtime, with_runtime
 from .errors import (
@@ -79,6 +80,8 @@ __all__ = [
     "ShapeError",
     "TraceError",
     "Tensor",
+    "ComplexTensor",
+    "complex",
     "__version__",
     "arange",
     "cached_memory",

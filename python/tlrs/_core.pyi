@@ -563,8 +563,14 @@ def save_safetensors(
     names: Sequence[str],
     tensors: Sequence[Tensor],
     metadata: dict[str, str],
+    complex: Sequence[bool] | None = None,
 ) -> None:
-    """Writes named tensors and string metadata to `path` atomically."""
+    """Writes named tensors and string metadata to `path` atomically; a tensor flagged in
+    `complex` is complex64 as float32 [..., 2] (re, im), written as C64."""
+def load_safetensors_complex(
+    path: str | os.PathLike[str],
+) -> tuple[list[str], list[Tensor], list[bool], dict[str, str]]:
+    """Reads (names, tensors, complex flags, metadata); a C64 tensor comes as float32 [..., 2]."""
 def load_safetensors(
     path: str | os.PathLike[str],
 ) -> tuple[list[str], list[Tensor], dict[str, str]]:

@@ -112,8 +112,9 @@ class DType:
 
     @property
     def is_supported(self) -> bool:
-        """True where tlrs can run it today: `float` (binary64) and executable `float32`."""
-        return self.is_executable and self.kind is not DTypeKind.COMPLEX
+        """True where tlrs can run it: `float` (binary64), executable `float32` and `complex`
+        (complex64: `tlrs.complex`)."""
+        return self.is_executable
 
     @property
     def numpy_name(self) -> str | None:
@@ -127,8 +128,7 @@ class DType:
     def check_runnable(self) -> None:
         """Fail unless tlrs can execute this dtype (the reference's `DType.withRuntime` check).
 
-        Raises: ArgError: proof-only choices (reference text, then a `--dtype float32` suggestion),
-        or `complex`, which is not supported yet.
+        Raises: ArgError: proof-only choices (reference text, then a `--dtype float32` suggestion).
         """
         if self.kind is DTypeKind.REAL:
             raise ArgError(
@@ -140,11 +140,6 @@ class DType:
             raise ArgError(
                 f"{what} is proof-only (noncomputable); use it in theorems/verification proofs; "
                 + _SUGGEST_FLOAT32
-            )
-        if self.kind is DTypeKind.COMPLEX:
-            raise ArgError(
-                "dtype=complex (binary32 complex) is not supported yet in tlrs; "
-                "use --dtype float32 or --dtype float"
             )
 
     def log_lines(self) -> list[str]:
@@ -225,7 +220,7 @@ FLOAT32 = DType(DTypeKind.FLOAT32, Float32Mode.IEEE754_EXEC)
 FLOAT32_FP32 = DType(DTypeKind.FLOAT32, Float32Mode.FP32)
 """Proof-only binary32 (round-on-reals); not executable."""
 COMPLEX = DType(DTypeKind.COMPLEX, Float32Mode.IEEE754_EXEC)
-"""Complex over executable binary32; not supported by tlrs yet."""
+"""Complex over executable binary32: complex64 tensors (`tlrs.complex`)."""
 COMPLEX_FP32 = DType(DTypeKind.COMPLEX, Float32Mode.FP32)
 """Complex over proof-only binary32; not executable."""
 REAL = DType(DTypeKind.REAL)

@@ -23,7 +23,8 @@ from .kernels import fast_kernels
 T = TypeVar("T")
 
 AnyBody = Callable[[str, Options, list[str]], object]
-"""A dtype-polymorphic program: `k(cast, opts, rest)`, cast = `'float64'` or `'float32'`."""
+"""A dtype-polymorphic program: `k(cast, opts, rest)`, cast = `'float64'`, `'float32'` or
+`'complex64'` (`--dtype complex`: `tlrs.tensor(data, dtype=cast)` makes complex tensors)."""
 FloatBody = Callable[[Options, list[str]], object]
 """A binary64-only program: `k(opts, rest)`."""
 
@@ -134,7 +135,7 @@ def _parse_checked(args: Sequence[str]) -> tuple[ExecConfig, list[str]]:
 
 def _cast_of(cfg: ExecConfig) -> str:
     name = cfg.dtype.numpy_name
-    assert name in ("float64", "float32"), name  # check_runnable let only these through
+    assert name in ("float64", "float32", "complex64"), name  # check_runnable let only these through
     return name
 
 
@@ -142,7 +143,7 @@ def with_runtime(args: Sequence[str], k: Callable[[str, Options, list[str]], T])
     """Parse the runtime flags, log them, and run `k(cast, opts, rest)` (docs/runtime.md).
 
     Args: args: the argument list (`--seed` is not taken here: it stays in `rest`); k: the program;
-    cast is the tensor dtype name (`'float64'` or `'float32'`), opts has seed 0.
+    cast is the tensor dtype name (`'float64'`, `'float32'` or `'complex64'`), opts has seed 0.
     Returns k's result. Raises: ArgError: a parse error (reference text, no prefix), a proof-only
     or unsupported dtype (after the log lines), `--backend compiled`; CudaUnavailableError:
     `--cuda` without a usable GPU (after the log lines, before k).
@@ -159,6 +160,9 @@ def _instantiate(defn: Any, args: Sequence[str]) -> tuple[str, Any, list[str], O
     cfg, rest = _parse_checked(args)
     opts = cfg.to_options()
     cast = _cast_of(cfg)
+    if cast == "complex64":
+        raise ArgError("--dtype complex: a module's parameters are real (complex tensors run in programs "
+                       "given to tlrs.run as RunAction.any, through tlrs.complex)")
     return cast, instantiate_with_options(defn, cast, opts), rest, opts
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from . import _core
 from ._core import Tensor
+from .complex import ComplexTensor, complex_tensor, is_complex_dtype
 from .dtype import TENSOR_DTYPE_SPELLINGS
 
 # Every spelling of the two dtypes (the core's table, see tlrs.dtype) -> its NumPy type.
@@ -39,7 +40,8 @@ def _dtype_name(dtype: Any) -> str:
     except TypeError:
         name = repr(dtype)
     if name not in _NAMES:
-        raise _core.DTypeError(f"expected dtype 'float32', 'float64', 'int64' or 'bool', got {name!r}")
+        raise _core.DTypeError(f"expected dtype 'float32', 'float64', 'int64', 'bool', 'complex64' or "
+                               f"'complex128', got {name!r}")
     return name
 
 
@@ -63,11 +65,21 @@ def _device(device: str | None) -> str:
     return "cpu" if device is None else device
 
 
-def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor:
+@overload
+def tensor(data: Any, dtype: Literal["complex64", "complex128"], device: str | None = None,
+           requires_grad: bool = False) -> ComplexTensor: ...
+@overload
+def tensor(data: Any, dtype: Any = None, device: str | None = None, requires_grad: bool = False) -> Tensor: ...
+def tensor(data: Any, dtype: Any = None, device: str | None = None,
+           requires_grad: bool = False) -> Tensor | ComplexTensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, NumPy arrays or a Tensor).
+    Complex data or a complex dtype (complex64, complex128) gives a `tlrs.complex.ComplexTensor`.
 
     Raises DTypeError for non-numeric data or an unsupported dtype.
     """
+    if isinstance(data, ComplexTensor) or is_complex_dtype(dtype) or (
+            dtype is None and not isinstance(data, Tensor) and np.asarray(data).dtype.kind == "c"):
+        return complex_tensor(data, dtype, device, requires_grad)
     if isinstance(data, Tensor):
         data = data.numpy()
     arr = np.asarray(data)

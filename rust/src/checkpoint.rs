@@ -1,4 +1,5 @@
-//! Checkpoints in the safetensors format: named f32/f64 tensors plus string metadata. Writes
+//! Checkpoints in the safetensors format: named f32/f64 (and complex64, C64) tensors plus string
+//! metadata. Writes
 //! are atomic (a temporary file in the same folder, synced, then renamed), and a truncated or
 //! corrupt file is an error before any tensor is returned.
 
@@ -13,7 +14,23 @@ fn io_err(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
     Error::Io(format!("{what} {}: {e}", path.display()))
 }
 
-fn bytes_of(t: &Tensor) -> Result<(Dtype, Vec<u8>)> {
+fn bytes_of(t: &Tensor, complex: bool) -> Result<(Dtype, Vec<u8>)> {
+    if complex {
+        // A complex64 tensor travels as float32 [..., 2] (re, im): C64's own layout.
+        return match &*t.host()? {
+            CpuStorage::F32(v) if t.dims().last() == Some(&2) => {
+                Ok((Dtype::C64, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+            }
+            _ => Err(Error::arg(
+                "save",
+                format!(
+                    "a complex64 tensor is float32 [..., 2] (re, im), got {} {}",
+                    t.dtype(),
+                    t.shape()
+                ),
+            )),
+        };
+    }
     Ok(match &*t.host()? {
         CpuStorage::F32(v) => (Dtype::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         CpuStorage::F64(v) => (Dtype::F64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
@@ -29,7 +46,19 @@ pub fn save(
     tensors: &[Tensor],
     metadata: HashMap<String, String>,
 ) -> Result<()> {
-    if names.len() != tensors.len() {
+    save_with_complex(path, names, tensors, &vec![false; tensors.len()], metadata)
+}
+
+/// `save`, where a tensor flagged in `complex` is a complex64 one given as float32 [..., 2]
+/// (re, im) and is written as C64 of shape [...].
+pub fn save_with_complex(
+    path: &Path,
+    names: &[String],
+    tensors: &[Tensor],
+    complex: &[bool],
+    metadata: HashMap<String, String>,
+) -> Result<()> {
+    if names.len() != tensors.len() || complex.len() != tensors.len() {
         return Err(Error::arg(
             "save",
             format!(
@@ -47,13 +76,19 @@ pub fn save(
         ));
     }
     let mut data = Vec::with_capacity(tensors.len());
-    for t in tensors {
-        data.push(bytes_of(t)?);
+    for (t, &c) in tensors.iter().zip(complex) {
+        data.push(bytes_of(t, c)?);
     }
     let mut views = Vec::with_capacity(tensors.len());
     for ((name, t), (dtype, bytes)) in names.iter().zip(tensors).zip(&data) {
-        let view = TensorView::new(*dtype, t.dims().to_vec(), bytes)
-            .map_err(|e| io_err(path, "cannot encode", e))?;
+        let dims = t.dims();
+        let shape = if *dtype == Dtype::C64 {
+            dims[..dims.len() - 1].to_vec()
+        } else {
+            dims.to_vec()
+        };
+        let view =
+            TensorView::new(*dtype, shape, bytes).map_err(|e| io_err(path, "cannot encode", e))?;
         views.push((name.clone(), view));
     }
     let buf = safetensors::serialize(views, Some(metadata))
@@ -121,11 +156,33 @@ fn remove_stale_temps(target: &Path) {
     }
 }
 
-/// Reads a checkpoint: (name, tensor) pairs in file order, and the metadata.
 /// Named tensors in file order, and the string metadata.
 pub type Loaded = (Vec<(String, Tensor)>, HashMap<String, String>);
+/// Named tensors in file order, each flagged when complex64 (as float32 [..., 2]), and the
+/// string metadata.
+pub type LoadedWithComplex = (Vec<(String, Tensor, bool)>, HashMap<String, String>);
 
+/// Reads a checkpoint of real tensors: (name, tensor) pairs in file order, and the metadata; a
+/// complex tensor in it is an error naming it.
 pub fn load(path: &Path) -> Result<Loaded> {
+    let (tensors, metadata) = load_with_complex(path)?;
+    let mut out = Vec::with_capacity(tensors.len());
+    for (name, t, complex) in tensors {
+        if complex {
+            return Err(io_err(
+                path,
+                "unsupported tensor dtype in",
+                format!("{name} is complex64 (C64); read it with tlrs.complex.load"),
+            ));
+        }
+        out.push((name, t));
+    }
+    Ok((out, metadata))
+}
+
+/// Reads a checkpoint whose tensors may be complex64 (C64): each such one comes as float32
+/// [..., 2] (re, im), flagged.
+pub fn load_with_complex(path: &Path) -> Result<LoadedWithComplex> {
     remove_stale_temps(path);
     let buf = std::fs::read(path).map_err(|e| io_err(path, "cannot read", e))?;
     let st = SafeTensors::deserialize(&buf)
@@ -136,7 +193,18 @@ pub fn load(path: &Path) -> Result<Loaded> {
     let mut out = Vec::new();
     for (name, view) in st.tensors() {
         let bytes = view.data();
+        let mut shape = view.shape().to_vec();
+        let complex = view.dtype() == Dtype::C64;
         let storage = match view.dtype() {
+            Dtype::C64 => {
+                shape.push(2);
+                CpuStorage::F32(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                )
+            }
             Dtype::F32 => CpuStorage::F32(
                 bytes
                     .chunks_exact(4)
@@ -157,9 +225,9 @@ pub fn load(path: &Path) -> Result<Loaded> {
                 ))
             }
         };
-        let t = Tensor::from_cpu(storage, view.shape().to_vec())
+        let t = Tensor::from_cpu(storage, shape)
             .map_err(|e| io_err(path, "invalid tensor in", format!("{name}: {e}")))?;
-        out.push((name, t));
+        out.push((name, t, complex));
     }
     Ok((out, metadata))
 }

@@ -31,6 +31,7 @@ from ..compiled import TraceError
 from ..entry import RunAction, RunOptions, run, runtime_flags_help
 from ..errors import ArgError, CheckpointError, CudaUnavailableError, DTypeError, ShapeError
 from ..interrupts import Interrupted
+from ..tensor import tensor
 from .args import (
     drop_dash_dash,
     format_bytes,
@@ -521,16 +522,25 @@ def info_command() -> None:
 
 @register("hello")
 def hello(args: list[str]) -> int:
-    """Demo: goes through tlrs.run (runtime flags, seed, banner) and prints one line."""
+    """Demo: goes through tlrs.run (runtime flags, seed, banner), prints the first fresh seed and
+    squares a number in the run's dtype (float by default; --dtype float32 or complex too)."""
 
-    def body(opts: Any, rest: list[str]) -> None:
+    def body(cast: str, opts: Any, rest: list[str]) -> None:
         require_no_args(rest)
         print(f"hello from tlrs: first fresh seed = {_core.fresh_seed()}")
+        if cast == "complex64":
+            z = tensor([1.5 - 0.5j], dtype=cast, device=opts.device)
+            print(f"hello: (1.5-0.5j)^2 = {(z * z).item()} in {cast}")
+        else:
+            x = tensor([1.5], dtype=cast, device=opts.device)
+            print(f"hello: 1.5^2 = {(x * x).item()} in {cast}")
 
+    if not any(a.split("=")[0] in ("--dtype", "--float32-mode") for a in args):
+        args = ["--dtype", "float", *args]  # the reference's programs run at `float` unless asked
     return run(
         exe_name("hello"),
         args,
-        RunAction.float(body),
+        RunAction.any(body),
         RunOptions(banner=lambda o: f"hello: seed={format_nat(o.seed)} device={o.device}",
                    print_ok=True),
     )

@@ -109,6 +109,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         init::layer_init,
         checkpoint::save_safetensors,
         checkpoint::load_safetensors,
+        checkpoint::load_safetensors_complex,
         nn_ops::conv2d,
         nn_ops::max_pool2d,
         nn_ops::avg_pool2d,

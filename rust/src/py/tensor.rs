@@ -107,18 +107,36 @@ fn refuse_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     }
 }
 
-/// Another operand of an arithmetic operator: a Tensor, or a Python number taken in `like`'s dtype.
-fn operand(like: &Tensor, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+/// Another operand of an arithmetic operator: a Tensor, or a Python number taken in `like`'s
+/// dtype; None for anything else.
+fn operand(like: &Tensor, other: &Bound<'_, PyAny>) -> Option<Tensor> {
     if let Ok(t) = other.cast::<PyTensor>() {
-        return Ok(t.borrow().inner.clone());
+        return Some(t.borrow().inner.clone());
     }
-    if let Ok(v) = other.extract::<f64>() {
-        return Ok(Tensor::scalar(v, like.dtype()));
-    }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "expected a Tensor or a number, got {}",
-        other.get_type().name()?
-    )))
+    other
+        .extract::<f64>()
+        .ok()
+        .map(|v| Tensor::scalar(v, like.dtype()))
+}
+
+/// `x op other` (`other op x` when `reflected`); NotImplemented for an operand that is neither a
+/// Tensor nor a number, so Python asks the other operand (a complex tensor takes a real one).
+fn arithmetic(
+    py: Python<'_>,
+    x: &Tensor,
+    other: &Bound<'_, PyAny>,
+    op: ops::BinaryOp,
+    reflected: bool,
+) -> PyResult<Py<PyAny>> {
+    let Some(o) = operand(x, other) else {
+        return Ok(py.NotImplemented().into_any());
+    };
+    let (a, b) = if reflected {
+        (o, x.clone())
+    } else {
+        (x.clone(), o)
+    };
+    binary(py, a, b, op)?.into_py_any(py)
 }
 
 fn binary(py: Python<'_>, a: Tensor, b: Tensor, op: ops::BinaryOp) -> PyResult<PyTensor> {
@@ -284,69 +302,29 @@ impl PyTensor {
         readable(&self.inner, "float(Tensor)")?;
         guard(|| self.inner.item())
     }
-    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            self.inner.clone(),
-            operand(&self.inner, o)?,
-            ops::BinaryOp::Add,
-        )
+    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Add, false)
     }
-    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            operand(&self.inner, o)?,
-            self.inner.clone(),
-            ops::BinaryOp::Add,
-        )
+    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Add, true)
     }
-    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            self.inner.clone(),
-            operand(&self.inner, o)?,
-            ops::BinaryOp::Sub,
-        )
+    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Sub, false)
     }
-    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            operand(&self.inner, o)?,
-            self.inner.clone(),
-            ops::BinaryOp::Sub,
-        )
+    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Sub, true)
     }
-    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            self.inner.clone(),
-            operand(&self.inner, o)?,
-            ops::BinaryOp::Mul,
-        )
+    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Mul, false)
     }
-    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            operand(&self.inner, o)?,
-            self.inner.clone(),
-            ops::BinaryOp::Mul,
-        )
+    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Mul, true)
     }
-    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            self.inner.clone(),
-            operand(&self.inner, o)?,
-            ops::BinaryOp::Div,
-        )
+    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Div, false)
     }
-    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(
-            py,
-            operand(&self.inner, o)?,
-            self.inner.clone(),
-            ops::BinaryOp::Div,
-        )
+    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arithmetic(py, &self.inner, o, ops::BinaryOp::Div, true)
     }
     fn __matmul__(&self, py: Python<'_>, o: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
         let (a, b) = (self.inner.clone(), o.inner.clone());

@@ -10,6 +10,7 @@ A command is `command(name, description, args, body)`: it goes through `tlrs.run
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import math
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..._core import Tensor
+from ...complex import op_without_complex_meaning
 from ...config import Options
 from ...data import BatchLoader, Dataset
 from ...entry import RunAction, RunOptions, run, run_usage
@@ -118,12 +120,17 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
         return 0
 
     def guarded(cast: str, opts: Options, rest: list[str]) -> None:
+        # --dtype complex: the body builds its model at float32 and `train` refuses it, naming
+        # the op that has no complex meaning.
+        token = _complex_run.set(cast == "complex64")
         try:
-            body(exe, cast, opts, rest)
+            body(exe, "float32" if cast == "complex64" else cast, opts, rest)
         except ImportError as err:
             if "install tlrs[" not in str(err):
                 raise  # a broken installation, not a missing optional extra
             raise ArgError(f"{exe}: {err}") from None
+        finally:
+            _complex_run.reset(token)
 
     # The reference model commands run at `float` (binary64); `--dtype float32` is also served.
     args = list(args)
@@ -133,6 +140,22 @@ def command(name: str, description: str, args: list[str], body: Body) -> int:
         return run(exe, args, RunAction.any(guarded),
                    RunOptions(banner=lambda o: f"{exe}: {description} (device={o.device})",
                               print_ok=True))
+
+
+_complex_run: contextvars.ContextVar[bool] = contextvars.ContextVar("complex_run", default=False)
+"""Whether the running command was asked for `--dtype complex` (which `train` refuses)."""
+
+
+def refuse_complex(exe: str, defn: ModuleDef) -> ArgError:
+    """`--dtype complex` for a command: its model's parameters and optimizers are real (as
+    TorchLean's complex scalar, which its trainers refuse); the message names the first op of
+    the model with no complex meaning where there is one."""
+    op = op_without_complex_meaning(defn)
+    if op is not None:
+        return ArgError(f"{exe}: --dtype complex: the model uses {op}, which has no complex meaning "
+                        "(complex numbers have no order)")
+    return ArgError(f"{exe}: --dtype complex: the command trainer trains real parameters only; complex "
+                    "tensors run in programs (tlrs.complex)")
 
 
 def mlp_shapes(in_dim: int, hidden: int, out_dim: int) -> list[tuple[int, int] | tuple[int]]:
@@ -334,6 +357,8 @@ def train(exe: str, defn: ModuleDef, opts: Options, train_set: Dataset, flags: T
     checkpoint of another run, or a NaN/infinite loss (without --allow-nonfinite);
     Interrupted: SIGINT/SIGTERM, after writing the checkpoint when `--save` is given.
     """
+    if _complex_run.get():
+        raise refuse_complex(exe, defn)
     defn = initial_from(exe, defn, opts, flags)
     loader, steps = schedule(exe, len(train_set), flags, seed)
     key = resume.run_key(exe, flags, seed, train_set if key_data is None else key_data, steps)
