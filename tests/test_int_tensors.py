@@ -173,13 +173,17 @@ def _lm_loss(model, ids, labels):
     return ops.cross_entropy(ops.reshape(logits, [-1, logits.shape[-1]]), ops.reshape(labels, [-1]))
 
 
-def test_token_ids_and_labels_are_graph_inputs_of_the_compiled_backend():
+def _eager_and_compiled(vocab, width, batch, t):
+    """A tiny LM over int64 ids and labels [batch, t], as an eager and a compiled module."""
     tlrs.manual_seed(0)
+    defn = nn.to_module_def(_TinyLM(vocab, width), _lm_loss, [[batch, t], [batch, t]],
+                            input_dtypes=["int64", "int64"])
+    return [tlrs.instantiate_with_options(defn, "float64", tlrs.Options(backend=b)) for b in ("eager", "compiled")]
+
+
+def test_token_ids_and_labels_are_graph_inputs_of_the_compiled_backend():
     vocab, batch, t = 13, 4, 6
-    model = _TinyLM(vocab, 8)
-    defn = nn.to_module_def(model, _lm_loss, [[batch, t], [batch, t]], input_dtypes=["int64", "int64"])
-    eager = tlrs.instantiate_with_options(defn, "float64", tlrs.Options())
-    compiled = tlrs.instantiate_with_options(defn, "float64", tlrs.Options(backend="compiled"))
+    eager, compiled = _eager_and_compiled(vocab, 8, batch, t)
     rng = np.random.default_rng(1)
     # A fresh batch each step: the graph must read it, not the trace's values.
     batches = [[tlrs.tensor(rng.integers(0, vocab, (batch, t))), rng.integers(0, vocab, (batch, t))]
@@ -197,12 +201,8 @@ def test_token_ids_and_labels_are_graph_inputs_of_the_compiled_backend():
 def test_ignored_labels_count_for_nothing_eager_compiled_and_as_torch():
     """ignore_index inside the fused cross-entropy: eager and compiled give the same bits on
     batches whose ignored rows move from step to step, and match torch's loss and gradient."""
-    tlrs.manual_seed(0)
     vocab, batch, t = 7, 3, 5
-    model = _TinyLM(vocab, 6)
-    defn = nn.to_module_def(model, _lm_loss, [[batch, t], [batch, t]], input_dtypes=["int64", "int64"])
-    eager = tlrs.instantiate_with_options(defn, "float64", tlrs.Options())
-    compiled = tlrs.instantiate_with_options(defn, "float64", tlrs.Options(backend="compiled"))
+    eager, compiled = _eager_and_compiled(vocab, 6, batch, t)
     rng = np.random.default_rng(2)
     batches = []
     for _ in range(4):
