@@ -533,3 +533,17 @@ def test_attention_grads_vs_numpy_central_differences(shape, h, hd, masked):
     mask = causal(shape[-2]) if masked else None
     check_grads(lambda *t: ops.multi_head_attention(*t, h, mask=mask),
                 lambda *a: np_attention(*a, h, mask), arrays, seed=61)
+
+
+def test_gather_takes_torchs_edge_indices():
+    torch = pytest.importorskip("torch")
+    x = tlrs.tensor(2.5, requires_grad=True)
+    for idx in (np.array([0]), np.array(0)):
+        y = ops.gather(x, 0, idx)
+        assert y.shape == list(torch.gather(torch.tensor(2.5), 0, torch.from_numpy(idx)).shape) and y.numpy().tolist() == (
+            [2.5] if idx.ndim else 2.5)
+    v = tlrs.tensor(np.arange(5.0), requires_grad=True)
+    empty = ops.gather(v, 0, np.zeros((2, 0), np.int64))
+    assert empty.shape == [2, 0]
+    (g,) = tlrs.grad(ops.sum(empty) + ops.sum(v) * 0.0, [v])
+    assert g.numpy().tolist() == [0.0] * 5

@@ -224,8 +224,14 @@ def gather(input: Tensor, dim: int, index: Any) -> Tensor:
     """out[i][j] = input[index[i][j]][j] for dim=0, and so on (PyTorch `gather`; the index may
     be smaller than the input off `dim`; a 0-d input takes dim 0 or -1)."""
     idx = _int_array(index, "gather")
-    if isinstance(input, Tensor) and input.ndim == 0 and idx.ndim == 0 and dim in (0, -1):
-        return _core.reshape(_core.gather(_core.reshape(input, [1]), 0, [int(idx)], [1]), [])
+    if isinstance(input, Tensor) and input.ndim == 0 and idx.ndim <= 1 and idx.size == 1 and dim in (0, -1):
+        # A 0-d input: one index, shaped as given (PyTorch takes [] or [1]).
+        return _core.reshape(_core.gather(_core.reshape(input, [1]), 0, [int(idx.reshape(-1)[0])], [1]),
+                             list(idx.shape))
+    if isinstance(input, Tensor) and idx.size == 0 and idx.ndim != input.ndim:
+        # No element to gather: PyTorch takes an empty index of any rank, giving its shape (an
+        # empty slice of the input, so the gradient is input-shaped zeros).
+        return _core.reshape(_core.slice(_core.reshape(input, [-1]), 0, 0, 0), list(idx.shape))
     return _core.gather(input, dim, idx.reshape(-1).tolist(), list(idx.shape))
 
 
