@@ -153,7 +153,10 @@ fn instantiate(template: &str, name: &str, expr: &str, dtype: DType) -> String {
 /// The CUDA C source of one family for one dtype; `None` for an unknown family.
 pub fn source(family: &str, dtype: DType) -> Option<String> {
     let mut src = instantiate(PRELUDE, "", "", dtype);
-    // The CPU's transcendentals (the libm crate's algorithms), which the kernels below call.
+    // The CPU's transcendentals (the libm crate's algorithms), which the kernels below call:
+    // the huge-argument reduction of sin and cos (and the binary64 helpers) both widths share,
+    // then the functions of the kernels' width.
+    src.push_str(include_str!("cu/libm_rem_pio2_large.cu"));
     src.push_str(match dtype {
         DType::F32 => include_str!("cu/libm_f32.cu"),
         _ => include_str!("cu/libm_f64.cu"),

@@ -5,8 +5,9 @@
 //   Copyright (C) 1993, 2004 by Sun Microsystems, Inc. All rights reserved.
 //   Permission to use, copy, modify, and distribute this software is freely granted, provided
 //   that this notice is preserved.
-// The macros at the end send the kernels' expf/logf/expm1f/log1pf/tanhf/erff calls here; sin, cos and pow still
-// use the platform's (docs/numerics.md). kernels.rs includes the file of the kernels' width.
+// The macros at the end send the kernels' expf/logf/expm1f/log1pf/tanhf/erff/sinf/cosf/atan2f
+// calls here; only pow still uses the platform's (docs/numerics.md). kernels.rs includes the file
+// of the kernels' width, after libm_rem_pio2_large.cu (tl_rem_pio2_large, tl_bits64, tl_double).
 
 __device__ __forceinline__ unsigned tl_bits32(float x) { return (unsigned)__float_as_int(x); }
 
@@ -266,6 +267,218 @@ __device__ inline float tl_erff(float x) {
     return sign ? -y : y;
 }
 
+// sinf and cosf: libm computes the kernels and the reduction in binary64.
+
+__device__ inline float tl_k_sinf(double x) {
+    const double S1 = -0.166666666416265235595, S2 = 0.0083333293858894631756;
+    const double S3 = -0.000198393348360966317347, S4 = 0.0000027183114939898219064;
+    double z = x * x;
+    double w = z * z;
+    double r = S3 + z * S4;
+    double s = z * x;
+    return (float)((x + s * (S1 + z * S2)) + s * w * r);
+}
+
+__device__ inline float tl_k_cosf(double x) {
+    const double C0 = -0.499999997251031003120, C1 = 0.0416666233237390631894;
+    const double C2 = -0.00138867637746099294692, C3 = 0.0000243904487962774090654;
+    double z = x * x;
+    double w = z * z;
+    double r = C2 + z * C3;
+    return (float)(((1.0 + z * C0) + w * C1) + (w * z) * r);
+}
+
+// x rem pi/2 in *y (binary64), returning the quotient (mod 8 for huge x).
+__device__ inline int tl_rem_pio2f(float x, double* y) {
+    const double TOINT = 6755399441055744.0;  // 1.5 / f64::EPSILON
+    const double INV_PIO2 = 6.36619772367581382433e-01;
+    const double PIO2_1 = 1.57079631090164184570e+00, PIO2_1T = 1.58932547735281966916e-08;
+    double x64 = (double)x;
+    unsigned ix = tl_bits32(x) & 0x7fffffffu;
+    if (ix < 0x4dc90fdbu) {  // |x| ~< 2^28*(pi/2)
+        double tmp = x64 * INV_PIO2 + TOINT;
+        double f_n = tmp - TOINT;
+        *y = x64 - f_n * PIO2_1 - f_n * PIO2_1T;
+        return (int)f_n;
+    }
+    if (ix >= 0x7f800000u) {
+        *y = x64 - x64;
+        return 0;
+    }
+    // Scale x into [2^23, 2^24 - 1].
+    bool sign = (tl_bits32(x) >> 31) != 0;
+    int e0 = (int)((ix >> 23) - (0x7fu + 23u));
+    double tx[1], ty[1];
+    tx[0] = (double)tl_float(ix - (unsigned)(e0 << 23));
+    int n = tl_rem_pio2_large(tx, 1, ty, e0, 0);
+    if (sign) {
+        *y = -ty[0];
+        return -n;
+    }
+    *y = ty[0];
+    return n;
+}
+
+__device__ inline float tl_sinf(float x) {
+    const double S1_PIO2 = tl_double(0x3ff921fb54442d18ull), S2_PIO2 = tl_double(0x400921fb54442d18ull);
+    const double S3_PIO2 = tl_double(0x4012d97c7f3321d2ull), S4_PIO2 = tl_double(0x401921fb54442d18ull);
+    double x64 = (double)x;
+    unsigned ix = tl_bits32(x);
+    bool sign = (ix >> 31) != 0;
+    ix &= 0x7fffffffu;
+    if (ix <= 0x3f490fdau) {  // |x| ~<= pi/4
+        if (ix < 0x39800000u) return x;  // |x| < 2^-12
+        return tl_k_sinf(x64);
+    }
+    if (ix <= 0x407b53d1u) {  // |x| ~<= 5*pi/4
+        if (ix <= 0x4016cbe3u) {  // |x| ~<= 3*pi/4
+            if (sign) return -tl_k_cosf(x64 + S1_PIO2);
+            return tl_k_cosf(x64 - S1_PIO2);
+        }
+        return tl_k_sinf(sign ? -(x64 + S2_PIO2) : -(x64 - S2_PIO2));
+    }
+    if (ix <= 0x40e231d5u) {  // |x| ~<= 9*pi/4
+        if (ix <= 0x40afeddfu) {  // |x| ~<= 7*pi/4
+            if (sign) return tl_k_cosf(x64 + S3_PIO2);
+            return -tl_k_cosf(x64 - S3_PIO2);
+        }
+        return tl_k_sinf(sign ? x64 + S4_PIO2 : x64 - S4_PIO2);
+    }
+    if (ix >= 0x7f800000u) return x - x;  // sin(inf or NaN) is NaN
+    double y;
+    int n = tl_rem_pio2f(x, &y);
+    switch (n & 3) {
+        case 0: return tl_k_sinf(y);
+        case 1: return tl_k_cosf(y);
+        case 2: return tl_k_sinf(-y);
+        default: return -tl_k_cosf(y);
+    }
+}
+
+__device__ inline float tl_cosf(float x) {
+    const double C1_PIO2 = tl_double(0x3ff921fb54442d18ull), C2_PIO2 = tl_double(0x400921fb54442d18ull);
+    const double C3_PIO2 = tl_double(0x4012d97c7f3321d2ull), C4_PIO2 = tl_double(0x401921fb54442d18ull);
+    double x64 = (double)x;
+    unsigned ix = tl_bits32(x);
+    bool sign = (ix >> 31) != 0;
+    ix &= 0x7fffffffu;
+    if (ix <= 0x3f490fdau) {  // |x| ~<= pi/4
+        if (ix < 0x39800000u) return 1.0f;  // |x| < 2^-12
+        return tl_k_cosf(x64);
+    }
+    if (ix <= 0x407b53d1u) {  // |x| ~<= 5*pi/4
+        if (ix > 0x4016cbe3u) return -tl_k_cosf(sign ? x64 + C2_PIO2 : x64 - C2_PIO2);  // |x| ~> 3*pi/4
+        if (sign) return tl_k_sinf(x64 + C1_PIO2);
+        return tl_k_sinf(C1_PIO2 - x64);
+    }
+    if (ix <= 0x40e231d5u) {  // |x| ~<= 9*pi/4
+        if (ix > 0x40afeddfu) return tl_k_cosf(sign ? x64 + C4_PIO2 : x64 - C4_PIO2);  // |x| ~> 7*pi/4
+        if (sign) return tl_k_sinf(-x64 - C3_PIO2);
+        return tl_k_sinf(x64 - C3_PIO2);
+    }
+    if (ix >= 0x7f800000u) return x - x;  // cos(inf or NaN) is NaN
+    double y;
+    int n = tl_rem_pio2f(x, &y);
+    switch (n & 3) {
+        case 0: return tl_k_cosf(y);
+        case 1: return tl_k_sinf(-y);
+        case 2: return -tl_k_cosf(y);
+        default: return tl_k_sinf(y);
+    }
+}
+
+// atanf's tables: atan(0.5), atan(1), atan(1.5), atan(inf) split high and low, and the
+// polynomial's coefficients.
+__device__ const float tl_atanf_hi[4] = {4.6364760399e-01f, 7.8539812565e-01f, 9.8279368877e-01f, 1.5707962513e+00f};
+__device__ const float tl_atanf_lo[4] = {5.0121582440e-09f, 3.7748947079e-08f, 3.4473217170e-08f, 7.5497894159e-08f};
+__device__ const float tl_atanf_t[5] = {3.3333328366e-01f, -1.9999158382e-01f, 1.4253635705e-01f,
+                                        -1.0648017377e-01f, 6.1687607318e-02f};
+
+__device__ inline float tl_atanf(float x) {
+    const float x1p_120 = tl_float(0x03800000u);
+    unsigned ix = tl_bits32(x);
+    bool sign = (ix >> 31) != 0;
+    ix &= 0x7fffffffu;
+    if (ix >= 0x4c800000u) {  // |x| >= 2^26
+        if (x != x) return x;
+        float z = tl_atanf_hi[3] + x1p_120;
+        return sign ? -z : z;
+    }
+    int id;
+    if (ix < 0x3ee00000u) {  // |x| < 0.4375
+        if (ix < 0x39800000u) return x;  // |x| < 2^-12
+        id = -1;
+    } else {
+        x = fabsf(x);
+        if (ix < 0x3f980000u) {  // |x| < 1.1875
+            if (ix < 0x3f300000u) {  // 7/16 <= |x| < 11/16
+                x = (2.0f * x - 1.0f) / (2.0f + x);
+                id = 0;
+            } else {  // 11/16 <= |x| < 19/16
+                x = (x - 1.0f) / (x + 1.0f);
+                id = 1;
+            }
+        } else if (ix < 0x401c0000u) {  // |x| < 2.4375
+            x = (x - 1.5f) / (1.0f + 1.5f * x);
+            id = 2;
+        } else {  // 2.4375 <= |x| < 2^26
+            x = -1.0f / x;
+            id = 3;
+        }
+    }
+    float z = x * x;
+    float w = z * z;
+    float s1 = z * (tl_atanf_t[0] + w * (tl_atanf_t[2] + w * tl_atanf_t[4]));
+    float s2 = w * (tl_atanf_t[1] + w * tl_atanf_t[3]);
+    if (id < 0) return x - x * (s1 + s2);
+    z = tl_atanf_hi[id] - ((x * (s1 + s2) - tl_atanf_lo[id]) - x);
+    return sign ? -z : z;
+}
+
+__device__ inline float tl_atan2f(float y, float x) {
+    const float PI = 3.1415927410e+00f, PI_LO = -8.7422776573e-08f;
+    if (x != x || y != y) return x + y;
+    unsigned ix = tl_bits32(x), iy = tl_bits32(y);
+    if (ix == 0x3f800000u) return tl_atanf(y);  // x = 1
+    unsigned m = ((iy >> 31) & 1u) | ((ix >> 30) & 2u);  // 2*sign(x) + sign(y)
+    ix &= 0x7fffffffu;
+    iy &= 0x7fffffffu;
+    if (iy == 0) {
+        switch (m) {
+            case 0: case 1: return y;  // atan(+-0, +anything) = +-0
+            case 2: return PI;  // atan(+0, -anything) = pi
+            default: return -PI;  // atan(-0, -anything) = -pi
+        }
+    }
+    if (ix == 0) return (m & 1u) != 0 ? -PI / 2.0f : PI / 2.0f;
+    if (ix == 0x7f800000u) {
+        if (iy == 0x7f800000u) {
+            switch (m) {
+                case 0: return PI / 4.0f;
+                case 1: return -PI / 4.0f;
+                case 2: return 3.0f * PI / 4.0f;
+                default: return -3.0f * PI / 4.0f;
+            }
+        }
+        switch (m) {
+            case 0: return 0.0f;
+            case 1: return -0.0f;
+            case 2: return PI;
+            default: return -PI;
+        }
+    }
+    // |y/x| > 2^26
+    if (ix + (26u << 23) < iy || iy == 0x7f800000u) return (m & 1u) != 0 ? -PI / 2.0f : PI / 2.0f;
+    // atan(|y/x|); 0 for |y/x| < 2^-26 with x < 0
+    float z = ((m & 2u) != 0 && iy + (26u << 23) < ix) ? 0.0f : tl_atanf(fabsf(y / x));
+    switch (m) {
+        case 0: return z;  // atan(+, +)
+        case 1: return -z;  // atan(-, +)
+        case 2: return PI - (z - PI_LO);  // atan(+, -)
+        default: return (z - PI_LO) - PI;  // atan(-, -)
+    }
+}
+
 // Every later call of these in a kernel is the libm crate's algorithm.
 #define expf tl_expf
 #define logf tl_logf
@@ -273,3 +486,6 @@ __device__ inline float tl_erff(float x) {
 #define log1pf tl_log1pf
 #define tanhf tl_tanhf
 #define erff tl_erff
+#define sinf tl_sinf
+#define cosf tl_cosf
+#define atan2f tl_atan2f

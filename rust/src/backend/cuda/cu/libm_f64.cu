@@ -5,27 +5,9 @@
 //   Copyright (C) 1993, 2004 by Sun Microsystems, Inc. All rights reserved.
 //   Permission to use, copy, modify, and distribute this software is freely granted, provided
 //   that this notice is preserved.
-// The macros at the end send the kernels' exp/log/expm1/log1p/tanh/erf calls here; sin, cos and pow still
-// use the platform's (docs/numerics.md). kernels.rs includes the file of the kernels' width.
-
-__device__ __forceinline__ unsigned long long tl_bits64(double x) { return (unsigned long long)__double_as_longlong(x); }
-
-__device__ __forceinline__ double tl_double(unsigned long long b) { return __longlong_as_double((long long)b); }
-
-// scalbn (libm's generic form): prescale by at most two steps, then one exact power of two.
-
-__device__ inline double tl_scalbn(double x, int n) {
-    const double f_max = tl_double(0x7fe0000000000000ull);
-    const double mul = tl_double(0x0010000000000000ull) * tl_double(0x4340000000000000ull);
-    if (n > 1023) {
-        x *= f_max; n -= 1023;
-        if (n > 1023) { x *= f_max; n -= 1023; if (n > 1023) n = 1023; }
-    } else if (n < -1022) {
-        x *= mul; n += 1022 - 53;
-        if (n < -1022) { x *= mul; n += 1022 - 53; if (n < -1022) n = -1022; }
-    }
-    return x * tl_double((unsigned long long)(1023 + n) << 52);
-}
+// The macros at the end send the kernels' exp/log/expm1/log1p/tanh/erf/sin/cos/atan2 calls here;
+// only pow still uses the platform's (docs/numerics.md). kernels.rs includes the file of the
+// kernels' width, after libm_rem_pio2_large.cu (tl_rem_pio2_large, tl_bits64, tl_double, tl_scalbn).
 
 __device__ inline double tl_exp(double x) {
     const double LN2HI = 6.93147180369123816490e-01, LN2LO = 1.90821492927058770002e-10;
@@ -294,6 +276,293 @@ __device__ inline double tl_erf(double x) {
     return sign ? -y : y;
 }
 
+// sin and cos.
+
+__device__ inline double tl_k_sin(double x, double y, int iy) {
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03;
+    const double S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06;
+    const double S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    double z = x * x;
+    double w = z * z;
+    double r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
+    double v = z * x;
+    if (iy == 0) return x + v * (S1 + z * r);
+    return x - ((z * (0.5 * y - v * r) - y) - v * S1);
+}
+
+__device__ inline double tl_k_cos(double x, double y) {
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03;
+    const double C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07;
+    const double C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    double z = x * x;
+    double w = z * z;
+    double r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+    double hz = 0.5 * z;
+    w = 1.0 - hz;
+    return w + (((1.0 - w) - hz) + (z * r - x * y));
+}
+
+// rem_pio2's medium case: n = rint(x / (pi/2)), x - n*pi/2 in up to three rounds.
+__device__ inline int tl_rem_pio2_medium(double x, unsigned ix, double* y) {
+    const double TO_INT = 6755399441055744.0;  // 1.5 / EPS
+    const double INV_PIO2 = 6.36619772367581382433e-01;
+    const double PIO2_1 = 1.57079632673412561417e+00, PIO2_1T = 6.07710050650619224932e-11;
+    const double PIO2_2 = 6.07710050630396597660e-11, PIO2_2T = 2.02226624879595063154e-21;
+    const double PIO2_3 = 2.02226624871116645580e-21, PIO2_3T = 8.47842766036889956997e-32;
+    double tmp = x * INV_PIO2 + TO_INT;
+    double f_n = tmp - TO_INT;
+    int n = (int)f_n;
+    double r = x - f_n * PIO2_1;
+    double w = f_n * PIO2_1T;  // 1st round, good to 85 bits
+    double y0 = r - w;
+    int ey = (int)(tl_bits64(y0) >> 52) & 0x7ff;
+    int ex = (int)(ix >> 20);
+    if (ex - ey > 16) {  // 2nd round, good to 118 bits
+        double t = r;
+        w = f_n * PIO2_2;
+        r = t - w;
+        w = f_n * PIO2_2T - ((t - r) - w);
+        y0 = r - w;
+        ey = (int)(tl_bits64(y0) >> 52) & 0x7ff;
+        if (ex - ey > 49) {  // 3rd round, good to 151 bits
+            t = r;
+            w = f_n * PIO2_3;
+            r = t - w;
+            w = f_n * PIO2_3T - ((t - r) - w);
+            y0 = r - w;
+        }
+    }
+    y[0] = y0;
+    y[1] = (r - y0) - w;
+    return n;
+}
+
+// x rem pi/2 in y[0] + y[1], returning the quotient (mod 8 for huge x).
+__device__ inline int tl_rem_pio2(double x, double* y) {
+    const double PIO2_1 = 1.57079632673412561417e+00, PIO2_1T = 6.07710050650619224932e-11;
+    const double x1p24 = tl_double(0x4170000000000000ull);
+    int sign = (int)(tl_bits64(x) >> 63);
+    unsigned ix = (unsigned)(tl_bits64(x) >> 32) & 0x7fffffffu;
+    double z;
+    if (ix <= 0x400f6a7au) {  // |x| ~<= 5*pi/4
+        if ((ix & 0xfffffu) == 0x921fbu) return tl_rem_pio2_medium(x, ix, y);  // |x| ~= pi/2 or pi
+        if (ix <= 0x4002d97cu) {  // |x| ~<= 3*pi/4
+            if (sign == 0) {
+                z = x - PIO2_1;
+                y[0] = z - PIO2_1T;
+                y[1] = (z - y[0]) - PIO2_1T;
+                return 1;
+            }
+            z = x + PIO2_1;
+            y[0] = z + PIO2_1T;
+            y[1] = (z - y[0]) + PIO2_1T;
+            return -1;
+        }
+        if (sign == 0) {
+            z = x - 2.0 * PIO2_1;
+            y[0] = z - 2.0 * PIO2_1T;
+            y[1] = (z - y[0]) - 2.0 * PIO2_1T;
+            return 2;
+        }
+        z = x + 2.0 * PIO2_1;
+        y[0] = z + 2.0 * PIO2_1T;
+        y[1] = (z - y[0]) + 2.0 * PIO2_1T;
+        return -2;
+    }
+    if (ix <= 0x401c463bu) {  // |x| ~<= 9*pi/4
+        if (ix <= 0x4015fdbcu) {  // |x| ~<= 7*pi/4
+            if (ix == 0x4012d97cu) return tl_rem_pio2_medium(x, ix, y);  // |x| ~= 3*pi/2
+            if (sign == 0) {
+                z = x - 3.0 * PIO2_1;
+                y[0] = z - 3.0 * PIO2_1T;
+                y[1] = (z - y[0]) - 3.0 * PIO2_1T;
+                return 3;
+            }
+            z = x + 3.0 * PIO2_1;
+            y[0] = z + 3.0 * PIO2_1T;
+            y[1] = (z - y[0]) + 3.0 * PIO2_1T;
+            return -3;
+        }
+        if (ix == 0x401921fbu) return tl_rem_pio2_medium(x, ix, y);  // |x| ~= 4*pi/2
+        if (sign == 0) {
+            z = x - 4.0 * PIO2_1;
+            y[0] = z - 4.0 * PIO2_1T;
+            y[1] = (z - y[0]) - 4.0 * PIO2_1T;
+            return 4;
+        }
+        z = x + 4.0 * PIO2_1;
+        y[0] = z + 4.0 * PIO2_1T;
+        y[1] = (z - y[0]) + 4.0 * PIO2_1T;
+        return -4;
+    }
+    if (ix < 0x413921fbu) return tl_rem_pio2_medium(x, ix, y);  // |x| ~< 2^20*(pi/2)
+    if (ix >= 0x7ff00000u) {  // inf or NaN
+        y[0] = x - x;
+        y[1] = y[0];
+        return 0;
+    }
+    // z = scalbn(|x|, -ilogb(x) + 23), cut into three 24-bit chunks.
+    unsigned long long ui = tl_bits64(x);
+    ui &= 0x000fffffffffffffull;
+    ui |= (unsigned long long)(0x3ff + 23) << 52;
+    z = tl_double(ui);
+    double tx[3];
+    for (int i = 0; i < 2; i++) {
+        tx[i] = (double)(int)z;
+        z = (z - tx[i]) * x1p24;
+    }
+    tx[2] = z;
+    // Skip zero terms; the first is non-zero.
+    int i = 2;
+    while (i != 0 && tx[i] == 0.0) i--;
+    double ty[3];
+    int n = tl_rem_pio2_large(tx, i + 1, ty, (int)(ix >> 20) - (0x3ff + 23), 1);
+    if (sign != 0) {
+        y[0] = -ty[0];
+        y[1] = -ty[1];
+        return -n;
+    }
+    y[0] = ty[0];
+    y[1] = ty[1];
+    return n;
+}
+
+__device__ inline double tl_sin(double x) {
+    unsigned ix = (unsigned)(tl_bits64(x) >> 32) & 0x7fffffffu;
+    if (ix <= 0x3fe921fbu) {  // |x| ~< pi/4
+        if (ix < 0x3e500000u) return x;  // |x| < 2^-26
+        return tl_k_sin(x, 0.0, 0);
+    }
+    if (ix >= 0x7ff00000u) return x - x;  // sin(inf or NaN) is NaN
+    double y[2];
+    int n = tl_rem_pio2(x, y);
+    switch (n & 3) {
+        case 0: return tl_k_sin(y[0], y[1], 1);
+        case 1: return tl_k_cos(y[0], y[1]);
+        case 2: return -tl_k_sin(y[0], y[1], 1);
+        default: return -tl_k_cos(y[0], y[1]);
+    }
+}
+
+__device__ inline double tl_cos(double x) {
+    unsigned ix = (unsigned)(tl_bits64(x) >> 32) & 0x7fffffffu;
+    if (ix <= 0x3fe921fbu) {  // |x| ~< pi/4
+        if (ix < 0x3e46a09eu) {  // |x| < 2^-27 * sqrt(2)
+            if ((int)x == 0) return 1.0;
+        }
+        return tl_k_cos(x, 0.0);
+    }
+    if (ix >= 0x7ff00000u) return x - x;  // cos(inf or NaN) is NaN
+    double y[2];
+    int n = tl_rem_pio2(x, y);
+    switch (n & 3) {
+        case 0: return tl_k_cos(y[0], y[1]);
+        case 1: return -tl_k_sin(y[0], y[1], 1);
+        case 2: return -tl_k_cos(y[0], y[1]);
+        default: return tl_k_sin(y[0], y[1], 1);
+    }
+}
+
+// atan's tables: atan(0.5), atan(1), atan(1.5), atan(inf) split high and low, and the
+// polynomial's coefficients.
+__device__ const double tl_atan_hi[4] = {4.63647609000806093515e-01, 7.85398163397448278999e-01,
+                                         9.82793723247329054082e-01, 1.57079632679489655800e+00};
+__device__ const double tl_atan_lo[4] = {2.26987774529616870924e-17, 3.06161699786838301793e-17,
+                                         1.39033110312309984516e-17, 6.12323399573676603587e-17};
+__device__ const double tl_atan_t[11] = {
+    3.33333333333329318027e-01, -1.99999999998764832476e-01, 1.42857142725034663711e-01,
+    -1.11111104054623557880e-01, 9.09088713343650656196e-02, -7.69187620504482999495e-02,
+    6.66107313738753120669e-02, -5.83357013379057348645e-02, 4.97687799461593236017e-02,
+    -3.65315727442169155270e-02, 1.62858201153657823623e-02,
+};
+
+__device__ inline double tl_atan(double x) {
+    unsigned ix = (unsigned)(tl_bits64(x) >> 32);
+    unsigned sign = ix >> 31;
+    ix &= 0x7fffffffu;
+    if (ix >= 0x44100000u) {  // |x| >= 2^66
+        if (x != x) return x;
+        double z = tl_atan_hi[3] + tl_double(0x03800000ull);
+        return sign != 0 ? -z : z;
+    }
+    int id;
+    if (ix < 0x3fdc0000u) {  // |x| < 0.4375
+        if (ix < 0x3e400000u) return x;  // |x| < 2^-27
+        id = -1;
+    } else {
+        x = fabs(x);
+        if (ix < 0x3ff30000u) {  // |x| < 1.1875
+            if (ix < 0x3fe60000u) {  // 7/16 <= |x| < 11/16
+                x = (2.0 * x - 1.0) / (2.0 + x);
+                id = 0;
+            } else {  // 11/16 <= |x| < 19/16
+                x = (x - 1.0) / (x + 1.0);
+                id = 1;
+            }
+        } else if (ix < 0x40038000u) {  // |x| < 2.4375
+            x = (x - 1.5) / (1.0 + 1.5 * x);
+            id = 2;
+        } else {  // 2.4375 <= |x| < 2^66
+            x = -1.0 / x;
+            id = 3;
+        }
+    }
+    double z = x * x;
+    double w = z * z;
+    const double* t = tl_atan_t;
+    double s1 = z * (t[0] + w * (t[2] + w * (t[4] + w * (t[6] + w * (t[8] + w * t[10])))));
+    double s2 = w * (t[1] + w * (t[3] + w * (t[5] + w * (t[7] + w * t[9]))));
+    if (id < 0) return x - x * (s1 + s2);
+    z = tl_atan_hi[id] - (x * (s1 + s2) - tl_atan_lo[id] - x);
+    return sign != 0 ? -z : z;
+}
+
+__device__ inline double tl_atan2(double y, double x) {
+    const double PI = 3.1415926535897931160E+00, PI_LO = 1.2246467991473531772E-16;
+    if (x != x || y != y) return x + y;
+    unsigned long long bx = tl_bits64(x), by = tl_bits64(y);
+    unsigned ix = (unsigned)(bx >> 32), lx = (unsigned)bx;
+    unsigned iy = (unsigned)(by >> 32), ly = (unsigned)by;
+    if (((ix - 0x3ff00000u) | lx) == 0) return tl_atan(y);  // x = 1
+    unsigned m = ((iy >> 31) & 1u) | ((ix >> 30) & 2u);  // 2*sign(x) + sign(y)
+    ix &= 0x7fffffffu;
+    iy &= 0x7fffffffu;
+    if ((iy | ly) == 0) {
+        switch (m) {
+            case 0: case 1: return y;  // atan(+-0, +anything) = +-0
+            case 2: return PI;  // atan(+0, -anything) = pi
+            default: return -PI;  // atan(-0, -anything) = -pi
+        }
+    }
+    if ((ix | lx) == 0) return (m & 1u) != 0 ? -PI / 2.0 : PI / 2.0;
+    if (ix == 0x7ff00000u) {
+        if (iy == 0x7ff00000u) {
+            switch (m) {
+                case 0: return PI / 4.0;
+                case 1: return -PI / 4.0;
+                case 2: return 3.0 * PI / 4.0;
+                default: return -3.0 * PI / 4.0;
+            }
+        }
+        switch (m) {
+            case 0: return 0.0;
+            case 1: return -0.0;
+            case 2: return PI;
+            default: return -PI;
+        }
+    }
+    // |y/x| > 2^64
+    if (ix + (64u << 20) < iy || iy == 0x7ff00000u) return (m & 1u) != 0 ? -PI / 2.0 : PI / 2.0;
+    // atan(|y/x|); 0 for |y/x| < 2^-64 with x < 0
+    double z = ((m & 2u) != 0 && iy + (64u << 20) < ix) ? 0.0 : tl_atan(fabs(y / x));
+    switch (m) {
+        case 0: return z;  // atan(+, +)
+        case 1: return -z;  // atan(-, +)
+        case 2: return PI - (z - PI_LO);  // atan(+, -)
+        default: return (z - PI_LO) - PI;  // atan(-, -)
+    }
+}
+
 // Every later call of these in a kernel is the libm crate's algorithm.
 #define exp tl_exp
 #define log tl_log
@@ -301,3 +570,6 @@ __device__ inline double tl_erf(double x) {
 #define log1p tl_log1p
 #define tanh tl_tanh
 #define erf tl_erf
+#define sin tl_sin
+#define cos tl_cos
+#define atan2 tl_atan2
