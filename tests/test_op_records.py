@@ -142,11 +142,6 @@ def test_onnx_export_runs_in_onnxruntime(name, tmp_path):
         assert err <= 1e-5 * max(1.0, float(np.abs(want).max())), f"{name} at batch {batch}: {err}"
 
 
-# Ops whose CUDA kernels still call the platform's pow (backend/cuda/cu/libm_*.cu carries exp, log,
-# expm1, log1p, tanh, erf, sin, cos and atan2 so far): equal within rounding, not bit for bit.
-CUDA_NOT_YET_EXACT = {"pow", "tensor_pow"}
-
-
 @pytest.mark.cuda
 @pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -169,9 +164,10 @@ def test_cuda_agrees_with_the_cpu(name, dtype):
         tlrs.cuda.set_matmul_precision("fp32")
     for k, (a, b) in enumerate(zip(cpu, dev, strict=True)):
         # On a real GPU the products are cuBLAS's (another fold order): exact on the emulator,
-        # whose products fold as the CPU's; tests/test_cuda_exact_math.py holds the device's
-        # transcendentals to the CPU's bits on both.
-        if name in CUDA_NOT_YET_EXACT or os.environ.get("TLRS_CUDA_EMULATOR") != "1":
+        # whose products fold as the CPU's and whose transcendentals (backend/cuda/cu/libm_*.cu,
+        # pow included) are the CPU's, so every op gives the CPU's bits there;
+        # tests/test_cuda_exact_math.py holds the device's transcendentals to the CPU's bits on both.
+        if os.environ.get("TLRS_CUDA_EMULATOR") != "1":
             np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=f"{name} #{k}")
         else:  # the CPU's bits (NaNs equal to NaNs: their payloads are the platform's)
             a, b = np.atleast_1d(a), np.atleast_1d(b)

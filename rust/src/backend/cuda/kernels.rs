@@ -155,11 +155,14 @@ pub fn source(family: &str, dtype: DType) -> Option<String> {
     let mut src = instantiate(PRELUDE, "", "", dtype);
     // The CPU's transcendentals (the libm crate's algorithms), which the kernels below call:
     // the huge-argument reduction of sin and cos (and the binary64 helpers) both widths share,
-    // then the functions of the kernels' width.
+    // then the functions of the kernels' width (binary64's pow in a file of its own).
     src.push_str(include_str!("cu/libm_rem_pio2_large.cu"));
     src.push_str(match dtype {
         DType::F32 => include_str!("cu/libm_f32.cu"),
-        _ => include_str!("cu/libm_f64.cu"),
+        _ => concat!(
+            include_str!("cu/libm_f64.cu"),
+            include_str!("cu/libm_pow_f64.cu")
+        ),
     });
     if family == "elementwise" {
         // The op table (op_table/) gives each op's expressions; the templates add the loop.

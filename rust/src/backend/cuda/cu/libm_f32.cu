@@ -5,9 +5,9 @@
 //   Copyright (C) 1993, 2004 by Sun Microsystems, Inc. All rights reserved.
 //   Permission to use, copy, modify, and distribute this software is freely granted, provided
 //   that this notice is preserved.
-// The macros at the end send the kernels' expf/logf/expm1f/log1pf/tanhf/erff/sinf/cosf/atan2f
-// calls here; only pow still uses the platform's (docs/numerics.md). kernels.rs includes the file
-// of the kernels' width, after libm_rem_pio2_large.cu (tl_rem_pio2_large, tl_bits64, tl_double).
+// The macros at the end send the kernels' expf/logf/expm1f/log1pf/tanhf/erff/sinf/cosf/atan2f/
+// powf calls here (docs/numerics.md). kernels.rs includes the file of the kernels' width, after
+// libm_rem_pio2_large.cu (tl_rem_pio2_large, tl_bits64, tl_double).
 
 __device__ __forceinline__ unsigned tl_bits32(float x) { return (unsigned)__float_as_int(x); }
 
@@ -479,6 +479,113 @@ __device__ inline float tl_atan2f(float y, float x) {
     }
 }
 
+// powf: log2|x| in two pieces t1 + t2, y * log2|x| = n + y' in simulated extra precision, then
+// 2^n * 2^y'. Its tables: bp[k] and log2(bp[k]) split high and low.
+__device__ const float tl_powf_bp[2] = {1.0f, 1.5f};
+__device__ const float tl_powf_dp_h[2] = {0.0f, 5.84960938e-01f};  // 0x3f15c000
+__device__ const float tl_powf_dp_l[2] = {0.0f, 1.56322085e-06f};  // 0x35d1cfdc
+
+__device__ inline float tl_powf(float x, float y) {
+    const float TWO24 = 16777216.0f, huge = 1.0e30f, tiny = 1.0e-30f, OVT = 4.2995665694e-08f;
+    const float L1 = 6.0000002384e-01f, L2 = 4.2857143283e-01f, L3 = 3.3333334327e-01f;
+    const float L4 = 2.7272811532e-01f, L5 = 2.3066075146e-01f, L6 = 2.0697501302e-01f;
+    const float P1 = 1.6666667163e-01f, P2 = -2.7777778450e-03f, P3 = 6.6137559770e-05f;
+    const float P4 = -1.6533901999e-06f, P5 = 4.1381369442e-08f;
+    const float LG2 = 6.9314718246e-01f, LG2_H = 6.93145752e-01f, LG2_L = 1.42860654e-06f;
+    const float CP = 9.6179670095e-01f, CP_H = 9.6191406250e-01f, CP_L = -1.1736857402e-04f;
+    const float IVLN2 = 1.4426950216e+00f, IVLN2_H = 1.4426879883e+00f, IVLN2_L = 7.0526075433e-06f;
+    int hx = (int)tl_bits32(x), hy = (int)tl_bits32(y), ix = hx & 0x7fffffff, iy = hy & 0x7fffffff;
+    if (iy == 0 || hx == 0x3f800000) return 1.0f;  // x**0 = 1 and 1**y = 1, even for a NaN
+    if (ix > 0x7f800000 || iy > 0x7f800000) return x + y;  // NaN if either is NaN
+    // For x < 0: yisint is 0 if y is not an integer, 1 if an odd one, 2 if an even one.
+    int yisint = 0;
+    if (hx < 0 && iy >= 0x4b800000) yisint = 2;
+    else if (hx < 0 && iy >= 0x3f800000) {
+        int k = (iy >> 23) - 0x7f, j = iy >> (23 - k);
+        if ((j << (23 - k)) == iy) yisint = 2 - (j & 1);
+    }
+    // y is +-inf: (-1)**+-inf is 1, (|x|>1)**+-inf = inf, 0, (|x|<1)**+-inf = 0, inf
+    if (iy == 0x7f800000) return ix == 0x3f800000 ? 1.0f : ix > 0x3f800000 ? (hy >= 0 ? y : 0.0f) : (hy >= 0 ? 0.0f : -y);
+    if (iy == 0x3f800000) return hy >= 0 ? x : 1.0f / x;  // y is +-1
+    if (hy == 0x40000000) return x * x;  // y is 2
+    if (hy == 0x3f000000 && hx >= 0) return sqrtf(x);  // y is 0.5, x >= +0
+    float ax = fabsf(x);
+    if (ix == 0x7f800000 || ix == 0 || ix == 0x3f800000) {  // x is +-0, +-inf, +-1
+        float z = hy < 0 ? 1.0f / ax : ax;
+        if (hx < 0 && ((ix - 0x3f800000) | yisint) == 0) z = (z - z) / (z - z);  // (-1)**non-int is NaN
+        else if (hx < 0 && yisint == 1) z = -z;  // (x<0)**odd = -(|x|**odd)
+        return z;
+    }
+    if (hx < 0 && yisint == 0) return (x - x) / (x - x);  // (x<0)**(non-int) is NaN
+    float sn = hx < 0 && yisint == 1 ? -1.0f : 1.0f;  // the sign of the result
+    float t1, t2;
+    if (iy > 0x4d000000) {  // |y| > 2^27: over/underflow unless |1-x| <= 2^-20
+        if (ix < 0x3f7ffff8) return hy < 0 ? sn * huge * huge : sn * tiny * tiny;
+        if (ix > 0x3f800007) return hy > 0 ? sn * huge * huge : sn * tiny * tiny;
+        float t = ax - 1.0f;  // log(x) by x - x^2/2 + x^3/3 - x^4/4
+        float w = (t * t) * (0.5f - t * (0.333333333333f - t * 0.25f));
+        float u = IVLN2_H * t, v = t * IVLN2_L - w * IVLN2;
+        t1 = tl_float(tl_bits32(u + v) & 0xfffff000u);
+        t2 = v - (t1 - u);
+    } else {
+        int n = 0;
+        if (ix < 0x00800000) { ax *= TWO24; n -= 24; ix = (int)tl_bits32(ax); }  // subnormal x
+        n += (ix >> 23) - 0x7f;
+        int j = ix & 0x007fffff, k = 0;
+        ix = j | 0x3f800000;
+        if (j > 0x1cc471 && j < 0x5db3d7) k = 1;  // sqrt(3/2) < |x| < sqrt(3); else k = 0
+        else if (j >= 0x5db3d7) { n += 1; ix -= 0x00800000; }
+        ax = tl_float((unsigned)ix);
+        // s = s_h + s_l = (x-1)/(x+1) or (x-1.5)/(x+1.5); t_h = ax + bp[k], high
+        float u = ax - tl_powf_bp[k], v = 1.0f / (ax + tl_powf_bp[k]), s = u * v;
+        float s_h = tl_float(tl_bits32(s) & 0xfffff000u);
+        unsigned is = (((unsigned)ix >> 1) & 0xfffff000u) | 0x20000000u;
+        float t_h = tl_float(is + 0x00400000u + ((unsigned)k << 21));
+        float t_l = ax - (t_h - tl_powf_bp[k]);
+        float s_l = v * ((u - s_h * t_h) - s_h * t_l);
+        // log(ax), then u + v = s*(1+...), then 2/(3log2)*(s+...), cp_h + cp_l = 2/(3*log2)
+        float s2 = s * s;
+        float r = s2 * s2 * (L1 + s2 * (L2 + s2 * (L3 + s2 * (L4 + s2 * (L5 + s2 * L6)))));
+        r += s_l * (s_h + s);
+        s2 = s_h * s_h;
+        t_h = tl_float(tl_bits32(3.0f + s2 + r) & 0xfffff000u);
+        t_l = r - ((t_h - 3.0f) - s2);
+        u = s_h * t_h;
+        v = s_l * t_h + t_l * s;
+        float p_h = tl_float(tl_bits32(u + v) & 0xfffff000u), p_l = v - (p_h - u);
+        float z_h = CP_H * p_h, z_l = CP_L * p_h + p_l * CP + tl_powf_dp_l[k];
+        float t = (float)n;  // log2(ax) = (s+...)*2/(3*log2) = n + dp_h + z_h + z_l
+        t1 = tl_float(tl_bits32(((z_h + z_l) + tl_powf_dp_h[k]) + t) & 0xfffff000u);
+        t2 = z_l - (((t1 - t) - tl_powf_dp_h[k]) - z_h);
+    }
+    float y1 = tl_float(tl_bits32(y) & 0xfffff000u);  // (y1 + y2) * (t1 + t2), y = y1 + y2
+    float p_l = (y - y1) * t1 + y * t2, p_h = y1 * t1, z = p_l + p_h;
+    int j = (int)tl_bits32(z);
+    if (j > 0x43000000 || (j == 0x43000000 && p_l + OVT > z - p_h)) return sn * huge * huge;  // z > 128
+    if (j != 0x43000000 && ((j & 0x7fffffff) > 0x43160000 || ((unsigned)j == 0xc3160000u && p_l <= z - p_h)))
+        return sn * tiny * tiny;  // z < -150
+    // 2**(p_h + p_l); for |z| > 0.5, n = [z + 0.5]
+    int i = j & 0x7fffffff, k = (i >> 23) - 0x7f, n = 0;
+    if (i > 0x3f000000) {
+        n = j + (0x00800000 >> (k + 1));
+        k = ((n & 0x7fffffff) >> 23) - 0x7f;  // the new k for n
+        float t = tl_float((unsigned)n & ~(0x007fffffu >> k));
+        n = ((n & 0x007fffff) | 0x00800000) >> (23 - k);
+        if (j < 0) n = -n;
+        p_h -= t;
+    }
+    float t = tl_float(tl_bits32(p_l + p_h) & 0xffff8000u);
+    float u = t * LG2_H, v = (p_l - (t - p_h)) * LG2 + t * LG2_L;
+    z = u + v;
+    float w = v - (z - u);
+    t = z * z;
+    t1 = z - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
+    float r = (z * t1) / (t1 - 2.0f) - (w + z * w);
+    z = 1.0f - (r - z);
+    j = (int)(tl_bits32(z) + ((unsigned)n << 23));
+    return sn * ((j >> 23) <= 0 ? tl_scalbnf(z, n) : tl_float((unsigned)j));  // scalbnf: subnormal output
+}
+
 // Every later call of these in a kernel is the libm crate's algorithm.
 #define expf tl_expf
 #define logf tl_logf
@@ -489,3 +596,4 @@ __device__ inline float tl_atan2f(float y, float x) {
 #define sinf tl_sinf
 #define cosf tl_cosf
 #define atan2f tl_atan2f
+#define powf tl_powf

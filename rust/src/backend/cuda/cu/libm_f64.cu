@@ -5,8 +5,8 @@
 //   Copyright (C) 1993, 2004 by Sun Microsystems, Inc. All rights reserved.
 //   Permission to use, copy, modify, and distribute this software is freely granted, provided
 //   that this notice is preserved.
-// The macros at the end send the kernels' exp/log/expm1/log1p/tanh/erf/sin/cos/atan2 calls here;
-// only pow still uses the platform's (docs/numerics.md). kernels.rs includes the file of the
+// The macros at the end send the kernels' exp/log/expm1/log1p/tanh/erf/sin/cos/atan2 calls here,
+// and libm_pow_f64.cu's its pow calls (docs/numerics.md). kernels.rs includes the file of the
 // kernels' width, after libm_rem_pio2_large.cu (tl_rem_pio2_large, tl_bits64, tl_double, tl_scalbn).
 
 __device__ inline double tl_exp(double x) {
