@@ -4,8 +4,9 @@ never fails (a case that raises prints its error in its row and the run goes on)
 
     python benchmarks/gpu.py [--n 8192] [--quick] [--reps 5] [--k 10] [--budget 1.0] [--out DIR]
 
-GEMM: C = A @ B, n x n operands (standard normal) already on the device. tlrs multiplies f32
-tensors under `tlrs.cuda.set_matmul_precision("fp32")` (SGEMM) and f64 tensors under "fp64"
+tlrs runs with fast kernels (cuBLAS products: the GPU's fast path; its reference kernels fold
+each product exactly in the CPU's order, far slower). GEMM: C = A @ B, n x n operands (standard
+normal) already on the device. tlrs multiplies f32 tensors under `tlrs.cuda.set_matmul_precision("fp32")` (SGEMM) and f64 tensors under "fp64"
 (DGEMM); torch runs `torch.matmul`; TF32 is off on both sides (`tlrs.cuda.allow_tf32(False)`,
 `torch.backends.cuda.matmul.allow_tf32 = False`, `torch.backends.cudnn.allow_tf32 = False`).
 One repetition times k back-to-back products and then waits for them: torch with
@@ -148,14 +149,16 @@ def gemm_case(torch: Any, n: int, dtype: str, k: int, reps: int) -> dict[str, An
     def run_tlrs(k: int) -> float:
         tlrs.cuda.set_matmul_precision(precision)
         t0 = time.perf_counter()
-        for _ in range(k):
-            y = ops.matmul(a, b)
-        wait_tlrs(y)
+        with tlrs.fast_kernels():  # cuBLAS: the GPU's fast path (reference kernels fold exactly)
+            for _ in range(k):
+                y = ops.matmul(a, b)
+            wait_tlrs(y)
         return time.perf_counter() - t0
 
     def corner_tlrs() -> np.ndarray:
         tlrs.cuda.set_matmul_precision(precision)
-        y = ops.matmul(a, b)
+        with tlrs.fast_kernels():
+            y = ops.matmul(a, b)
         return ops.slice(ops.slice(y, 0, 0, c), 1, 0, c).numpy()
 
     runners["tlrs"], corners["tlrs"] = run_tlrs, corner_tlrs
@@ -336,7 +339,7 @@ def train_case(torch: Any, name: str, make: Callable[[], tlrs.ModuleDef], batch:
     errors: dict[str, str] = {}
 
     try:
-        m = tlrs.instantiate_with_options(defn, "float32", Options(use_gpu=True))
+        m = tlrs.instantiate_with_options(defn, "float32", Options(use_gpu=True, fast_kernels=True))
         xs = [tlrs.tensor(x, dtype="float32", device="cuda"), tlrs.tensor(y, dtype="float32", device="cuda")]
         losses["tlrs"] = m.forward(xs).item()
 
@@ -394,7 +397,7 @@ def resnet_check(torch: Any) -> dict[str, Any]:
     row: dict[str, Any] = {"case": "resnet18 3x64x64 b2 initial loss"}
     defn = models.resnet18_model(3, 64, 64, 10, dtype="float32")[0]
     x, y = sample(defn, 2)
-    m = tlrs.instantiate_with_options(defn, "float32", Options(use_gpu=True))
+    m = tlrs.instantiate_with_options(defn, "float32", Options(use_gpu=True, fast_kernels=True))
     row["tlrs_loss0"] = m.forward([tlrs.tensor(x, dtype="float32", device="cuda"),
                                    tlrs.tensor(y, dtype="float32", device="cuda")]).item()
     if torch is not None:

@@ -324,3 +324,25 @@ def test_batch_norm_updates_running_statistics_on_the_device():
 def test_repr_names_the_device():
     x = tlrs.tensor([1.0, 2.0], dtype="float32", device=DEV, requires_grad=True)
     assert repr(x) == "tensor([1., 2.], device='cuda:0', dtype=float32, requires_grad=True)"
+
+
+PRODUCTS = [
+    ("matmul", ops.matmul, [[5, 7], [7, 3]]),
+    ("broadcast batch", ops.matmul, [[2, 1, 4, 6], [3, 6, 5]]),
+    ("transposed view", lambda x, w: ops.matmul(x, w.T), [[4, 9], [6, 9]]),
+    ("linear", ops.linear, [[3, 8], [5, 8], [5]]),
+    ("long fold", ops.matmul, [[2, 700], [700, 3]]),
+    ("conv2d", lambda x, w, b: L.conv2d(x, w, b, stride=1, padding=1), [[2, 3, 6, 5], [4, 3, 3, 3], [4]]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", PRODUCTS, ids=[c[0] for c in PRODUCTS])
+def test_reference_products_give_the_cpu_bits(case, dtype):
+    """With reference kernels a CUDA product folds each output over k in index order (cu/nn.cu
+    `gemm_exact`; cuBLAS serves fast kernels only), so products and what is built on them give
+    the CPU's bits, forward and backward, at the tensors' own precision."""
+    name, fn, shapes = case
+    arrays = _inputs(shapes, seed=len(name))
+    for cpu, dev in zip(_run(fn, arrays, dtype, "cpu"), _run(fn, arrays, dtype, DEV), strict=True):
+        assert cpu.tobytes() == dev.tobytes(), name

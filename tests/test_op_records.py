@@ -7,15 +7,13 @@ the crate records has a record (or a stated reason it has none), and each record
   float32 and float64);
 - exports to ONNX and onnxruntime agrees with tlrs (float32, |diff| <= 1e-5 * max(1, max |y|)),
   or the export refuses naming the op, where the record says ONNX cannot express it;
-- on CUDA (a GPU, or the emulator) agrees with the CPU (2e-5 in float32, 1e-11 in float64).
+- on CUDA (a GPU, or the emulator) gives the CPU's bits with reference kernels.
 
 The forwards' values come from PyTorch's own tests elsewhere (tests/test_opinfo.py); these check
 that each op works on every path the crate offers, so a new op cannot skip one.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -149,7 +147,6 @@ def test_onnx_export_runs_in_onnxruntime(name, tmp_path):
 def test_cuda_agrees_with_the_cpu(name, dtype):
     case = CASES[name]
     params, x = _arrays(case)
-    tol = {"float32": 2e-5, "float64": 1e-11}[dtype]
 
     def run(device):
         ts = [tlrs.tensor(a, dtype=dtype, device=device, requires_grad=True) for a in [*params, x]]
@@ -162,14 +159,11 @@ def test_cuda_agrees_with_the_cpu(name, dtype):
         cpu, dev = run("cpu"), run("cuda")
     finally:
         tlrs.cuda.set_matmul_precision("fp32")
+    # With reference kernels every device kernel folds in the CPU's order, products included
+    # (cu/nn.cu gemm_exact), and its transcendentals are the CPU's algorithms
+    # (backend/cuda/cu/libm_*.cu): the CPU's bits, on the emulator and on a GPU (NaNs equal to
+    # NaNs: their payloads are the platform's).
     for k, (a, b) in enumerate(zip(cpu, dev, strict=True)):
-        # On a real GPU the products are cuBLAS's (another fold order): exact on the emulator,
-        # whose products fold as the CPU's and whose transcendentals (backend/cuda/cu/libm_*.cu,
-        # pow included) are the CPU's, so every op gives the CPU's bits there;
-        # tests/test_cuda_exact_math.py holds the device's transcendentals to the CPU's bits on both.
-        if os.environ.get("TLRS_CUDA_EMULATOR") != "1":
-            np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=f"{name} #{k}")
-        else:  # the CPU's bits (NaNs equal to NaNs: their payloads are the platform's)
-            a, b = np.atleast_1d(a), np.atleast_1d(b)
-            same = (np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))
-            assert np.all(same), f"{name} #{k}: CUDA differs from the CPU's bits"
+        a, b = np.atleast_1d(a), np.atleast_1d(b)
+        same = (np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))
+        assert np.all(same), f"{name} #{k}: CUDA differs from the CPU's bits"

@@ -96,6 +96,31 @@ extern "C" __global__ void nll_grad_$S(const $T* __restrict__ g, const u64* __re
     }
 }
 
+// ---- matrix products with the CPU reference's fold ----
+
+// C[b, i, j] = Σ_p A(i, p)·B(p, j) over batch b (A and B row-major, A [m, k] or, with ta, its
+// transpose stored [k, m]; B [k, n] or, with tb, stored [n, k]; batch strides sa, sb, sc, 0 to
+// broadcast): each output one fold over p from 0 in index order, a separate multiply and add
+// (no FMA: NVRTC runs with --fmad=false), as the CPU reference kernels and the emulator's
+// product fold. One thread per output; n = batch·m·n.
+extern "C" __global__ void gemm_exact_$S(const $T* __restrict__ a, const $T* __restrict__ b,
+                                        $T* __restrict__ c, u64 n, u64 m, u64 cols, u64 k, u64 ta,
+                                        u64 tb, u64 sa, u64 sb, u64 sc) {
+    GRID_LOOP(t, n) {
+        u64 j = t % cols, r = t / cols;
+        u64 i = r % m, batch = r / m;
+        const $T* ab = a + batch * sa;
+        const $T* bb = b + batch * sb;
+        $T acc = ($T)0;
+        for (u64 p = 0; p < k; ++p) {
+            $T x = ta ? ab[p * m + i] : ab[i * k + p];
+            $T y = tb ? bb[j * k + p] : bb[p * cols + j];
+            acc = acc + x * y;
+        }
+        c[batch * sc + i * cols + j] = acc;
+    }
+}
+
 // ---- 2-D convolution on [N, C, H, W] ----
 // All images' columns side by side: cols[q, nb·P + p] with q = (c·KH + ky)·KW + kx and
 // p = oy·OW + ox (P = OH·OW); padding cells are 0. n = C·KH·KW · N·P.

@@ -1,7 +1,7 @@
-//! Device matrix products through cuBLAS. With fast kernels, at the GPU matmul precision
+//! Device matrix products. With reference kernels, an exact kernel folds each output over k in
+//! index order (the CPU's bits). With fast kernels, cuBLAS at the GPU matmul precision
 //! (`--fast-gpu-matmul-precision`, docs/numerics.md): fp32 → SGEMM and fp64 → DGEMM whatever
-//! the tensors' dtype, converting operands and result when they differ. With reference kernels
-//! a product folds in the tensors' own dtype, as the CPU's does.
+//! the tensors' dtype, converting operands and result when they differ.
 
 use super::convert::cast_buffer;
 use crate::backend::cuda::blas::{precision_rule, GpuMatmulPrecision, RowMajorMatmul};
@@ -35,8 +35,13 @@ pub fn matmul_precision() -> GpuMatmulPrecision {
 }
 
 /// C = op(A)·op(B) for each of `mm.batch` products (row-major, contiguous C of
-/// batch·m·n elements), in the dtype of A and B; A and B share one dtype and one GPU.
+/// batch·m·n elements), in the dtype of A and B; A and B share one dtype and one GPU. With
+/// reference kernels, the exact kernel (every output one fold over k in index order, the CPU's
+/// bits); with fast kernels, cuBLAS at the GPU matmul precision.
 pub fn gemm(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<DeviceBuffer> {
+    if !crate::backend::settings::current().fast {
+        return gemm_exact(a, b, mm);
+    }
     let dtype = a.dtype();
     let gpu = a.gpu();
     let rule = precision_rule(dtype, effective_precision(dtype));
@@ -70,4 +75,37 @@ fn zero_if_empty_k(c: &DeviceBuffer, mm: RowMajorMatmul) -> Result<()> {
 /// The dtype a product of `dtype` tensors is computed in at the current precision.
 pub fn compute_dtype(dtype: DType) -> DType {
     precision_rule(dtype, effective_precision(dtype)).compute
+}
+
+/// The reference product (cu/nn.cu `gemm_exact`): one thread per output, its fold over k in
+/// index order with a separate multiply and add, so the bits are the CPU reference kernels'.
+fn gemm_exact(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<DeviceBuffer> {
+    let out_len = mm
+        .batch
+        .checked_mul(mm.m)
+        .and_then(|v| v.checked_mul(mm.n))
+        .ok_or_else(|| Error::shape("matmul", "the product's size overflows the address space"))?;
+    let (gpu, dtype) = (a.gpu(), a.dtype());
+    let c = gpu.alloc(dtype, out_len)?;
+    gpu.launch(
+        "nn",
+        "gemm_exact",
+        dtype,
+        out_len,
+        &[
+            a.into(),
+            b.into(),
+            (&c).into(),
+            out_len.into(),
+            mm.m.into(),
+            mm.n.into(),
+            mm.k.into(),
+            usize::from(mm.trans_a).into(),
+            usize::from(mm.trans_b).into(),
+            mm.stride_a.into(),
+            mm.stride_b.into(),
+            mm.stride_c.into(),
+        ],
+    )?;
+    Ok(c)
 }
