@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+import tlrs
 from tlrs import data, models
 from tlrs.cli import main
 from tlrs.cli.commands import (
@@ -257,8 +258,20 @@ def test_progress_moves_after_each_chunk(monkeypatch, capsys):
 
 
 def test_default_models_cover_every_command():
-    assert sorted(DEFAULT_MODELS) == sorted(QUICK)
+    assert sorted(DEFAULT_MODELS) == sorted([*QUICK, "gpt", "vit"])  # gpt/vit: tests/test_zoo_gpt_vit.py
     counts = {name: models.param_count(make()) for name, make in DEFAULT_MODELS.items()}
+    from tlrs.models.nn_transformers import GPTConfig, ViTConfig
+
+    # The sizes `tlrs run gpt` and `tlrs run vit` train with their defaults (77 symbols of text).
+    assert counts["gpt"] == sum(int(np.prod(s)) for s in GPTConfig(77, 32, 48, 4, 2).param_shapes())
+    assert counts["vit"] == sum(int(np.prod(s)) for s in ViTConfig(3, 16, 16, 4, 4, 32, 4, 2, 2).param_shapes())
+    # Their random initial values are --seed 0's, drawn without moving the caller's stream.
+    tlrs.manual_seed(5)
+    state = tlrs._core.seed_stream_state()
+    first, again = DEFAULT_MODELS["gpt"](), DEFAULT_MODELS["gpt"]()
+    assert tlrs._core.seed_stream_state() == state
+    assert [p.numpy().tobytes() for p in first.initial_params()] == [
+        p.numpy().tobytes() for p in again.initial_params()]
     assert counts["mlp"] == 7 * 32 + 32 + 32 + 1
     assert counts["quickstart_mlp"] == 2 * 8 + 8 + 8 + 1
     assert counts["softmax_regression"] == 16 * 4 + 4

@@ -433,6 +433,8 @@ def test_cli_exports_every_default_model(name, tmp_path, capsys):
     defn = DEFAULT_MODELS[name]()
     module = tlrs.instantiate_with_options(defn, "float32", None)
     x = sample(defn.input_shapes[0], 3, "float32")
+    if defn.input_dtypes[0] == "int64":  # gpt: token ids below its vocabulary
+        x = np.random.default_rng(3).integers(0, defn.param_shapes[0][0], x.shape)
     assert_close(defn.predict(module.params(), tlrs.tensor(x)).numpy(), session(path).run(None, {"x": x})[0], "float32")
 
 

@@ -40,6 +40,19 @@ def training_step(step: int) -> Iterator[None]:
         _core.exit_step(previous)
 
 
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Runs its body with the global seed stream at (seed, 0), then puts the stream back where
+    it stood: a fixed model (a command's default definition) without disturbing the caller's
+    draws."""
+    before = _core.seed_stream_state()
+    manual_seed(seed)
+    try:
+        yield
+    finally:
+        _core.set_seed_stream_state(*before)
+
+
 def set_seed_stream_state(seed: int, counter: int) -> None:
     """Puts the global seed stream at `(seed, counter)`, as `seed_stream_state()` read it (a
     resumed run continues the stream where it stood).

@@ -479,7 +479,8 @@ def export_command(
         loss = CompiledLoss(defn.loss, defn.param_shapes, defn.input_shapes, dtype)
         _check_trace_memory("export", model, loss.graph_for(defn.input_shapes).activation_bytes, batch)
     module = instantiate_with_options(defn, dtype, None)
-    example = np.zeros([max(batch, 1), *defn.input_shapes[0]], dtype=dtype)
+    ints = list(defn.input_dtypes or [None])[0] == "int64"  # token ids (gpt)
+    example = np.zeros([max(batch, 1), *defn.input_shapes[0]], dtype="int64" if ints else dtype)
     try:
         onnx_model = export_module(module, out, example, dynamic_batch=not batch)
     except (OnnxExportError, OnnxUnavailableError) as err:

@@ -115,9 +115,32 @@ def lm_loss(model: GPT, x: Tensor, y: Tensor) -> Tensor:
     return ops.cross_entropy(ops.reshape(logits, [-1, logits.shape[-1]]), ops.reshape(y, [-1]))
 
 
-def gpt_module_def(model: GPT, batch: int) -> ModuleDef:
+def _per_sample(fn: Any, rank: int) -> Any:
+    """`fn(model, *inputs)` for inputs given with a batch axis or, where the first input has
+    `rank` axes, per sample: those get a batch axis of one (dropped again from a non-scalar
+    output)."""
+    def call(model: Any, *xs: Tensor) -> Tensor:
+        if xs[0].ndim != rank:
+            out: Tensor = fn(model, *xs)
+            return out
+        out = fn(model, *(ops.unsqueeze(x, 0) for x in xs))
+        return out if out.ndim == 0 else ops.squeeze(out, 0)
+    return call
+
+
+def _forward(model: Any, x: Tensor) -> Tensor:
+    out: Tensor = model(x)
+    return out
+
+
+def gpt_module_def(model: GPT, batch: int | None) -> ModuleDef:
     """The runtime definition of `lm_loss` over `model`'s parameters, inputs int64 ids and
-    targets [batch, block] (graph inputs of the compiled backend)."""
+    targets [batch, block] (graph inputs of the compiled backend); with batch None, per-sample
+    inputs [block] (ModuleDef's convention, which `tlrs graph`/`tlrs export` batch themselves)."""
+    if batch is None:
+        shape = [model.config.block]
+        return nn.to_module_def(model, _per_sample(lm_loss, 1), [shape, shape],
+                                predict=_per_sample(_forward, 1), input_dtypes=["int64", "int64"])
     shape = [batch, model.config.block]
     return nn.to_module_def(model, lm_loss, [shape, shape], input_dtypes=["int64", "int64"])
 
@@ -217,9 +240,13 @@ def classify_loss(model: nn.Module, x: Tensor, labels: Tensor) -> Tensor:
     return ops.cross_entropy(model(x), labels)
 
 
-def vit_module_def(model: ViT, batch: int) -> ModuleDef:
+def vit_module_def(model: ViT, batch: int | None) -> ModuleDef:
     """The runtime definition of `classify_loss` over `model`'s parameters: inputs images
-    [batch, C, H, W] in the module's dtype and int64 labels [batch]."""
+    [batch, C, H, W] in the module's dtype and int64 labels [batch]; with batch None, per-sample
+    inputs [C, H, W] and [] (as `gpt_module_def`)."""
     c = model.config
-    return nn.to_module_def(model, classify_loss, [[batch, c.channels, c.height, c.width], [batch]],
-                            input_dtypes=[None, "int64"])
+    image = [c.channels, c.height, c.width]
+    if batch is None:
+        return nn.to_module_def(model, _per_sample(classify_loss, 3), [image, []],
+                                predict=_per_sample(_forward, 3), input_dtypes=[None, "int64"])
+    return nn.to_module_def(model, classify_loss, [[batch, *image], [batch]], input_dtypes=[None, "int64"])

@@ -17,15 +17,15 @@ from . import (  # noqa: F401 - imported for their registration side effect
 DEFAULT_MODELS = {
     name: module.default_model
     for name, module in (
-        ("autoencoder", autoencoder), ("cnn", cnn), ("mlp", mlp),
+        ("autoencoder", autoencoder), ("cnn", cnn), ("gpt", gpt), ("mlp", mlp),
         ("mlp_classifier", mlp_classifier), ("quickstart_mlp", quickstart_mlp),
         ("resnet", resnet), ("softmax_regression", softmax_regression),
-        ("transformer", transformer),
+        ("transformer", transformer), ("vit", vit),
     )
 }
-"""Each command's default model definition (no training), e.g. for parameter counts. `gpt` and
-`vit` have none: their definitions take int64 inputs and their sizes follow the data (the text's
-symbols, the images' shape), so `tlrs graph`/`tlrs export` do not list them."""
+"""Each command's default model definition (no training; per-sample input shapes), for
+parameter counts (`tlrs models`), `tlrs graph` and `tlrs export`. gpt's and vit's follow their
+built-in data (the text's symbols, the images' shape); gpt's inputs are int64 token ids."""
 
 __all__ = ["DEFAULT_MODELS", "autoencoder", "cnn", "gpt", "mlp", "mlp_classifier", "quickstart_mlp",
            "resnet", "softmax_regression", "transformer", "vit"]

@@ -19,6 +19,8 @@ from ...config import Options
 from ...data import BatchLoader, Dataset
 from ...errors import ArgError
 from ...models.nn_transformers import GPT, GPTConfig, generate, gpt_module_def
+from ...module_def import ModuleDef
+from ...random import seeded
 from ...tensor import tensor
 from ..args import take_bool_flag_once
 from ..typer_app import register
@@ -36,7 +38,7 @@ from .trainer import (
     train,
 )
 
-__all__ = ["DESCRIPTION", "DOC_MODULES", "EVAL_BATCHES", "TEXT_CHARS", "builtin_text", "gpt"]
+__all__ = ["DESCRIPTION", "DOC_MODULES", "EVAL_BATCHES", "TEXT_CHARS", "builtin_text", "default_model", "gpt"]
 
 DESCRIPTION = "char-level GPT (nanoGPT layout), next-character cross-entropy"
 DOC_MODULES = ("json", "textwrap", "argparse", "collections", "functools")
@@ -162,6 +164,14 @@ def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
         ids = np.asarray(out.numpy())[0, 1:]
         how = "greedy" if greedy else f"sampled, seed {opts.seed}"
         print(f"sample ({n_sample} characters, {how}): {printable(''.join(vocab[i] for i in ids))}")
+
+
+def default_model() -> ModuleDef:
+    """The model this command trains with its defaults on the built-in text (`tlrs models`,
+    `tlrs graph`, `tlrs export`), per-sample inputs: int64 ids and targets [32]."""
+    vocab = max(len(set(builtin_text())), 1)  # python -OO strips the docstrings
+    with seeded(0):  # `--seed 0`'s initial values, whatever the caller's stream
+        return gpt_module_def(GPT(GPTConfig(vocab, 32, 48, 4, 2, "float64")), None)
 
 
 @register("gpt")

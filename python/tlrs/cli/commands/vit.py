@@ -12,6 +12,8 @@ from ...config import Options
 from ...data import Dataset
 from ...errors import ArgError
 from ...models.nn_transformers import VIT_POOLS, ViT, ViTConfig, vit_module_def
+from ...module_def import ModuleDef
+from ...random import seeded
 from ..typer_app import register
 from .sources import notes, split, take_image_source
 from .train_common import TrainFlags
@@ -28,7 +30,7 @@ from .trainer import (
     train,
 )
 
-__all__ = ["DESCRIPTION", "vit"]
+__all__ = ["DESCRIPTION", "default_model", "vit"]
 
 DESCRIPTION = "vision transformer (tlrs.nn) image classifier"
 
@@ -93,6 +95,13 @@ def body(exe: str, dtype: str, opts: Options, rest: list[str]) -> None:
     finish(result, flags, "ViT training", [*notes(ds, opts), f"test={len(test_set)}"])
     assert defn.predict is not None
     print_accuracy(defn.predict, result.module, test_set)
+
+
+def default_model() -> ModuleDef:
+    """The model this command trains with its defaults on the built-in images (3x16x16, 4
+    classes: patch 4, `tlrs models`/`graph`/`export`), per-sample inputs [3, 16, 16] and []."""
+    with seeded(0):  # `--seed 0`'s initial values, whatever the caller's stream
+        return vit_module_def(ViT(ViTConfig(3, 16, 16, 4, 4, 32, 4, 2, 2, "cls", "float64")), None)
 
 
 @register("vit")
