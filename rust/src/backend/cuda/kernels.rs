@@ -184,8 +184,14 @@ pub fn source(family: &str, dtype: DType) -> Option<String> {
             ));
         }
     }
-    src.push_str(&instantiate(family_file(family)?, "", "", dtype));
+    src.push_str(&family_source(family, dtype)?);
     Some(src)
+}
+
+/// The hand-written kernels of one family for one dtype, without the shared prelude and the
+/// libm device functions (which f32 programs may compute in binary64, as the libm crate does).
+pub fn family_source(family: &str, dtype: DType) -> Option<String> {
+    Some(instantiate(family_file(family)?, "", "", dtype))
 }
 
 /// A kernel's name and parameter types, read from its `extern "C" __global__` declaration.
