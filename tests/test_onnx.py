@@ -448,7 +448,7 @@ def test_cli_float64_with_a_fixed_batch(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,text", [
-    (["nosuch"], "export: unknown model 'nosuch' (known: autoencoder, cnn, mlp"),
+    (["nosuch"], "export: unknown model 'nosuch' (known: autoencoder, cnn, gpt, mlp"),
     (["mlp", "--dtype", "float16"], "export: --dtype: expected float64 or float32, got `float16`"),
     (["mlp", "--batch", "-1"], "export: --batch: expected a size from 0 to"),
     (["resnet", "--batch", "60000"], "of activations, more than the"),
