@@ -77,12 +77,13 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None,
 
     Raises DTypeError for non-numeric data or an unsupported dtype.
     """
-    if isinstance(data, ComplexTensor) or is_complex_dtype(dtype) or (
-            dtype is None and not isinstance(data, Tensor) and np.asarray(data).dtype.kind == "c"):
+    if isinstance(data, ComplexTensor) or is_complex_dtype(dtype):
         return complex_tensor(data, dtype, device, requires_grad)
     if isinstance(data, Tensor):
         data = data.numpy()
     arr = np.asarray(data)
+    if dtype is None and arr.dtype.kind == "c":
+        return complex_tensor(arr, None, device, requires_grad)
     if dtype is None:
         if arr.dtype not in (np.float32, np.float64, np.int64, np.bool_):
             if arr.dtype.kind not in "biuf":
