@@ -8,7 +8,8 @@ names an attribute tlrs lacks is reported as not in tlrs.
 
     python benchmarks/_ops_cases.py tlrs|torch ROUNDS KEY,KEY,... OUTDIR
 
-writes each case's forward output and input gradients (of the output's sum) as .npy files to
+writes each case's forward output and input gradients (backward seeded with ones, so the gradient of
+the output's sum without timing that sum) as .npy files to
 OUTDIR and prints one JSON line: per key [forward ms, forward + backward ms or null], the keys
 missing in tlrs and the keys that raised.
 """
@@ -340,8 +341,11 @@ def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
         def const(a: np.ndarray) -> Any:
             return torch.from_numpy(a)
 
-        def grad(y: Any, xs: list[Any]) -> Any:
-            return torch.autograd.grad(y.sum(), xs)
+        def grad(y: Any, xs: list[Any], seed: Any) -> Any:
+            return torch.autograd.grad(y, xs, grad_outputs=seed)
+
+        def ones(y: Any) -> Any:
+            return torch.ones_like(y)
 
         def to_np(t: Any) -> np.ndarray:
             return t.detach().numpy()
@@ -358,8 +362,11 @@ def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
         def const(a: np.ndarray) -> Any:
             return a if a.dtype == np.bool_ else tlrs.tensor(a)
 
-        def grad(y: Any, xs: list[Any]) -> Any:
-            return tlrs.grad(ops.sum(y), xs)
+        def grad(y: Any, xs: list[Any], seed: Any) -> Any:
+            return tlrs.grad(y, xs, grad_outputs=seed)
+
+        def ones(y: Any) -> Any:
+            return tlrs.tensor(np.ones(y.shape, np.float32))
 
         def to_np(t: Any) -> np.ndarray:
             return np.asarray(t.numpy())
@@ -384,13 +391,14 @@ def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
         try:
             y = fn(*xs)
             np.save(os.path.join(outdir, f"{key}.npy"), to_np(y))
+            seed = ones(y) if wrt else None
             if wrt:
-                for j, g in enumerate(grad(y, wrt)):
+                for j, g in enumerate(grad(y, wrt, seed)):
                     np.save(os.path.join(outdir, f"{key}.g{j}.npy"), to_np(g))
             for _ in range(2):  # warm up
-                grad(fn(*xs), wrt) if wrt else fn(*xs)
+                grad(fn(*xs), wrt, seed) if wrt else fn(*xs)
             fwd = best(lambda: fn(*xs))
-            times[key] = [fwd, best(lambda: grad(fn(*xs), wrt)) if wrt else None]
+            times[key] = [fwd, best(lambda: grad(fn(*xs), wrt, seed)) if wrt else None]
         except AttributeError as e:
             owner = getattr(e, "obj", None)
             if side == "tlrs" and (owner is ops or owner is tlrs or isinstance(owner, tlrs.Tensor)):

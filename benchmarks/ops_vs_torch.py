@@ -1,7 +1,10 @@
 """Per-op time against PyTorch CPU on the shapes of a char-level GPT (nanoGPT layout: batch 32,
 4 heads, block 64, d_model 128, MLP 512, vocabulary 95), f32, 2 threads, forward and forward +
-backward (the gradient of the output's sum); each framework runs in its own process, the best of
-ROUNDS rounds is kept, ratios are tlrs / torch.
+backward (the gradient of the output's sum, the backward seeded with a tensor of ones made
+before timing: a sum of the whole output would time the sum too, a left fold in tlrs's reference
+order and a vector reduction in PyTorch, which outweighed the op under test on the elementwise
+rows); each framework runs in its own process, the best of ROUNDS rounds is kept, ratios are tlrs
+/ torch.
 
     python benchmarks/ops_vs_torch.py [ROUNDS] [--ops gelu,softmax,linear] [--group unary|binary|rowwise|reduction|layer]
 
