@@ -2,8 +2,9 @@
 
 Indices come back as int64 tensors (what `gather`, `index_select`, `embedding` and
 `cross_entropy` take; `.numpy()` gives the array). The positions are found on the host from the values
-(a CUDA tensor's are copied back); `topk` and `sort` then take their values with `gather`, a
-recorded op, so the values carry gradients as PyTorch's do. A loss that picks positions this way
+(a CUDA tensor's are copied back); `topk` and `sort` find them in the core (`ops/sort.rs`, threaded
+over lanes) and take their values with `gather`, a recorded op, so the values carry gradients as
+PyTorch's do. A loss that picks positions this way
 reads tensor values, so the compiled backend refuses it (it would replay one trace's positions).
 Ties go to the lower index (a stable order), NaN counts as larger than every number, as in
 PyTorch.
@@ -92,11 +93,16 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
          sorted: bool = True) -> tuple[Tensor, Tensor]:
     """The `k` largest (or smallest) values along `dim` and their indices, largest first (ties
     to the lower index; NaN counts as the largest). Values carry gradients."""
-    v = _values(input, "topk")
-    axis = _dim(dim, v.ndim, "topk")
-    n = v.shape[axis] if v.ndim else 1
+    if not isinstance(input, Tensor):
+        raise TypeError(f"topk: expected a Tensor, got {type(input).__name__}")
+    axis = _dim(dim, input.ndim, "topk")
+    n = input.shape[axis] if input.ndim else 1
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
         raise ValueError(f"topk: expected k in [0, {n}] (the size of dim {dim}), got {k!r}")
+    if input.ndim and input.dtype != "bool":
+        values, indices = _core.sort_along(input, axis, bool(largest), int(k))
+        return values, indices
+    v = _values(input, "topk")
     order = _order(v, axis, largest) if v.ndim else np.zeros((), dtype=np.int64)
     idx = np.take(order, np.arange(int(k)), axis=axis).astype(np.int64) if v.ndim else order
     return _take_along(input, idx, axis), _ints(idx)
@@ -106,10 +112,15 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False,
          stable: bool = False) -> tuple[Tensor, Tensor]:
     """Values sorted along `dim` and where each came from. Always stable (ties keep their order,
     one of the answers PyTorch allows when `stable=False`); NaN sorts as the largest value."""
-    v = _values(input, "sort")
-    axis = _dim(dim, v.ndim, "sort")
-    if v.ndim == 0:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"sort: expected a Tensor, got {type(input).__name__}")
+    axis = _dim(dim, input.ndim, "sort")
+    if input.ndim == 0:
         return input, _ints(np.zeros((), dtype=np.int64))
+    if input.dtype != "bool":
+        values, indices = _core.sort_along(input, axis, bool(descending))
+        return values, indices
+    v = _values(input, "sort")
     idx = _order(v, axis, descending).astype(np.int64)
     return _take_along(input, idx, axis), _ints(idx)
 

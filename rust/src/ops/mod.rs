@@ -18,6 +18,7 @@ pub(crate) mod norm_per_image;
 pub mod pool;
 pub mod reduce;
 pub mod softmax;
+pub mod sort;
 #[cfg(test)]
 mod test_support;
 

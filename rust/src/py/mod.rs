@@ -124,6 +124,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         nn_ops::embedding,
         nn_ops::embedding_t,
         nn_ops::gather,
+        nn_ops::sort_along,
         nn_ops::scatter_add,
         nn_ops::masked_fill,
         cuda::cuda_status,

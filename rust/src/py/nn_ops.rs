@@ -247,6 +247,21 @@ pub fn embedding_t(py: Python<'_>, indices: PyRef<'_, T>, weight: PyRef<'_, T>) 
     run(py, move || ops::index::embedding_t(&i, &w))
 }
 
+/// `sort` (k None) or `topk` along `dim`: (values, int64 positions); see `ops::sort`.
+#[pyfunction]
+#[pyo3(signature = (x, dim, descending, k=None))]
+pub fn sort_along(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    dim: isize,
+    descending: bool,
+    k: Option<usize>,
+) -> PyResult<(T, T)> {
+    let x = x.inner.clone();
+    let (values, indices) = py.detach(|| guard(move || ops::sort::sort(&x, dim, descending, k)))?;
+    Ok((PyTensor::new(values), PyTensor::new(indices)))
+}
+
 #[pyfunction]
 pub fn gather(
     py: Python<'_>,

@@ -35,6 +35,7 @@ pub mod reduce;
 mod row_folds;
 pub mod simd;
 pub mod softmax;
+pub mod sort;
 pub mod storage;
 pub mod storage_ops;
 pub mod table_kernels;
