@@ -641,6 +641,9 @@ def embedding(indices: Sequence[int], indices_shape: Sequence[int], weight: Tens
     """Rows of `weight` [num, dim] per index; output shape is `indices_shape` + [dim]."""
 def gather(x: Tensor, dim: int, index: Sequence[int], index_shape: Sequence[int]) -> Tensor:
     """Values of `x` at `index` (flat, with shape `index_shape`) along `dim`."""
+def sort_along(x: Tensor, dim: int, descending: bool, k: int | None = None) -> tuple[Tensor, Tensor]:
+    """The first `k` (all when None) values along `dim` in stable sorted order, and their
+    positions (int64)."""
 def scatter_add(x: Tensor, dim: int, index: Sequence[int], src: Tensor) -> Tensor:
     """`x` with `src` added at `index` along `dim`."""
 def masked_fill(x: Tensor, mask: Sequence[bool] | bytes, mask_shape: Sequence[int], value: float) -> Tensor:
