@@ -152,6 +152,19 @@ macro_rules! binary_kernels {
             if let Some(y) = super::pow_lanes::pow_family(op, a, b, out.numel()) {
                 return y;
             }
+            // Other broadcasts (an exponent per channel) expand both operands first: two copies
+            // cost far less than powf's scalar calls.
+            let pow_family = matches!(
+                op,
+                BinaryOp::Pow | BinaryOp::PowSlopeBase | BinaryOp::PowSlopeExponent
+            );
+            if !same && T::DTYPE == crate::DType::F32 && pow_family {
+                let a_full = broadcast_map(a, sa, b, sb, out, |x, _| x);
+                let b_full = broadcast_map(a, sa, b, sb, out, |_, y| y);
+                if let Some(y) = super::pow_lanes::pow_family(op, &a_full, &b_full, out.numel()) {
+                    return y;
+                }
+            }
             match op {
                 $( BinaryOp::$V => {
                     if same {
