@@ -66,6 +66,8 @@ _UNARY_CALLS = {
     "elu": lambda u: ops.elu(u, 1.5),
     "hardtanh": lambda u: ops.hardtanh(u, -0.4, 0.6),
     "softplus": lambda u: ops.softplus(u, 2.0, 1.5),
+    "smooth_l1": lambda u: ops.smooth_l1(u, 0.5),
+    "huber": lambda u: ops.huber(u, 0.3),
 }
 _ON_POSITIVES = {"log", "sqrt", "rsqrt", "log1p"}
 

@@ -40,6 +40,11 @@ NEW = {
     "erf": (ops.erf, _erf, (-3, 3)),
     "sin": (ops.sin, np.sin, (-7, 7)),
     "cos": (ops.cos, np.cos, (-7, 7)),
+    "smooth_l1": (ops.smooth_l1, lambda x: np.where(abs(x) < 1, 0.5 * x * x, abs(x) - 0.5), (-3, 3)),
+    "smooth_l1 0.5": (lambda t: ops.smooth_l1(t, 0.5), lambda x: np.where(abs(x) < 0.5, x * x, abs(x) - 0.25),
+                      (-3, 3)),
+    "huber": (ops.huber, lambda x: np.where(abs(x) < 1, 0.5 * x * x, abs(x) - 0.5), (-3, 3)),
+    "huber 2": (lambda t: ops.huber(t, 2.0), lambda x: np.where(abs(x) < 2, 0.5 * x * x, 2 * (abs(x) - 1)), (-5, 5)),
 }
 
 
@@ -100,7 +105,8 @@ def _away_from(a, kinks, gap=0.05):
 
 
 KINKS = {"leaky_relu": [0.0], "leaky_relu 0.2": [0.0], "elu": [0.0], "elu 1.5": [0.0],
-         "hardtanh": [-1.0, 1.0], "hardtanh -0.5 2": [-0.5, 2.0]}
+         "hardtanh": [-1.0, 1.0], "hardtanh -0.5 2": [-0.5, 2.0], "smooth_l1": [-1.0, 1.0],
+         "smooth_l1 0.5": [-0.5, 0.5], "huber": [-1.0, 1.0], "huber 2": [-2.0, 2.0]}
 
 
 @pytest.mark.parametrize("name", list(NEW))
@@ -131,6 +137,10 @@ def test_gradients_at_the_kinks_follow_pytorch():
     assert _grad(lambda t: ops.leaky_relu(t, 0.2), [-1.0, 0.0, 2.0]) == [0.2, 0.2, 1.0]
     assert _grad(lambda t: ops.elu(t, 2.0), [0.0, 1.0]) == [2.0, 1.0]
     assert _grad(ops.hardtanh, [-2.0, -1.0, 0.5, 1.0, 3.0]) == [0.0, 0.0, 1.0, 0.0, 0.0]
+    # smooth_l1 and huber: x / beta and x inside the bounds, the bounds' sign (times delta) on
+    # and beyond them (both sides agree on them).
+    assert _grad(lambda t: ops.smooth_l1(t, 0.5), [-2.0, -0.5, 0.25, 0.5, 3.0]) == [-1.0, -1.0, 0.5, 1.0, 1.0]
+    assert _grad(lambda t: ops.huber(t, 2.0), [-3.0, -2.0, 0.5, 2.0, 3.0]) == [-2.0, -2.0, 0.5, 2.0, 2.0]
     # Hand-derived: silu'(0) = 1/2, erf'(0) = 2/sqrt(pi), rsqrt'(4) = -1/16, log1p'(1) = 1/2,
     # expm1'(0) = 1.
     assert _grad(ops.silu, [0.0]) == [0.5]

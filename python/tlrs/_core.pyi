@@ -274,6 +274,8 @@ __all__ = [
     "gelu",
     "gelu_tanh",
     "softplus",
+    "smooth_l1",
+    "huber",
     "silu",
     "leaky_relu",
     "elu",
@@ -313,6 +315,10 @@ def gelu_tanh(input: Tensor) -> Tensor:
     """Elementwise GELU, tanh approximation: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3))) (PyTorch's approximate='tanh')."""
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """Elementwise log(1 + e ** (beta * x)) / beta, and x itself where beta * x > threshold (PyTorch's softplus)."""
+def smooth_l1(input: Tensor, beta: float = 1.0) -> Tensor:
+    """Elementwise 0.5 * x * x / beta where |x| < beta, else |x| - 0.5 * beta (smooth_l1_loss's term at x = input - target)."""
+def huber(input: Tensor, delta: float = 1.0) -> Tensor:
+    """Elementwise 0.5 * x * x where |x| < delta, else delta * (|x| - 0.5 * delta) (huber_loss's term at x = input - target)."""
 def silu(input: Tensor) -> Tensor:
     """Elementwise SiLU (swish), x * sigmoid(x)."""
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:

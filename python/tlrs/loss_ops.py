@@ -313,40 +313,27 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     return _reduce_all(loss, reduction)
 
 
-def _quadratic_then_linear(input: Tensor, target: Tensor, limit: float) -> tuple[Tensor, Tensor]:
-    """(c, z - c) for z = |input - target| and c = min(z, limit): the quadratic and the linear
-    part of the smooth L1 and Huber losses, without a branch (the gradient of each part is
-    PyTorch's on either side of the limit, and at it)."""
-    z = _core.abs(_core.sub(input, target))
-    c = _core.clamp(z, None, limit)
-    return c, _core.sub(z, c)
-
-
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
-    """0.5·z²/beta where z = |input - target| < beta, else z - 0.5·beta (PyTorch's formula,
-    computed as 0.5·c²/beta + (z - c) with c = min(z, beta)); beta = 0 is the L1 loss."""
+    """0.5·z·z/beta where z = |input - target| < beta, else z - 0.5·beta (PyTorch's formula, in
+    its order: one op, `smooth_l1`, at input - target); beta = 0 is the L1 loss."""
     reduction = _reduction(reduction, size_average, reduce, "smooth_l1_loss")
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
         raise ValueError(f"smooth_l1_loss: beta must be a number >= 0, got {beta!r}")
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     _pointwise(input, target, "smooth_l1_loss")
-    c, lin = _quadratic_then_linear(input, target, float(beta))
-    quad = _core.div(_core.mul(_core.mul(c, c), _scalar(0.5, input)), _scalar(beta, input))
-    return _reduce_all(_core.add(quad, lin), reduction)
+    return _reduce_all(_core.smooth_l1(_core.sub(input, target), float(beta)), reduction)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
-    """0.5·z² where z = |input - target| < delta, else delta·(z - 0.5·delta) (PyTorch's formula,
-    computed as 0.5·c² + delta·(z - c) with c = min(z, delta)); `weight` (of the input's shape)
+    """0.5·z·z where z = |input - target| < delta, else delta·(z - 0.5·delta) (PyTorch's
+    formula, in its order: one op, `huber`, at input - target); `weight` (of the input's shape)
     scales each element before the reduction."""
     reduction = _reduction(reduction, None, None, "huber_loss")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not delta > 0:
         raise ValueError(f"huber_loss: delta must be a number > 0, got {delta!r}")
     _pointwise(input, target, "huber_loss")
-    c, lin = _quadratic_then_linear(input, target, float(delta))
-    quad = _core.mul(_core.mul(c, c), _scalar(0.5, input))
-    loss = _core.add(quad, _core.mul(lin, _scalar(delta, input)))
+    loss = _core.huber(_core.sub(input, target), float(delta))
     return _reduce_all(_weighted(loss, weight, "huber_loss", same_shape=True), reduction)

@@ -224,6 +224,29 @@ def _clamp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return _clip(em, n, ins[0], n.attrs["min"], n.attrs["max"], out)
 
 
+def _quadratic_near_zero(em: Emitter, n: Node, x: str, bound: float, quad: str, out: str,
+                         linear: str) -> str:
+    """Where(|x| < bound, quad, linear): the smooth L1 and Huber terms' two sides."""
+    inside = em.add("Less", [em.add("Abs", [x]), em.scalar(bound, n.dtype)])
+    return em.add("Where", [inside, quad, linear], out)
+
+
+def _smooth_l1(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    beta, half = em.scalar(n.attrs["beta"], n.dtype), em.scalar(0.5, n.dtype)
+    z = em.add("Abs", ins)
+    quad = em.add("Div", [em.add("Mul", [em.add("Mul", [half, z]), z]), beta])
+    linear = em.add("Sub", [z, em.add("Mul", [half, beta])])
+    return _quadratic_near_zero(em, n, ins[0], n.attrs["beta"], quad, out, linear)
+
+
+def _huber(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    delta, half = em.scalar(n.attrs["delta"], n.dtype), em.scalar(0.5, n.dtype)
+    z = em.add("Abs", ins)
+    quad = em.add("Mul", [em.add("Mul", [half, z]), z])
+    linear = em.add("Mul", [delta, em.add("Sub", [z, em.add("Mul", [half, delta])])])
+    return _quadratic_near_zero(em, n, ins[0], n.attrs["delta"], quad, out, linear)
+
+
 def _log1p(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Log", [em.add("Add", [ins[0], em.scalar(1.0, n.dtype)])], out)
 
@@ -444,6 +467,8 @@ EMITTERS: dict[str, Emit] = {
     "leaky_relu": _leaky_relu,
     "elu": _elu,
     "hardtanh": _hardtanh,
+    "smooth_l1": _smooth_l1,
+    "huber": _huber,
     "log1p": _log1p,
     "expm1": _expm1,
     "rsqrt": _rsqrt,

@@ -146,6 +146,29 @@ macro_rules! unary_ops {
                 cuda: "(v * beta > threshold) ? v : log1p$F(exp$F(v * beta)) / beta",
                 cuda_df: "(x * beta > threshold) ? g : g * (($T)1 / (($T)1 + exp$F(-(x * beta))))",
             }
+            // The elementwise terms of PyTorch's smooth_l1_loss and huber_loss at x = input -
+            // target, with its operations in its order (aten's kernels), so the losses are one
+            // op each; the gradients are PyTorch's (x / beta, or x, inside the bounds).
+            SmoothL1 smooth_l1 {
+                doc: "Elementwise 0.5 * x * x / beta where |x| < beta, else |x| - 0.5 * beta (smooth_l1_loss's term at x = input - target).",
+                method: [],
+                params: [beta = 1.0],
+                require: [beta > 0.0 => "beta > 0"],
+                f: |x| if x.abs() < beta { T::from_f64(0.5) * x.abs() * x.abs() / beta } else { x.abs() - T::from_f64(0.5) * beta },
+                df: input |g, x| if x <= -beta { -g } else if x >= beta { g } else { g * (x / beta) },
+                cuda: "(fabs$F(v) < beta) ? ($T)0.5 * fabs$F(v) * fabs$F(v) / beta : fabs$F(v) - ($T)0.5 * beta",
+                cuda_df: "(x <= -beta) ? -g : ((x >= beta) ? g : g * (x / beta))",
+            }
+            Huber huber {
+                doc: "Elementwise 0.5 * x * x where |x| < delta, else delta * (|x| - 0.5 * delta) (huber_loss's term at x = input - target).",
+                method: [],
+                params: [delta = 1.0],
+                require: [delta > 0.0 => "delta > 0"],
+                f: |x| if x.abs() < delta { T::from_f64(0.5) * x.abs() * x.abs() } else { delta * (x.abs() - T::from_f64(0.5) * delta) },
+                df: input |g, x| if x < -delta { g * -delta } else if x > delta { g * delta } else { g * x },
+                cuda: "(fabs$F(v) < delta) ? ($T)0.5 * fabs$F(v) * fabs$F(v) : delta * (fabs$F(v) - ($T)0.5 * delta)",
+                cuda_df: "(x < -delta) ? g * -delta : ((x > delta) ? g * delta : g * x)",
+            }
             // x / (1 + e^-x) as PyTorch computes it; the sigmoid is recomputed in the gradient.
             Silu silu {
                 doc: "Elementwise SiLU (swish), x * sigmoid(x).",
