@@ -5,6 +5,7 @@
 //! `Float` methods, so the op table's formulas vectorise through `backend/cpu/lanewise.rs`.
 //! Pure math: nothing here knows tensors, devices or threads.
 
+pub mod atan2f;
 pub mod erff;
 pub mod expf;
 pub mod expm1f;

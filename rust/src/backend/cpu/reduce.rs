@@ -3,7 +3,7 @@
 //! threads, a single output's accumulation never is.
 
 use super::parallel::for_chunks;
-use super::row_folds::{fold_rows, max_index_rows, LANES};
+use super::row_folds::{cumsum_rows, fold_rows, max_index_rows, LANES};
 use super::simd;
 use crate::dtype::Float;
 use crate::shape::broadcast_strides;
@@ -89,6 +89,18 @@ pub fn cumsum<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, reverse
     if len < 2 || inner == 0 || outer == 0 {
         return out;
     }
+    if inner == 1 && len >= LANES {
+        // Rows of the last axis: sixteen rows' chains step together (row_folds.rs).
+        for_chunks(&mut out, LANES * len, x.len(), |g, ys: &mut [T]| {
+            let rows = &x[g * LANES * len..][..ys.len()];
+            if !cumsum_rows(rows, len, ys, reverse) {
+                for (y, r) in ys.chunks_mut(len).zip(rows.chunks(len)) {
+                    running_sums(r, y, reverse);
+                }
+            }
+        });
+        return out;
+    }
     for_chunks(&mut out, block, x.len(), |_, ys: &mut [T]| {
         for k in 1..len {
             // The row filled this step and the one it adds to.
@@ -111,12 +123,35 @@ pub fn cumsum<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, reverse
     out
 }
 
+/// One row's running sums into `y` (from the far end when `reverse`).
+fn running_sums<T: Float>(r: &[T], y: &mut [T], reverse: bool) {
+    let n = r.len();
+    if reverse {
+        y[n - 1] = r[n - 1];
+        for k in (0..n - 1).rev() {
+            y[k] = y[k + 1] + r[k];
+        }
+    } else {
+        y[0] = r[0];
+        for k in 1..n {
+            y[k] = y[k - 1] + r[k];
+        }
+    }
+}
+
 /// Max over the middle axis of [outer, len, inner] with the index of the first maximum, as a
 /// left fold of IEEE 754-2019 `maximum` (NaN propagates, +0 beats -0; `pool::beats`).
 /// A NaN wins over any number, so NaN propagates.
 pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (Vec<T>, Vec<usize>) {
     let mut vals = vec![T::NEG_INFINITY; outer * inner];
     let mut idx = vec![0usize; outer * inner];
+    if inner == 1 && outer < LANES && len >= LONG_ROW {
+        // A few long rows (a whole tensor's max): each row's sixteen segments fold together.
+        for (o, (v, at)) in vals.iter_mut().zip(&mut idx).enumerate() {
+            (*v, *at) = max_index_long(&x[o * len..][..len]);
+        }
+        return (vals, idx);
+    }
     if inner == 1 && len > 0 {
         // Rows of the last axis: sixteen rows' folds step together (row_folds.rs), threaded
         // over groups of rows; each row's fold keeps its order.
@@ -143,6 +178,31 @@ pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (V
         }
     }
     (vals, idx)
+}
+
+/// Rows at least this long take `max_index_long` when there are too few to fill the lanes.
+const LONG_ROW: usize = 64 * LANES;
+
+/// The maximum of one row under `pool::beats` and the index of its first occurrence, as the
+/// left fold gives them: sixteen equal segments fold side by side (`max_index_rows`), then the
+/// segments' winners and the tail are taken in index order with the same strict `beats`. The
+/// winner is the first element of the largest class (equal values; all NaNs one class, +0 above
+/// -0), which no grouping of the fold changes, so value bits and index are the fold's.
+fn max_index_long<T: Float>(row: &[T]) -> (T, usize) {
+    let seg = row.len() / LANES;
+    let (bests, firsts) = simd::widest(|| max_index_rows(&row[..seg * LANES], seg));
+    let (mut best, mut at) = (bests[0], firsts[0]);
+    for s in 1..LANES {
+        if super::pool::beats(bests[s], best) {
+            (best, at) = (bests[s], s * seg + firsts[s]);
+        }
+    }
+    for (i, &v) in row.iter().enumerate().skip(seg * LANES) {
+        if super::pool::beats(v, best) {
+            (best, at) = (v, i);
+        }
+    }
+    (best, at)
 }
 
 /// Reduces a gradient of broadcast shape `from` back to `to` by summing the broadcast axes.
@@ -379,6 +439,83 @@ mod tests {
                     "row {r} of {outer}x{len}"
                 );
                 assert_eq!(idx[r], at, "row {r} of {outer}x{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn last_axis_running_sums_are_folds_in_index_order() {
+        // 16-row groups, a partial group, and rows with a tail past the last 16 x 16 tile.
+        fn check<T: Float>() {
+            let mut state = 11u64;
+            for (outer, len) in [(35, 16), (17, 37), (48, 128), (3, 20)] {
+                let x: Vec<T> = spread_values(outer * len, &mut state);
+                for reverse in [false, true] {
+                    let y = cumsum(&x, outer, len, 1, reverse);
+                    for r in 0..outer {
+                        let order: Vec<usize> = if reverse {
+                            (0..len).rev().collect()
+                        } else {
+                            (0..len).collect()
+                        };
+                        let mut acc = x[r * len + order[0]];
+                        for (n, &k) in order.iter().enumerate() {
+                            if n > 0 {
+                                acc = acc + x[r * len + k];
+                            }
+                            let got = y[r * len + k].to_f64().to_bits();
+                            assert_eq!(
+                                got,
+                                acc.to_f64().to_bits(),
+                                "row {r} position {k} reverse {reverse}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        check::<f32>();
+        check::<f64>();
+    }
+
+    #[test]
+    fn long_row_maxima_are_the_left_folds() {
+        // One and three long rows (the long-row path), with ties, signed zeros and NaNs placed
+        // across segments: value bits and index as the scalar left fold of `beats` gives them.
+        let len = LONG_ROW * 3 + 7;
+        let mut state = 7u64;
+        for case in 0..6 {
+            let mut x: Vec<f32> = spread_values(3 * len, &mut state);
+            match case {
+                1 => x.iter_mut().for_each(|v| *v = v.round()), // many ties
+                2 => x
+                    .iter_mut()
+                    .for_each(|v| *v = if *v > 0.0 { -0.0 } else { *v }),
+                3 => {
+                    x.iter_mut()
+                        .for_each(|v| *v = if *v > 0.0 { -0.0 } else { *v });
+                    x[len + 5000] = 0.0;
+                }
+                4 => {
+                    x[2 * LONG_ROW + 3] = f32::from_bits(0x7fc0_0001);
+                    x[len - 1] = f32::from_bits(0x7fc0_0002);
+                }
+                5 => x[len - 2] = f32::INFINITY,
+                _ => {}
+            }
+            for rows in [1, 3] {
+                let (vals, idx) = max_axis(&x[..rows * len], rows, len, 1);
+                for r in 0..rows {
+                    let row = &x[r * len..][..len];
+                    let (mut best, mut at) = (row[0], 0);
+                    for (i, &v) in row.iter().enumerate().skip(1) {
+                        if crate::backend::cpu::pool::beats(v, best) {
+                            (best, at) = (v, i);
+                        }
+                    }
+                    assert_eq!(vals[r].to_bits(), best.to_bits(), "case {case} row {r}");
+                    assert_eq!(idx[r], at, "case {case} row {r}");
+                }
             }
         }
     }

@@ -100,6 +100,21 @@ pub fn max_index_rows<T: Float>(rows: &[T], hw: usize) -> ([T; LANES], [usize; L
     (best, at)
 }
 
+/// Running sums of 16 contiguous rows of `len` values into `out` (same layout): out[l][0] =
+/// rows[l][0], out[l][k] = out[l][k-1] + rows[l][k] (from the far end when `reverse`: out[l][len-1]
+/// = rows[l][len-1], out[l][k] = out[l][k+1] + rows[l][k]), the rows' chains stepping together (in f32
+/// on AVX-512 the lanes of one vector, fed by 16 x 16 register transposes). False (nothing
+/// written) where T is not f32, the CPU lacks AVX-512 or there are not 16 rows.
+#[inline(always)]
+pub fn cumsum_rows<T: Float>(rows: &[T], len: usize, out: &mut [T], reverse: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if len > 0 && rows.len() == LANES * len && out.len() == rows.len() {
+        return fold16::cumsum_lanes(rows, len, out, reverse);
+    }
+    let _ = (rows, len, out, reverse);
+    false
+}
+
 /// `fold_rows` over 16 whole rows of f32 with AVX-512: each 16 × 16 block of (planes,
 /// positions) transposed in registers, so one vector add steps all sixteen folds; positions
 /// past the last whole block step one by one, in order.
@@ -163,6 +178,82 @@ mod fold16 {
             }
         }
         out
+    }
+
+    /// `cumsum_rows` for f32 on AVX-512; false otherwise.
+    #[inline(always)]
+    pub fn cumsum_lanes<T: Float>(rows: &[T], len: usize, out: &mut [T], reverse: bool) -> bool {
+        if TypeId::of::<T>() != TypeId::of::<f32>() || !crate::backend::cpu::simd::has_avx512() {
+            return false;
+        }
+        // SAFETY: T is f32 (checked above), so these are the same bytes under their own type.
+        let (r32, o32) = unsafe {
+            (
+                std::slice::from_raw_parts(rows.as_ptr() as *const f32, rows.len()),
+                std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len()),
+            )
+        };
+        // SAFETY: AVX-512F was detected above.
+        unsafe { cumsum16(r32, len, o32, reverse) };
+        true
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn cumsum16(rows: &[f32], len: usize, out: &mut [f32], reverse: bool) {
+        assert!(rows.len() >= LANES * len && out.len() >= LANES * len && len >= 1);
+        let whole = len / LANES * LANES;
+        let p = rows.as_ptr();
+        // Position i's step: the chain's first position starts it as it is (y = x, not 0 + x).
+        let first = if reverse { len - 1 } else { 0 };
+        let mut last = [0f32; LANES];
+        let scalar_step = |i: usize, last: &mut [f32; LANES], out: &mut [f32]| {
+            for (l, a) in last.iter_mut().enumerate() {
+                *a = if i == first {
+                    rows[l * len + i]
+                } else {
+                    *a + rows[l * len + i]
+                };
+                out[l * len + i] = *a;
+            }
+        };
+        if reverse {
+            // The tail past the last whole tile comes first, from the far end.
+            for i in (whole..len).rev() {
+                scalar_step(i, &mut last, out);
+            }
+        }
+        let mut acc = _mm512_loadu_ps(last.as_ptr());
+        let q_out = out.as_mut_ptr();
+        let tiles: Vec<usize> = if reverse {
+            (0..whole).step_by(LANES).rev().collect()
+        } else {
+            (0..whole).step_by(LANES).collect()
+        };
+        for i0 in tiles {
+            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * len + i0)));
+            let mut sums = crate::backend::cpu::tile16::tile(r);
+            for k in 0..LANES {
+                let k = if reverse { LANES - 1 - k } else { k };
+                acc = if i0 + k == first {
+                    sums[k]
+                } else {
+                    _mm512_add_ps(acc, sums[k])
+                };
+                sums[k] = acc;
+            }
+            for (l, row) in crate::backend::cpu::tile16::tile(sums)
+                .into_iter()
+                .enumerate()
+            {
+                _mm512_storeu_ps(q_out.add(l * len + i0), row);
+            }
+        }
+        _mm512_storeu_ps(last.as_mut_ptr(), acc);
+        if !reverse {
+            for i in whole..len {
+                scalar_step(i, &mut last, out);
+            }
+        }
     }
 
     /// `max_rows` of 16 whole rows, or None where T is not f32 or the CPU lacks AVX-512.
