@@ -2,10 +2,9 @@
 //! copied back), the values then taken with `gather`, a recorded op, so they carry gradients as
 //! PyTorch's do. Stable: ties keep their order, NaN sorts above every number, -0 ties +0.
 
-use crate::backend::cpu::sort::sorted_positions;
-use crate::backend::cpu::CpuStorage;
 use crate::ops::index::gather;
-use crate::{DType, Error, Result, Shape, Tensor};
+use crate::storage::Storage;
+use crate::{Error, Result, Shape, Tensor};
 
 /// The first `k` (all when None) values of each lane along `axis` in sorted order (descending
 /// when asked), and their positions as an int64 tensor of the same shape.
@@ -37,23 +36,12 @@ pub fn sort(
             format!("an axis of {n} values is longer than tlrs sorts (2^32 - 1)"),
         ));
     }
-    let host = x.host()?;
-    let dims = [outer, n, inner];
-    let positions = match x.dtype() {
-        DType::F32 => sorted_positions(host.typed::<f32>(op)?, dims, descending, k),
-        DType::F64 => sorted_positions(host.typed::<f64>(op)?, dims, descending, k),
-        DType::I64 => sorted_positions(host.ints(op)?, dims, descending, k),
-        DType::Bool => {
-            return Err(Error::DType {
-                op,
-                expected: "a float or int64 tensor".into(),
-                got: "bool".into(),
-            })
-        }
-    };
+    let positions = x
+        .storage()
+        .sorted_positions(op, [outer, n, inner], descending, k)?;
     let mut out_dims = x.dims().to_vec();
     out_dims[ax] = k;
     let values = gather(x, ax as isize, &positions, &out_dims)?;
-    let indices = Tensor::from_cpu(CpuStorage::I64(positions.into()), Shape(out_dims))?;
+    let indices = Tensor::from_storage(Storage::host_ints(positions), Shape(out_dims))?;
     Ok((values, indices))
 }

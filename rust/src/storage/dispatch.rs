@@ -20,6 +20,35 @@ impl Storage {
         let (a, b) = (self.host()?, other.host()?);
         a.compare(op, &b).map(Storage::Cpu)
     }
+    /// The stable sorting positions of the first `k` values of every lane along the middle axis
+    /// of [outer, n, inner] (`backend/cpu/sort.rs`), found on the host: a device's values are
+    /// copied back.
+    pub fn sorted_positions(
+        &self,
+        op: &'static str,
+        dims: [usize; 3],
+        descending: bool,
+        k: usize,
+    ) -> Result<Vec<i64>> {
+        use crate::backend::cpu::sort::sorted_positions as positions;
+        let host = self.host()?;
+        Ok(match &*host {
+            CpuStorage::F32(v) => positions(v, dims, descending, k),
+            CpuStorage::F64(v) => positions(v, dims, descending, k),
+            CpuStorage::I64(v) => positions(v, dims, descending, k),
+            CpuStorage::Bool(_) => {
+                return Err(Error::DType {
+                    op,
+                    expected: "a float or int64 tensor".into(),
+                    got: "bool".into(),
+                })
+            }
+        })
+    }
+    /// Int64 values in host memory (positions, indices).
+    pub fn host_ints(v: Vec<i64>) -> Storage {
+        Storage::Cpu(CpuStorage::I64(v.into()))
+    }
     pub fn cumsum(&self, o: usize, l: usize, i: usize, reverse: bool) -> Result<Storage> {
         on_one_device!("cumsum", (self), |x| x.cumsum(o, l, i, reverse))
     }
