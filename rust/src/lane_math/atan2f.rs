@@ -24,7 +24,8 @@ const AT4: f32 = f32::from_bits(0x3d7c_ac25); // 6.1687607318e-02
 const X1P_120: f32 = f32::from_bits(0x0380_0000); // 2^-120
 const PI: f32 = f32::from_bits(0x4049_0fdb); // 3.1415927410e+00
 const PI_LO: f32 = f32::from_bits(0xb3bb_bd2e); // -8.7422776573e-08
-                                                // libm's PI / 2., PI / 4. and 3. * PI / 4., evaluated as it does (in f32).
+
+// libm's PI / 2., PI / 4. and 3. * PI / 4., evaluated as it does (in f32).
 const PI_2: f32 = PI / 2.;
 const PI_4: f32 = PI / 4.;
 const PI3_4: f32 = 3. * PI / 4.;
@@ -36,22 +37,34 @@ pub fn atanf_select(x: f32) -> f32 {
     let sign = bits >> 31 != 0;
     let ix = bits & 0x7fff_ffff;
     let ax = f32::from_bits(ix);
-    // The reduction of ids 0..=3 as one quotient (a·|x| - b)/(c + d·|x|), its constants picked
-    // per lane: 2|x| - 1 over 2 + |x|; |x| - 1 over 1 + |x|; |x| - 1.5 over 1 + 1.5|x|; and
+    // The reduction of ids 0..=3 as one quotient (a·|x| - b)/(a + b·|x|), a and b picked per
+    // lane: 2|x| - 1 over 2 + |x|; |x| - 1 over 1 + |x|; |x| - 1.5 over 1 + 1.5|x|; and
     // 0·|x| - 1 = -1 over 0 + |x| = |x| (|x| is finite and positive there). Multiplying by 1
     // and adding 0 are exact and additions commute, so each lane's operations are libm's.
-    let (a, b, c, d, hi, lo) = if ix < 0x3f30_0000 {
-        (2., 1., 2., 1., ATAN_HI0, ATAN_LO0) // |x| < 11/16 (id -1 lanes discard it)
-    } else if ix < 0x3f98_0000 {
-        (1., 1., 1., 1., ATAN_HI1, ATAN_LO1) // |x| < 19/16
-    } else if ix < 0x401c_0000 {
-        (1., 1.5, 1., 1.5, ATAN_HI2, ATAN_LO2) // |x| < 39/16
-    } else {
-        (0., 1., 0., 1., ATAN_HI3, ATAN_LO3) // |x| < 2^26
-    };
-    let reduced = (a * ax - b) / (c + d * ax);
+    // Eager selects: with `if`, LLVM may thread the tests and copy the division.
+    let pick = std::hint::select_unpredictable::<f32>;
+    let lt19 = ix < 0x3f98_0000; // |x| < 19/16: ids 0 and 1 (-1 lanes discard it)
+    let lt11 = ix < 0x3f30_0000; // |x| < 11/16: id 0
+    let lt39 = ix < 0x401c_0000; // |x| < 39/16: id 2, beyond it id 3
+    let a = pick(lt19, pick(lt11, 2., 1.), pick(lt39, 1., 0.));
+    let b = pick(lt19 | !lt39, 1., 1.5);
+    let hi = pick(lt19, pick(lt11, ATAN_HI0, ATAN_HI1), ATAN_HI2);
+    let hi = pick(lt39, hi, ATAN_HI3);
+    let lo = pick(lt19, pick(lt11, ATAN_LO0, ATAN_LO1), ATAN_LO2);
+    let lo = pick(lt39, lo, ATAN_LO3);
+    // Lanes that discard the quotient (ids -1, |x| < 2^-12, >= 2^26 or NaN) divide 1's, and
+    // those that answer x itself run the polynomial on 0: libm does neither, and subnormals
+    // there would cost every lane of the vector a slow microcode assist.
     let near = ix < 0x3ee0_0000; // |x| < 7/16: id -1, x itself
-    let t = if near { x } else { reduced };
+    let ar = pick(!near & (ix < 0x4c80_0000), ax, 1.);
+    let reduced = (a * ar - b) / (a + b * ar);
+    let t = if ix < 0x3980_0000 {
+        0.
+    } else if near {
+        x
+    } else {
+        reduced
+    };
     let z = t * t;
     let w = z * z;
     let s1 = z * (AT0 + w * (AT2 + w * AT4));

@@ -130,48 +130,4 @@ mod tests {
         assert!(lane_binary(BinaryOp::Add, &a, &b, n).is_none());
         assert!(lane_binary(BinaryOp::Pow, &[2.0f64], &[1.0], 1).is_none());
     }
-
-    #[test]
-    fn broadcast_operands_keep_the_scalar_formulas_bits() {
-        // [rows, 40] against an exponent per column [40] and a base per row [rows, 1], through
-        // the table's broadcasting entry point (which expands them for the lanes).
-        use crate::backend::cpu::table_kernels::binary;
-        use crate::shape::broadcast_strides;
-        use crate::Shape;
-        let (rows, cols) = (300, 40);
-        let out = Shape(vec![rows, cols]);
-        let a: Vec<f32> = (0..rows * cols)
-            .map(|i| ((i * 7919) % 3001) as f32 / 1000.0)
-            .collect();
-        let col: Vec<f32> = (0..cols).map(|j| j as f32 / 4.0 - 5.0).collect();
-        let row: Vec<f32> = (0..rows).map(|r| r as f32 / 100.0).collect();
-        let (sa, sc) = (
-            broadcast_strides(&out, &out),
-            broadcast_strides(&Shape(vec![cols]), &out),
-        );
-        let sr = broadcast_strides(&Shape(vec![rows, 1]), &out);
-        for op in [
-            BinaryOp::Pow,
-            BinaryOp::PowSlopeBase,
-            BinaryOp::PowSlopeExponent,
-            BinaryOp::Atan2,
-        ] {
-            let by_column = binary(op, &a, &sa, &col, &sc, &out, false);
-            let by_row = binary(op, &row, &sr, &a, &sa, &out, false);
-            for i in 0..rows * cols {
-                let want = scalar(op, a[i], col[i % cols]);
-                assert_eq!(
-                    by_column[i].to_bits(),
-                    want.to_bits(),
-                    "{op:?} column, element {i}"
-                );
-                let want = scalar(op, row[i / cols], a[i]);
-                assert_eq!(
-                    by_row[i].to_bits(),
-                    want.to_bits(),
-                    "{op:?} row, element {i}"
-                );
-            }
-        }
-    }
 }

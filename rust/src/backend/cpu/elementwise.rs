@@ -2,6 +2,7 @@
 //! element is computed independently, so splitting work across threads cannot change a bit.
 
 use super::uninit::filled;
+use super::wide_rows::{map_row, with_row, zip3_row, zip_row};
 use crate::dtype::Float;
 use crate::Shape;
 use std::mem::MaybeUninit;
@@ -10,30 +11,21 @@ const CHUNK: usize = 1 << 13;
 
 pub fn map<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     filled(x.len(), CHUNK, x.len(), |ci, o| {
-        let x = &x[ci * CHUNK..][..o.len()];
-        o.iter_mut().zip(x).for_each(|(o, &v)| {
-            o.write(f(v));
-        });
+        map_row(&x[ci * CHUNK..], o, &f);
     })
 }
 
 pub fn zip_map<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T + Sync) -> Vec<T> {
     debug_assert_eq!(a.len(), b.len());
     filled(a.len(), CHUNK, a.len(), |ci, o| {
-        let (x, y) = (&a[ci * CHUNK..][..o.len()], &b[ci * CHUNK..][..o.len()]);
-        for i in 0..o.len() {
-            o[i].write(f(x[i], y[i]));
-        }
+        zip_row(&a[ci * CHUNK..], &b[ci * CHUNK..], o, &f);
     })
 }
 
 pub fn zip3_map<T: Float>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
     filled(a.len(), CHUNK, a.len(), |ci, o| {
         let s = ci * CHUNK;
-        let (x, y, z) = (&a[s..][..o.len()], &b[s..][..o.len()], &c[s..][..o.len()]);
-        for i in 0..o.len() {
-            o[i].write(f(x[i], y[i], z[i]));
-        }
+        zip3_row(&a[s..], &b[s..], &c[s..], o, &f);
     })
 }
 
@@ -66,25 +58,12 @@ pub fn broadcast_map<T: Float>(
             oa += i * sa[d];
             ob += i * sb[d];
         }
+        // Rows too short for vectors take the plain loop (no per-row dispatch).
+        let wide = last >= 16;
         match (la, lb) {
-            (1, 1) => {
-                let (x, y) = (&a[oa..oa + last], &b[ob..ob + last]);
-                for j in 0..last {
-                    o[j].write(f(x[j], y[j]));
-                }
-            }
-            (1, 0) => {
-                let (x, y) = (&a[oa..oa + last], b[ob]);
-                for j in 0..last {
-                    o[j].write(f(x[j], y));
-                }
-            }
-            (0, 1) => {
-                let (x, y) = (a[oa], &b[ob..ob + last]);
-                for j in 0..last {
-                    o[j].write(f(x, y[j]));
-                }
-            }
+            (1, 1) if wide => zip_row(&a[oa..oa + last], &b[ob..ob + last], o, &f),
+            (1, 0) if wide => with_row(&a[oa..oa + last], b[ob], o, &f),
+            (0, 1) if wide => with_row(&b[ob..ob + last], a[oa], o, &|y, x| f(x, y)),
             _ => {
                 for j in 0..last {
                     o[j].write(f(a[oa + j * la], b[ob + j * lb]));

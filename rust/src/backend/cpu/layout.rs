@@ -160,15 +160,10 @@ pub fn add_unsliced<T: Float>(
         let gs = &g[o * w..][..w];
         let (before, rest) = out.split_at_mut(lo);
         let (inside, after) = rest.split_at_mut(w);
-        for (slot, &v) in before.iter_mut().zip(&p[..lo]) {
-            slot.write(v + T::ZERO);
-        }
-        for ((slot, &v), &d) in inside.iter_mut().zip(&p[lo..hi]).zip(gs) {
-            slot.write(v + d);
-        }
-        for (slot, &v) in after.iter_mut().zip(&p[hi..]) {
-            slot.write(v + T::ZERO);
-        }
+        let plus_zero = |v: T| v + T::ZERO;
+        super::wide_rows::map_row(&p[..lo], before, &plus_zero);
+        super::wide_rows::zip_row(&p[lo..hi], gs, inside, &|v: T, d: T| v + d);
+        super::wide_rows::map_row(&p[hi..], after, &plus_zero);
     })
 }
 

@@ -1,6 +1,7 @@
 //! CPU kernels: reference kernels (bit-reproducible fold orders) and fast kernels.
 
 pub mod attention_softmax;
+mod binary_lanes;
 pub mod compare;
 pub mod conv;
 #[cfg(test)]
@@ -29,7 +30,6 @@ pub mod peak;
 pub mod pool;
 #[cfg(target_arch = "x86_64")]
 mod pool_2x2;
-mod pow_lanes;
 mod pow_special;
 pub mod reduce;
 mod row_folds;
@@ -43,5 +43,6 @@ mod team;
 #[cfg(target_arch = "x86_64")]
 mod tile16;
 pub mod uninit;
+mod wide_rows;
 
 pub use storage::{CpuElem, CpuStorage};

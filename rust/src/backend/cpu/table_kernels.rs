@@ -148,20 +148,20 @@ macro_rules! binary_kernels {
             out: &Shape,
             same: bool,
         ) -> Vec<T> {
-            // tensor_pow and its slopes on powf's lanes (whole operands or a single value).
-            if let Some(y) = super::pow_lanes::pow_family(op, a, b, out.numel()) {
+            // tensor_pow, its slopes and atan2 on libm's lanes (whole operands or a single value).
+            if let Some(y) = super::binary_lanes::lane_binary(op, a, b, out.numel()) {
                 return y;
             }
             // Other broadcasts (an exponent per channel) expand both operands first: two copies
-            // cost far less than powf's scalar calls.
-            let pow_family = matches!(
+            // cost far less than libm's scalar calls.
+            let on_lanes = matches!(
                 op,
-                BinaryOp::Pow | BinaryOp::PowSlopeBase | BinaryOp::PowSlopeExponent
+                BinaryOp::Pow | BinaryOp::PowSlopeBase | BinaryOp::PowSlopeExponent | BinaryOp::Atan2
             );
-            if !same && T::DTYPE == crate::DType::F32 && pow_family {
+            if !same && T::DTYPE == crate::DType::F32 && on_lanes {
                 let a_full = broadcast_map(a, sa, b, sb, out, |x, _| x);
                 let b_full = broadcast_map(a, sa, b, sb, out, |_, y| y);
-                if let Some(y) = super::pow_lanes::pow_family(op, &a_full, &b_full, out.numel()) {
+                if let Some(y) = super::binary_lanes::lane_binary(op, &a_full, &b_full, out.numel()) {
                     return y;
                 }
             }
@@ -201,7 +201,7 @@ macro_rules! binary_kernels {
             }
             let sv = [s];
             let (a, b) = if scalar_left { (&sv[..], x) } else { (x, &sv[..]) };
-            if let Some(y) = super::pow_lanes::pow_family(op, a, b, x.len()) {
+            if let Some(y) = super::binary_lanes::lane_binary(op, a, b, x.len()) {
                 return y;
             }
             match op {
@@ -371,6 +371,66 @@ mod tests {
         for op in [UnaryOp::Trunc, UnaryOp::Floor] {
             let d = unary_grad(op, &x, &t, &g);
             assert!(d.iter().all(|&v| v.to_bits() == 0), "{op:?}: {d:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+
+    /// The table's scalar formulas for the ops on libm's lanes (`binary_lanes.rs`).
+    fn oracle(op: BinaryOp, a: f32, b: f32) -> f32 {
+        match op {
+            BinaryOp::Pow => libm::powf(a, b),
+            BinaryOp::Atan2 => libm::atan2f(a, b),
+            BinaryOp::PowSlopeBase if b == 0.0 => 0.0,
+            BinaryOp::PowSlopeBase => b * libm::powf(a, b - 1.0),
+            _ if a == 0.0 && b >= 0.0 => 0.0,
+            _ => libm::powf(a, b) * libm::logf(a),
+        }
+    }
+
+    #[test]
+    fn broadcast_operands_keep_the_scalar_formulas_bits() {
+        // [rows, 40] against an exponent per column [40] and a base per row [rows, 1], through
+        // the table's broadcasting entry point (which expands them for the lanes).
+        use crate::shape::broadcast_strides;
+        use crate::Shape;
+        let (rows, cols) = (300, 40);
+        let out = Shape(vec![rows, cols]);
+        let a: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919) % 3001) as f32 / 1000.0)
+            .collect();
+        let col: Vec<f32> = (0..cols).map(|j| j as f32 / 4.0 - 5.0).collect();
+        let row: Vec<f32> = (0..rows).map(|r| r as f32 / 100.0).collect();
+        let (sa, sc) = (
+            broadcast_strides(&out, &out),
+            broadcast_strides(&Shape(vec![cols]), &out),
+        );
+        let sr = broadcast_strides(&Shape(vec![rows, 1]), &out);
+        for op in [
+            BinaryOp::Pow,
+            BinaryOp::PowSlopeBase,
+            BinaryOp::PowSlopeExponent,
+            BinaryOp::Atan2,
+        ] {
+            let by_column = binary(op, &a, &sa, &col, &sc, &out, false);
+            let by_row = binary(op, &row, &sr, &a, &sa, &out, false);
+            for i in 0..rows * cols {
+                let want = oracle(op, a[i], col[i % cols]);
+                assert_eq!(
+                    by_column[i].to_bits(),
+                    want.to_bits(),
+                    "{op:?} column, element {i}"
+                );
+                let want = oracle(op, row[i / cols], a[i]);
+                assert_eq!(
+                    by_row[i].to_bits(),
+                    want.to_bits(),
+                    "{op:?} row, element {i}"
+                );
+            }
         }
     }
 }
