@@ -1,18 +1,25 @@
-//! libm's f32 routines rewritten without branches ("select form"): each computes every branch of
-//! the scalar routine and picks one with selects, so a loop of it vectorises while every lane runs
+//! libm's routines rewritten without branches ("select form"): each computes every branch of the
+//! scalar routine and picks one with selects, so a loop of it vectorises while every lane runs
 //! the scalar call's IEEE operations in the same order, giving `libm`'s bits (each file's tests,
-//! or the kernel file that uses it, compare the two bit for bit). `dtype.rs` makes them f32's
-//! `Float` methods, so the op table's formulas vectorise through `backend/cpu/lanewise.rs`.
+//! or the kernel file that uses it, compare the two bit for bit). f32's files end in `f`
+//! (`expf.rs`), f64's do not (`exp.rs`). `dtype.rs` makes them the `Float` methods, so the op
+//! table's formulas vectorise through `backend/cpu/lanewise.rs`.
 //! Pure math: nothing here knows tensors, devices or threads.
 
 pub mod atan2f;
+pub mod erf;
 pub mod erff;
+pub mod exp;
 pub mod expf;
+pub mod expm1;
 pub mod expm1f;
+pub mod log;
+pub mod log1p;
 pub mod log1pf;
 pub mod logf;
 pub mod powf;
 pub mod sincosf;
+pub mod tanh;
 pub mod tanhf;
 #[cfg(test)]
 mod test_support;

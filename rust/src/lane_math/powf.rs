@@ -161,7 +161,8 @@ pub fn powf_select(x: f32, y: f32) -> f32 {
     let jz = (z.to_bits() as i32).wrapping_add(n << 23);
     // scalbnf(z, n) where the result is subnormal; there n is in -152..=-126.
     let deep = n < -126;
-    let zs = if deep { z * X1P_102 } else { z };
+    // The pre-scale selected as a factor (z * 1 is z exactly); see lane_math/exp.rs.
+    let zs = z * if deep { X1P_102 } else { 1. };
     let ns = if deep { n + 102 } else { n };
     let tiny = zs * f32::from_bits(((0x7f + ns) as u32) << 23);
     let z = if jz >> 23 <= 0 {

@@ -87,10 +87,13 @@ mod avx512 {
 
 impl ExpRow for f64 {
     fn exp_row(v: &mut [Self]) {
-        for x in v.iter_mut() {
-            // `Float::exp` (the libm crate) by name: `x.exp()` would pick std's inherent
-            // `f64::exp`, the platform's, whose bits differ.
-            *x = Float::exp(*x);
+        // libm's exp in select form across the vector lanes (`lane_math/exp.rs`), a block at a
+        // time through a copy (the slice function reads and writes different slices).
+        let mut block = [0f64; 256];
+        for run in v.chunks_mut(256) {
+            let x = &mut block[..run.len()];
+            x.copy_from_slice(run);
+            crate::lane_math::exp::exp_slice(x, run);
         }
     }
 }

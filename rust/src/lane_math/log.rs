@@ -1,0 +1,247 @@
+//! The natural logarithm of f64 values at vector speed with the `libm` crate's bits.
+//! `log_select` is libm's `log` (FreeBSD's e_log.c: subnormals scaled by 2^54, reduction of the
+//! significand into [sqrt(2)/2, sqrt(2)] on the high word, then log(1+f) = f - hfsq +
+//! s·(hfsq + R(s²)) with k·ln2 added in two parts) with every branch computed and chosen by a
+//! select, so a loop of it vectorises: each lane runs the scalar call's IEEE operations in the
+//! same order (no FMA contraction). The special cases' divisions share the main one (operands
+//! picked per lane), division being the costly step. Every input, special values included,
+//! takes the select path: `log_slice` needs no scalar fix-up.
+
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // 6.93147180369123816490e-01
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76); // 1.90821492927058770002e-10
+const LG1: f64 = f64::from_bits(0x3fe5_5555_5555_5593); // 6.666666666666735130e-01
+const LG2: f64 = f64::from_bits(0x3fd9_9999_9997_fa04); // 3.999999999940941908e-01
+const LG3: f64 = f64::from_bits(0x3fd2_4924_9422_9359); // 2.857142874366239149e-01
+const LG4: f64 = f64::from_bits(0x3fcc_71c5_1d8e_78af); // 2.222219843214978396e-01
+const LG5: f64 = f64::from_bits(0x3fc7_4664_96cb_03de); // 1.818357216161805012e-01
+const LG6: f64 = f64::from_bits(0x3fc3_9a09_d078_c69f); // 1.531383769920937332e-01
+const LG7: f64 = f64::from_bits(0x3fc2_f112_df3e_5244); // 1.479819860511658591e-01
+
+/// `libm::log(x)`, bit for bit, written without branches.
+#[inline(always)]
+pub fn log_select(x: f64) -> f64 {
+    let ix0 = x.to_bits();
+    // Positive subnormals (and +0, whose result is chosen below) are scaled up by 2^54.
+    let sub = ix0 < 0x0010_0000_0000_0000;
+    let xs = if sub {
+        x * f64::from_bits(0x4350_0000_0000_0000)
+    } else {
+        x
+    };
+    let k0: i64 = if sub { -54 } else { 0 };
+    // Reduce into [sqrt(2)/2, sqrt(2)] on the high word (the low word rides along); wrapping,
+    // as negative lanes (discarded) overflow, as libm's u32 high word does.
+    let ix = xs.to_bits().wrapping_add((0x3ff0_0000 - 0x3fe6_a09e) << 32);
+    let k = k0 + (ix >> 52) as i64 - 0x3ff;
+    let xr = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + (0x3fe6_a09e << 32));
+    let f = xr - 1.;
+    let hfsq = 0.5 * f * f;
+    // One division for every lane: s = f/(2+f), or the specials' -1/(x·x) and (x-x)/0, its
+    // operands picked by eager selects (with `if`, LLVM may thread the tests and copy the
+    // division).
+    let pick = std::hint::select_unpredictable::<f64>;
+    let zero = ix0 << 1 == 0;
+    let negative = ix0 >> 63 != 0;
+    #[allow(clippy::eq_op)] // libm's x - x: 0 (then 0/0), or a NaN argument's payload kept
+    let nan = x - x;
+    let num = pick(zero, -1., pick(negative, nan, f));
+    let den = pick(zero, x * x, pick(negative, 0., 2. + f));
+    let s = num / den;
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG2 + w * (LG4 + w * LG6));
+    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    let r = t2 + t1;
+    let dk = k as f64;
+    let general = s * (hfsq + r) + dk * LN2_LO - hfsq + f + dk * LN2_HI;
+    // libm's special cases, in its order.
+    if zero || negative {
+        s // log(±0) = -inf; log(negative) = NaN, a negative NaN's payload kept
+    } else if ix0 >= 0x7ff0_0000_0000_0000 {
+        x // +inf, or a positive NaN as it is
+    } else if ix0 == 0x3ff0_0000_0000_0000 {
+        0.
+    } else {
+        general
+    }
+}
+
+/// The loop both entry points compile: named calls inline, so it vectorises.
+#[inline(always)]
+fn run(x: &[f64], out: &mut [f64]) {
+    let n = out.len();
+    let x = &x[..n];
+    for i in 0..n {
+        out[i] = log_select(x[i]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+unsafe fn run_avx512(x: &[f64], out: &mut [f64]) {
+    run(x, out)
+}
+
+/// `out[i] = libm::log(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
+/// Panics if the lengths differ.
+pub fn log_slice(x: &[f64], out: &mut [f64]) {
+    assert_eq!(x.len(), out.len(), "log_slice: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if super::has_avx512() {
+        // SAFETY: the features it is compiled for were just detected on this CPU.
+        return unsafe { run_avx512(x, out) };
+    }
+    run(x, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::rng;
+    use super::*;
+
+    /// The select form, the slice function and the plain loop against libm, bit for bit (the
+    /// messages are formatted only on a mismatch).
+    fn check(xs: &[f64]) -> usize {
+        let mut fast = vec![0.0; xs.len()];
+        log_slice(xs, &mut fast);
+        let mut plain = vec![0.0; xs.len()];
+        run(xs, &mut plain);
+        for (i, &x) in xs.iter().enumerate() {
+            let want = libm::log(x).to_bits();
+            let b = x.to_bits();
+            assert_eq!(log_select(x).to_bits(), want, "select at {x:e} ({b:#018x})");
+            assert_eq!(fast[i].to_bits(), want, "slice at {x:e} ({b:#018x})");
+            assert_eq!(plain[i].to_bits(), want, "plain loop at {x:e} ({b:#018x})");
+        }
+        xs.len()
+    }
+
+    /// `chunks` blocks of 2^20 values that `draw` makes from a fixed random stream, each checked.
+    fn check_drawn(chunks: usize, mut draw: impl FnMut(u64) -> f64) -> usize {
+        let mut next = rng();
+        let mut n = 0;
+        for _ in 0..chunks {
+            let xs: Vec<f64> = (0..1 << 20).map(|_| draw(next())).collect();
+            n += check(&xs);
+        }
+        n
+    }
+
+    /// A uniform draw in [0, 1).
+    fn unit(r: u64) -> f64 {
+        (r >> 11) as f64 * f64::from_bits(0x3ca0_0000_0000_0000)
+    }
+
+    /// Every f64 within `w` bit steps of each bound, both signs.
+    fn windows(bounds: &[u64], w: u64) -> Vec<f64> {
+        let mut xs = Vec::new();
+        for &b in bounds {
+            for sign in [0, 1 << 63] {
+                let lo = b.saturating_sub(w);
+                let hi = (b + w).min(0x7fff_ffff_ffff_ffff);
+                xs.extend((lo..=hi).map(|v| f64::from_bits(v | sign)));
+            }
+        }
+        xs
+    }
+
+    /// Zeros, subnormals, ones, the largest finite values, infinities and NaNs with payloads
+    /// (quiet and signalling, both signs).
+    const SPECIAL: [u64; 22] = [
+        0,
+        1 << 63,
+        1,
+        (1 << 63) | 1,
+        0x000f_ffff_ffff_ffff,
+        0x800f_ffff_ffff_ffff,
+        0x0010_0000_0000_0000,
+        0x8010_0000_0000_0000,
+        0x3ff0_0000_0000_0000,
+        0xbff0_0000_0000_0000,
+        0x7fef_ffff_ffff_ffff,
+        0xffef_ffff_ffff_ffff,
+        0x7ff0_0000_0000_0000,
+        0xfff0_0000_0000_0000,
+        0x7ff8_0000_0000_0000,
+        0xfff8_0000_0000_0000,
+        0x7ff8_0000_0001_2345,
+        0xfffc_dead_beef_4321,
+        0x7ff0_0000_0000_0001,
+        0xfff0_0000_0000_0001,
+        0x7ff4_0000_0000_0000,
+        0xfff5_4321_0000_0000,
+    ];
+
+    /// Zero and the subnormal bound; the reduction's crossing at sqrt(2)/2 in scaled subnormals
+    /// (two binades), in the smallest normals, below 1, above 1 and in the largest binade; 1
+    /// itself; 2; and infinity (the largest finite values below it).
+    const BOUNDS: [u64; 10] = [
+        0,
+        0x0010_0000_0000_0000,
+        0x000b_504f_0000_0000,
+        0x0000_016a_09e0_0000,
+        0x0016_a09e_0000_0000,
+        0x3fe6_a09e_0000_0000,
+        0x3ff0_0000_0000_0000,
+        0x3ff6_a09e_0000_0000,
+        0x7fe6_a09e_0000_0000,
+        0x7ff0_0000_0000_0000,
+    ];
+
+    #[test]
+    fn every_f64_near_each_branch_boundary_and_the_special_values_match_libm() {
+        let mut xs = windows(&BOUNDS, 4096);
+        xs.extend(SPECIAL.map(f64::from_bits));
+        assert!(check(&xs) > 150_000);
+    }
+
+    #[test]
+    fn random_bit_patterns_of_all_positive_finite_f64_match_libm() {
+        let n = check_drawn(32, |r| f64::from_bits((r >> 1) % 0x7ff0_0000_0000_0000));
+        assert!(n > 33_000_000);
+    }
+
+    #[test]
+    fn random_values_near_1_match_libm() {
+        // Uniform in [0.5, 2), then within 2^-20 of 1.
+        let mut n = check_drawn(8, |r| 0.5 + 1.5 * unit(r));
+        n += check_drawn(8, |r| {
+            1. + (unit(r) - 0.5) * f64::from_bits(0x3eb0_0000_0000_0000)
+        });
+        assert!(n > 16_000_000);
+    }
+
+    #[test]
+    fn a_shuffled_mix_of_branches_and_its_every_subslice_length_match_libm() {
+        let mut next = rng();
+        let mut xs: Vec<f64> = SPECIAL.map(f64::from_bits).to_vec();
+        for &b in &BOUNDS {
+            xs.extend((0..2000).map(|_| {
+                let r = next();
+                let v = b.wrapping_add(r % 64).wrapping_sub(32) & !(1 << 63);
+                f64::from_bits(v | (r >> 40 & 1) << 63)
+            }));
+        }
+        xs.extend((0..20_000).map(|_| f64::from_bits(next())));
+        xs.extend((0..20_000).map(|_| 64. * unit(next()) - 32.));
+        for i in (1..xs.len()).rev() {
+            xs.swap(i, next() as usize % (i + 1));
+        }
+        check(&xs);
+        // The slice function on every length (the vector body and its remainder) and offset.
+        for start in 0..9 {
+            for len in 0..80 {
+                let part = &xs[start * 97..start * 97 + len];
+                let mut out = vec![0.0; len];
+                log_slice(part, &mut out);
+                for (o, &x) in out.iter().zip(part) {
+                    assert_eq!(
+                        o.to_bits(),
+                        log_select(x).to_bits(),
+                        "length {len} at {x:e}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! The natural logarithm of 1+x for f64 values at vector speed with the `libm` crate's bits.
+//! `log1p_select` is libm's `log1p` (FreeBSD's s_log1p.c: x itself where |x| < 2^-53, near 0
+//! log(1+f) on f = x, elsewhere on u = 1+x reduced into [sqrt(2)/2, sqrt(2)] on the high word
+//! with a correction c for the rounding of 1+x (0 where k >= 54), then k·ln2 added in two parts)
+//! with every branch computed and chosen by a select, so a loop of it vectorises: each lane runs
+//! the scalar call's IEEE operations in the same order (no FMA contraction). The special cases'
+//! divisions share the main one (operands picked per lane), division being the costly step.
+//! Every input, special values included, takes the select path: `log1p_slice` needs no scalar
+//! fix-up.
+
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // 6.93147180369123816490e-01
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76); // 1.90821492927058770002e-10
+const LG1: f64 = f64::from_bits(0x3fe5_5555_5555_5593); // 6.666666666666735130e-01
+const LG2: f64 = f64::from_bits(0x3fd9_9999_9997_fa04); // 3.999999999940941908e-01
+const LG3: f64 = f64::from_bits(0x3fd2_4924_9422_9359); // 2.857142874366239149e-01
+const LG4: f64 = f64::from_bits(0x3fcc_71c5_1d8e_78af); // 2.222219843214978396e-01
+const LG5: f64 = f64::from_bits(0x3fc7_4664_96cb_03de); // 1.818357216161805012e-01
+const LG6: f64 = f64::from_bits(0x3fc3_9a09_d078_c69f); // 1.531383769920937332e-01
+const LG7: f64 = f64::from_bits(0x3fc2_f112_df3e_5244); // 1.479819860511658591e-01
+
+/// `libm::log1p(x)`, bit for bit, written without branches.
+#[inline(always)]
+pub fn log1p_select(x: f64) -> f64 {
+    let ix = x.to_bits();
+    let hx = ix >> 32; // libm's high word
+    let negative = ix >> 63 != 0;
+    // libm's k != 0 path: u = 1+x reduced, c ~ log(1+x) - log(u) (0 where k >= 54, as c/u
+    // would underflow). Wrapping, as lanes that never take this path may overflow.
+    let u = 1. + x;
+    let iu = u.to_bits().wrapping_add((0x3ff0_0000 - 0x3fe6_a09e) << 32);
+    let ku = (iu >> 52) as i64 - 0x3ff;
+    let cn = if ku >= 2 { 1. - (u - x) } else { x - (u - 1.) };
+    let cu = if ku < 54 { cn / u } else { 0. };
+    let fu = f64::from_bits((iu & 0x000f_ffff_ffff_ffff) + (0x3fe6_a09e << 32)) - 1.;
+    // sqrt(2)/2 <= 1+x < sqrt(2) (on the high word): libm takes f = x, k = 0, c = 0.
+    let near = hx < 0x3fda_827a || (negative && hx <= 0xbfd2_bec4);
+    let (k, c, f) = if near { (0, 0., x) } else { (ku, cu, fu) };
+    let hfsq = 0.5 * f * f;
+    // One division for every lane: s = f/(2+f), or the specials' x/0 and (x-x)/0, its operands
+    // picked by eager selects (with `if`, LLVM may thread the tests and copy the division).
+    let pick = std::hint::select_unpredictable::<f64>;
+    let below = hx >= 0xbff0_0000; // x <= -1 or a negative NaN
+    #[allow(clippy::eq_op)] // libm's x - x: 0 (then 0/0), or a NaN argument's payload kept
+    let nan = x - x;
+    let num = pick(below, pick(x == -1., x, nan), f);
+    let den = pick(below, 0., 2.0 + f);
+    let s = num / den;
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG2 + w * (LG4 + w * LG6));
+    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    let r = t2 + t1;
+    let dk = k as f64;
+    let general = s * (hfsq + r) + (dk * LN2_LO + c) - hfsq + f + dk * LN2_HI;
+    // libm's special cases, in its order.
+    if below {
+        s // log1p(-1) = -inf, else NaN (a negative NaN's payload kept)
+    } else if ix << 1 < 0x3ca0_0000_0000_0000 << 1 || (!negative && hx >= 0x7ff0_0000) {
+        x // |x| < 2^-53, +inf, or a positive NaN as it is
+    } else {
+        general
+    }
+}
+
+/// The loop both entry points compile: named calls inline, so it vectorises.
+#[inline(always)]
+fn run(x: &[f64], out: &mut [f64]) {
+    let n = out.len();
+    let x = &x[..n];
+    for i in 0..n {
+        out[i] = log1p_select(x[i]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+unsafe fn run_avx512(x: &[f64], out: &mut [f64]) {
+    run(x, out)
+}
+
+/// `out[i] = libm::log1p(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
+/// Panics if the lengths differ.
+pub fn log1p_slice(x: &[f64], out: &mut [f64]) {
+    assert_eq!(x.len(), out.len(), "log1p_slice: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if super::has_avx512() {
+        // SAFETY: the features it is compiled for were just detected on this CPU.
+        return unsafe { run_avx512(x, out) };
+    }
+    run(x, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::rng;
+    use super::*;
+
+    /// The select form, the slice function and the plain loop against libm, bit for bit (the
+    /// messages are formatted only on a mismatch).
+    fn check(xs: &[f64]) -> usize {
+        let mut fast = vec![0.0; xs.len()];
+        log1p_slice(xs, &mut fast);
+        let mut plain = vec![0.0; xs.len()];
+        run(xs, &mut plain);
+        for (i, &x) in xs.iter().enumerate() {
+            let want = libm::log1p(x).to_bits();
+            let b = x.to_bits();
+            assert_eq!(
+                log1p_select(x).to_bits(),
+                want,
+                "select at {x:e} ({b:#018x})"
+            );
+            assert_eq!(fast[i].to_bits(), want, "slice at {x:e} ({b:#018x})");
+            assert_eq!(plain[i].to_bits(), want, "plain loop at {x:e} ({b:#018x})");
+        }
+        xs.len()
+    }
+
+    /// `chunks` blocks of 2^20 values that `draw` makes from a fixed random stream, each checked.
+    fn check_drawn(chunks: usize, mut draw: impl FnMut(u64) -> f64) -> usize {
+        let mut next = rng();
+        let mut n = 0;
+        for _ in 0..chunks {
+            let xs: Vec<f64> = (0..1 << 20).map(|_| draw(next())).collect();
+            n += check(&xs);
+        }
+        n
+    }
+
+    /// A uniform draw in [0, 1).
+    fn unit(r: u64) -> f64 {
+        (r >> 11) as f64 * f64::from_bits(0x3ca0_0000_0000_0000)
+    }
+
+    /// Every f64 within `w` bit steps of each bound, both signs.
+    fn windows(bounds: &[u64], w: u64) -> Vec<f64> {
+        let mut xs = Vec::new();
+        for &b in bounds {
+            for sign in [0, 1 << 63] {
+                let lo = b.saturating_sub(w);
+                let hi = (b + w).min(0x7fff_ffff_ffff_ffff);
+                xs.extend((lo..=hi).map(|v| f64::from_bits(v | sign)));
+            }
+        }
+        xs
+    }
+
+    /// Zeros, subnormals, ±1, the largest finite values, infinities and NaNs with payloads
+    /// (quiet and signalling, both signs).
+    const SPECIAL: [u64; 22] = [
+        0,
+        1 << 63,
+        1,
+        (1 << 63) | 1,
+        0x000f_ffff_ffff_ffff,
+        0x800f_ffff_ffff_ffff,
+        0x0010_0000_0000_0000,
+        0x8010_0000_0000_0000,
+        0x3ff0_0000_0000_0000,
+        0xbff0_0000_0000_0000,
+        0x7fef_ffff_ffff_ffff,
+        0xffef_ffff_ffff_ffff,
+        0x7ff0_0000_0000_0000,
+        0xfff0_0000_0000_0000,
+        0x7ff8_0000_0000_0000,
+        0xfff8_0000_0000_0000,
+        0x7ff8_0000_0001_2345,
+        0xfffc_dead_beef_4321,
+        0x7ff0_0000_0000_0001,
+        0xfff0_0000_0000_0001,
+        0x7ff4_0000_0000_0000,
+        0xfff5_4321_0000_0000,
+    ];
+
+    /// Zero, the subnormal bound, 2^-54, 2^-53 (x itself below), 2^-29; sqrt(2)-1 and
+    /// 1-sqrt(2)/2 on the high word (k = 0 with f = x, or u = 1+x), and sqrt(2)-1 itself; ±1
+    /// (-1: -inf, NaN below); 2·sqrt(2)-1 on u's high word and itself (k = 2 in the correction
+    /// c); 2^53; 2^53·sqrt(2) on u's high word (k = 54: c = 0); infinity.
+    const BOUNDS: [u64; 14] = [
+        0,
+        0x0010_0000_0000_0000,
+        0x3c90_0000_0000_0000,
+        0x3ca0_0000_0000_0000,
+        0x3e20_0000_0000_0000,
+        0x3fda_827a_0000_0000,
+        0x3fda_8279_99fc_ef34,
+        0x3fd2_bec5_0000_0000,
+        0x3ff0_0000_0000_0000,
+        0x3ffd_413c_0000_0000,
+        0x3ffd_413c_ccfe_779a,
+        0x4340_0000_0000_0000,
+        0x4346_a09e_0000_0000,
+        0x7ff0_0000_0000_0000,
+    ];
+
+    #[test]
+    fn every_f64_near_each_branch_boundary_and_the_special_values_match_libm() {
+        let mut xs = windows(&BOUNDS, 4096);
+        xs.extend(SPECIAL.map(f64::from_bits));
+        assert!(check(&xs) > 200_000);
+    }
+
+    #[test]
+    fn random_bit_patterns_of_all_positive_finite_f64_match_libm() {
+        let n = check_drawn(24, |r| f64::from_bits((r >> 1) % 0x7ff0_0000_0000_0000));
+        assert!(n > 25_000_000);
+    }
+
+    #[test]
+    fn random_values_near_0_and_in_minus_1_to_10_match_libm() {
+        // |x| in [2^-60, 1) by bit pattern, either sign, and -1 + that (k < 0 down to -60).
+        let mut n = check_drawn(12, |r| {
+            let t = f64::from_bits(((0x3c3 + (r >> 52) % 60) << 52) | (r & 0x000f_ffff_ffff_ffff));
+            [t, -t, t - 1.][(r >> 50 & 3) as usize % 3]
+        });
+        n += check_drawn(12, |r| 11. * unit(r) - 1.);
+        assert!(n > 25_000_000);
+    }
+
+    #[test]
+    fn a_shuffled_mix_of_branches_and_its_every_subslice_length_match_libm() {
+        let mut next = rng();
+        let mut xs: Vec<f64> = SPECIAL.map(f64::from_bits).to_vec();
+        for &b in &BOUNDS {
+            xs.extend((0..2000).map(|_| {
+                let r = next();
+                let v = b.wrapping_add(r % 64).wrapping_sub(32) & !(1 << 63);
+                f64::from_bits(v | (r >> 40 & 1) << 63)
+            }));
+        }
+        xs.extend((0..20_000).map(|_| f64::from_bits(next())));
+        xs.extend((0..20_000).map(|_| 12. * unit(next()) - 2.));
+        for i in (1..xs.len()).rev() {
+            xs.swap(i, next() as usize % (i + 1));
+        }
+        check(&xs);
+        // The slice function on every length (the vector body and its remainder) and offset.
+        for start in 0..9 {
+            for len in 0..80 {
+                let part = &xs[start * 97..start * 97 + len];
+                let mut out = vec![0.0; len];
+                log1p_slice(part, &mut out);
+                for (o, &x) in out.iter().zip(part) {
+                    assert_eq!(
+                        o.to_bits(),
+                        log1p_select(x).to_bits(),
+                        "length {len} at {x:e}"
+                    );
+                }
+            }
+        }
+    }
+}
