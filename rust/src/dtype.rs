@@ -248,7 +248,7 @@ impl_float!(
     crate::lane_math::expm1::expm1_select,
     f64::sqrt,
     crate::lane_math::tanh::tanh_select,
-    crate::lane_math::erf::erf_select,
+    libm::erf,
     libm::sin,
     libm::cos,
     libm::pow,
@@ -256,7 +256,7 @@ impl_float!(
     libm::trunc,
     libm::floor,
     libm::fmod,
-    libm::atan2
+    crate::lane_math::atan2::atan2_select
 );
 
 /// `v` in the element type of `like`: lets dtype-dispatch macros name constants without spelling `T`.

@@ -1,30 +1,34 @@
-//! The f32 binary ops on libm's vector lanes, threaded over chunks: tensor_pow and its two slopes
-//! (`lane_math/powf.rs`) and atan2 (`lane_math/atan2f.rs`), libm's bits; each operand whole or a
-//! single value repeated (`2.0 ** x`).
+//! The binary ops on libm's vector lanes, threaded over chunks: in f32 tensor_pow and its two
+//! slopes (`lane_math/powf.rs`) and atan2 (`lane_math/atan2f.rs`), in f64 atan2
+//! (`lane_math/atan2.rs`), libm's bits; each operand whole or a single value repeated (`2.0 ** x`).
 //! The slopes are the op table's formulas with the same IEEE operations in the same order
 //! (`op_table/binary.rs`): `b * a ** (b - 1)` (0 where b = 0) and `a ** b * ln(a)` (0 where
 //! a = 0 and b >= 0). f64 keeps the table's scalar formulas.
 
-use super::f32_view::{as_f32, from_f32};
+use super::f32_view::{as_f32, as_f64, from_f32, from_f64};
 use super::simd::wide_fn;
 use super::uninit::{fill_with, filled};
 use crate::dtype::Float;
+use crate::lane_math::atan2::atan2_zip;
 use crate::lane_math::atan2f::atan2f_zip;
 use crate::lane_math::powf::powf_zip;
 use crate::op_table::BinaryOp;
 
 const CHUNK: usize = 1 << 13;
 
-/// `op` (Pow, PowSlopeBase, PowSlopeExponent or Atan2) over `n` elements, `a` and `b` each of
-/// length `n` or 1; None for another op, f64, or other lengths.
+/// `op` (Pow, PowSlopeBase, PowSlopeExponent or Atan2; f64: Atan2) over `n` elements, `a` and
+/// `b` each of length `n` or 1; None for another op or dtype, or other lengths.
 pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option<Vec<T>> {
     let kind = match op {
         BinaryOp::Pow | BinaryOp::PowSlopeBase | BinaryOp::PowSlopeExponent | BinaryOp::Atan2 => op,
         _ => return None,
     };
     let fits = |len: usize| len == n || len == 1;
-    if T::DTYPE != crate::DType::F32 || !fits(a.len()) || !fits(b.len()) || n == 0 {
+    if !fits(a.len()) || !fits(b.len()) || n == 0 {
         return None;
+    }
+    if let (BinaryOp::Atan2, Some(a), Some(b)) = (kind, as_f64(a), as_f64(b)) {
+        return Some(from_f64(atan2_f64(a, b, n)));
     }
     let (Some(a), Some(b)) = (as_f32(a), as_f32(b)) else {
         return None;
@@ -53,8 +57,20 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
     Some(from_f32(out))
 }
 
+/// f64 atan2 over `n` elements on atan2's lanes (`lane_math/atan2.rs`), each operand whole or a
+/// single value repeated.
+fn atan2_f64(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+    let run = |v: &[f64]| (v.len() == 1 && n > 1).then(|| vec![v[0]; CHUNK.min(n)]);
+    let (ra, rb) = (run(a), run(b));
+    filled(n, CHUNK, n, |ci, o| {
+        let len = o.len();
+        let (ac, bc) = (part(a, &ra, ci, len), part(b, &rb, ci, len));
+        atan2_zip(ac, bc, fill_with(o, 0.0));
+    })
+}
+
 /// Chunk `ci` (of `len` values) of an operand: its own stretch, or its single value's run.
-fn part<'a>(v: &'a [f32], run: &'a Option<Vec<f32>>, ci: usize, len: usize) -> &'a [f32] {
+fn part<'a, E>(v: &'a [E], run: &'a Option<Vec<E>>, ci: usize, len: usize) -> &'a [E] {
     match run {
         Some(r) => &r[..len],
         None => &v[ci * CHUNK..][..len],
@@ -129,5 +145,33 @@ mod tests {
         }
         assert!(lane_binary(BinaryOp::Add, &a, &b, n).is_none());
         assert!(lane_binary(BinaryOp::Pow, &[2.0f64], &[1.0], 1).is_none());
+    }
+
+    #[test]
+    fn f64_atan2_keeps_libms_bits() {
+        let n = 2 * CHUNK + 3;
+        let a: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 4001) as f64 / 400.0 - 5.0)
+            .collect();
+        let mut b: Vec<f64> = (0..n)
+            .map(|i| ((i * 104_729) % 6007) as f64 / 600.0 - 5.0)
+            .collect();
+        b[..6].copy_from_slice(&[0.0, -0.0, f64::NAN, f64::INFINITY, -f64::INFINITY, 1.0]);
+        let cases: [(&[f64], &[f64]); 3] = [(&a, &b), (&[2.0], &b), (&a, &[-3.0])];
+        for (y, x) in cases {
+            let got = lane_binary(BinaryOp::Atan2, y, x, n).expect("f64 atan2 runs on lanes");
+            for i in 0..n {
+                let (u, v) = (y[i % y.len()], x[i % x.len()]);
+                assert_eq!(
+                    got[i].to_bits(),
+                    libm::atan2(u, v).to_bits(),
+                    "atan2({u:?}, {v:?})"
+                );
+            }
+        }
+        assert!(
+            lane_binary(BinaryOp::Pow, &a, &b, n).is_none(),
+            "f64 pow keeps the formula"
+        );
     }
 }

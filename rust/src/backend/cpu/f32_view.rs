@@ -1,5 +1,5 @@
-//! Generic elements seen as the f32 they are, for kernels that exist for f32 only (lane
-//! kernels, powf's lanes, the AVX-512 pooling): checked by type, never a conversion.
+//! Generic elements seen as the f32 (or f64) they are, for kernels that exist for one dtype only
+//! (lane kernels, powf's lanes, the AVX-512 pooling): checked by type, never a conversion.
 
 use crate::dtype::Float;
 use std::any::TypeId;
@@ -26,5 +26,23 @@ pub fn from_f32<T: Float>(v: Vec<f32>) -> Vec<T> {
     assert!(is_f32::<T>(), "from_f32: not f32");
     let mut v = std::mem::ManuallyDrop::new(v);
     // SAFETY: T is f32 (asserted): same layout, and the allocation moves over whole.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
+}
+
+/// `v` as f64 values, where T is f64.
+pub fn as_f64<T: Float>(v: &[T]) -> Option<&[f64]> {
+    // SAFETY: T is f64, so the slice is one of f64 values.
+    (TypeId::of::<T>() == TypeId::of::<f64>())
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f64, v.len()) })
+}
+
+/// An f64 vector as a `Vec<T>`; called only where T is f64 (`as_f64` said so).
+pub fn from_f64<T: Float>(v: Vec<f64>) -> Vec<T> {
+    assert!(
+        TypeId::of::<T>() == TypeId::of::<f64>(),
+        "from_f64: not f64"
+    );
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // SAFETY: T is f64 (asserted): same layout, and the allocation moves over whole.
     unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
 }

@@ -16,6 +16,7 @@ mod erf_sorted;
 pub mod exp_lanes;
 pub mod f32_lane_ops;
 mod f32_view;
+mod f64_lane_ops;
 pub mod fused;
 mod gelu_f32;
 pub mod gemm_ref;

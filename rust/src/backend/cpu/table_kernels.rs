@@ -2,10 +2,10 @@
 //! becomes one arm of a `match`, run through the parallel maps of `elementwise.rs`.
 
 use super::elementwise::{broadcast_map, map, zip_map};
-use super::f32_lane_ops;
-use super::f32_view::{as_f32, as_f32_mut, from_f32};
+use super::f32_view::{as_f32, as_f32_mut, as_f64, from_f32, from_f64};
 use super::lanewise::{self, Lanewise1, Lanewise2};
 use super::simd::widest;
+use super::{f32_lane_ops, f64_lane_ops};
 use crate::dtype::Float;
 use crate::op_table::{binary_ops, unary_ops, BinaryOp, UnaryOp};
 use crate::Shape;
@@ -74,6 +74,9 @@ macro_rules! unary_kernels {
             if let Some(y) = as_f32(x).and_then(|x| f32_lane_ops::forward(op, x, super::parallel::fast_kernels())) {
                 return from_f32(y);
             }
+            if let Some(y) = as_f64(x).and_then(|x| f64_lane_ops::forward(op, x)) {
+                return from_f64(y);
+            }
             match op {
                 $( UnaryOp::$V { $($p),* } => lanewise::map(x, &formulas::forward::$V {
                     $( $p: T::from_f64($p), )* _t: std::marker::PhantomData
@@ -86,6 +89,11 @@ macro_rules! unary_kernels {
             if let (Some(x), Some(g)) = (as_f32(x), as_f32(g)) {
                 if let Some(d) = f32_lane_ops::grad(op, x, g, super::parallel::fast_kernels()) {
                     return from_f32(d);
+                }
+            }
+            if let (Some(x), Some(g)) = (as_f64(x), as_f64(g)) {
+                if let Some(d) = f64_lane_ops::grad(op, x, g) {
+                    return from_f64(d);
                 }
             }
             match op {
