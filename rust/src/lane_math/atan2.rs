@@ -210,8 +210,9 @@ pub fn atan2_zip(y: &[f64], x: &[f64], out: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::expm1::tests::{stream, uniform, windows, with_exponent, SPECIAL};
-    use super::super::test_support::rng;
+    use super::super::test_support::{
+        rng, stream, uniform, windows64, with_exponent, SPECIAL64 as SPECIAL,
+    };
     use super::*;
 
     /// atan's plain loop, for the sweeps: it vectorises at the build's baseline width.
@@ -280,7 +281,7 @@ mod tests {
 
     #[test]
     fn atan_near_each_range_bound_and_on_special_values_matches_libm() {
-        let mut xs = windows(&BOUNDS, 1 << 13);
+        let mut xs = windows64(&BOUNDS, 1 << 13);
         xs.extend(SPECIAL.map(f64::from_bits));
         assert!(check_atan(&xs) > 360_000);
     }
@@ -398,8 +399,11 @@ mod tests {
         // y = x·q for q within 64 steps of each of atan's bounds and of 2^±64, and y with the
         // high word of x ± 64 << 20 (the |y/x| tests), at and next to it, either way round.
         let mut next = rng();
-        let mut qs: Vec<f64> = windows(&BOUNDS[1..10], 64);
-        qs.extend(windows(&[0x3bf0_0000_0000_0000, 0x43f0_0000_0000_0000], 64));
+        let mut qs: Vec<f64> = windows64(&BOUNDS[1..10], 64);
+        qs.extend(windows64(
+            &[0x3bf0_0000_0000_0000, 0x43f0_0000_0000_0000],
+            64,
+        ));
         let (mut ys, mut xs) = (Vec::new(), Vec::new());
         for &q in &qs {
             for _ in 0..12 {

@@ -201,26 +201,15 @@ pub fn erf_slice(x: &[f64], out: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::expm1::tests::{stream, uniform, windows, with_exponent, SPECIAL};
-    use super::super::test_support::rng;
+    use super::super::test_support::{
+        check_unary, near64, shuffled_mix64, slice_matches_select, stream, uniform, windows64,
+        with_exponent, SPECIAL64 as SPECIAL,
+    };
     use super::*;
 
     /// The select form, the slice function and the plain loop against libm, bit for bit.
     fn check(xs: &[f64]) -> usize {
-        let mut fast = vec![0.0; xs.len()];
-        erf_slice(xs, &mut fast);
-        let mut plain = vec![0.0; xs.len()];
-        run(xs, &mut plain);
-        for (i, &x) in xs.iter().enumerate() {
-            let want = libm::erf(x).to_bits();
-            let got = [erf_select(x), fast[i], plain[i]].map(f64::to_bits);
-            assert!(
-                got == [want; 3],
-                "at {x:e} ({:#018x}): libm {want:#018x}, select / slice / plain loop {got:#018x?}",
-                x.to_bits()
-            );
-        }
-        xs.len()
+        check_unary(xs, libm::erf, erf_select, erf_slice, run)
     }
 
     // The subnormal bound, 2^-28 (the tiny form), 0.84375, 1.25, 1/0.35 and 6 as libm tests
@@ -245,7 +234,7 @@ mod tests {
 
     #[test]
     fn every_f64_near_each_branch_boundary_and_the_special_values_match_libm() {
-        assert!(check(&windows(&BOUNDS, 1 << 14)) > 800_000);
+        assert!(check(&windows64(&BOUNDS, 1 << 14)) > 800_000);
         check(&SPECIAL.map(f64::from_bits));
     }
 
@@ -269,30 +258,11 @@ mod tests {
 
     #[test]
     fn the_slice_function_matches_scalar_calls_on_a_shuffled_mix() {
-        let mut next = rng();
-        let mut xs: Vec<f64> = SPECIAL.map(f64::from_bits).to_vec();
-        for &b in &BOUNDS {
-            xs.extend((0..2000).map(|_| {
-                let r = next();
-                f64::from_bits(b.wrapping_add(r % 64).wrapping_sub(32) ^ (r & 1 << 63))
-            }));
-        }
-        xs.extend((0..20_000).map(|_| f64::from_bits(next())));
-        xs.extend((0..20_001).map(|_| uniform(next(), 7.)));
-        for i in (1..xs.len()).rev() {
-            xs.swap(i, next() as usize % (i + 1));
-        }
+        let xs = shuffled_mix64(&SPECIAL, &BOUNDS, near64, |next| {
+            (0..20_001).map(|_| uniform(next(), 7.)).collect()
+        });
         assert!(!xs.len().is_multiple_of(2));
-        let mut out = vec![0.0; xs.len()];
-        erf_slice(&xs, &mut out);
-        for (&x, &y) in xs.iter().zip(&out) {
-            assert_eq!(
-                y.to_bits(),
-                erf_select(x).to_bits(),
-                "at {:#018x}",
-                x.to_bits()
-            );
-        }
+        slice_matches_select(&xs, erf_select, erf_slice);
         check(&xs);
     }
 }

@@ -111,76 +111,28 @@ pub fn exp_slice(x: &[f64], out: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::rng;
+    use super::super::test_support::{
+        check_unary, chunked, near64_bit40, rng, special64, unit, windows64,
+    };
     use super::*;
 
     /// The select form, the slice function and the plain loop against libm, bit for bit.
     fn check(xs: &[f64]) -> usize {
-        let mut fast = vec![0.0; xs.len()];
-        exp_slice(xs, &mut fast);
-        let mut plain = vec![0.0; xs.len()];
-        run(xs, &mut plain);
-        for ((&x, &f), &p) in xs.iter().zip(&fast).zip(&plain) {
-            let want = libm::exp(x).to_bits();
-            let b = x.to_bits();
-            assert_eq!(exp_select(x).to_bits(), want, "select at {x:e} ({b:#018x})");
-            assert_eq!(f.to_bits(), want, "slice at {x:e} ({b:#018x})");
-            assert_eq!(p.to_bits(), want, "plain loop at {x:e} ({b:#018x})");
-        }
-        xs.len()
+        check_unary(xs, libm::exp, exp_select, exp_slice, run)
     }
 
     /// `n` values drawn by `draw`, checked a million at a time.
-    fn check_drawn(n: usize, mut draw: impl FnMut() -> f64) -> usize {
-        let mut xs = Vec::with_capacity(1 << 20);
-        let mut done = 0;
-        while done < n {
-            xs.clear();
-            xs.extend((0..(n - done).min(1 << 20)).map(|_| draw()));
-            done += check(&xs);
-        }
-        done
+    fn check_drawn(n: usize, draw: impl FnMut() -> f64) -> usize {
+        chunked(n, draw, check)
     }
 
-    /// Every f64 within `w` bit steps of each bound, both signs.
-    fn windows(bounds: &[u64], w: u64) -> Vec<f64> {
-        let mut xs = Vec::new();
-        for &b in bounds {
-            for sign in [0, 1u64 << 63] {
-                let lo = b.saturating_sub(w);
-                let hi = (b + w).min(0x7fff_ffff_ffff_ffff);
-                xs.extend((lo..=hi).map(|v| f64::from_bits(v | sign)));
-            }
-        }
-        xs
-    }
-
-    /// Zeros, subnormals, the smallest normals, ones, the largest finite values, infinities and
-    /// NaNs with payloads (quiet and signalling).
-    const SPECIAL: [u64; 22] = [
-        0,
-        0x8000_0000_0000_0000,
-        1,
-        0x8000_0000_0000_0001,
-        0x000f_ffff_ffff_ffff,
-        0x800f_ffff_ffff_ffff,
-        0x0010_0000_0000_0000,
-        0x8010_0000_0000_0000,
-        0x3ff0_0000_0000_0000,
-        0xbff0_0000_0000_0000,
-        0x7fef_ffff_ffff_ffff,
-        0xffef_ffff_ffff_ffff,
-        0x7ff0_0000_0000_0000,
-        0xfff0_0000_0000_0000,
-        0x7ff8_0000_0000_0000,
-        0xfff8_0000_0000_0000,
+    /// `SPECIAL64` with the NaN payloads of these tests.
+    const SPECIAL: [u64; 22] = special64([
         0x7ff8_1234_5678_9abc,
         0xfffc_4321_0000_0001,
-        0x7ff0_0000_0000_0001,
-        0xfff0_0000_0000_0001,
         0x7ff4_0000_dead_beef,
         0xfff7_ffff_ffff_ffff,
-    ];
+    ]);
 
     // |x| bounds of libm's branches: the tiny bound (high word 0x3e300000, both ends of it),
     // 0.5 ln2 and 1.5 ln2 (k = 0 / +-1 / rounded), the special-case high word 0x4086232b,
@@ -226,7 +178,7 @@ mod tests {
     fn special_values_and_every_f64_near_each_branch_boundary_match_libm() {
         let special: Vec<f64> = SPECIAL.iter().map(|&b| f64::from_bits(b)).collect();
         check(&special);
-        assert!(check(&windows(&BOUNDS, 1 << 17)) > 7_000_000);
+        assert!(check(&windows64(&BOUNDS, 1 << 17)) > 7_000_000);
     }
 
     #[test]
@@ -246,7 +198,7 @@ mod tests {
     #[test]
     fn random_f64_uniform_in_the_range_that_matters_match_libm() {
         let mut next = rng();
-        let mut u = move || (next() >> 11) as f64 / (1u64 << 53) as f64;
+        let mut u = move || unit(next());
         // Uniform in [-750, 750], then densely at both ends (k = 1024, subnormal results).
         let mut n = check_drawn(30_000_000, || u() * 1500.0 - 750.0);
         n += check_drawn(4_000_000, || 708.0 + u() * 2.0);
@@ -275,15 +227,9 @@ mod tests {
         let mut next = rng();
         let mut xs: Vec<f64> = SPECIAL.iter().map(|&b| f64::from_bits(b)).collect();
         for &b in &BOUNDS {
-            xs.extend((0..500).map(|_| {
-                let r = next();
-                let v = b.wrapping_add(r % 64).wrapping_sub(32) & 0x7fff_ffff_ffff_ffff;
-                f64::from_bits(v | (r >> 40 & 1) << 63)
-            }));
+            xs.extend((0..500).map(|_| near64_bit40(b, next())));
         }
-        xs.extend(
-            (0..20_000).map(|_| (next() >> 11) as f64 / (1u64 << 53) as f64 * 1500.0 - 750.0),
-        );
+        xs.extend((0..20_000).map(|_| unit(next()) * 1500.0 - 750.0));
         xs.extend((0..5_001).map(|_| f64::from_bits(next())));
         for i in (1..xs.len()).rev() {
             xs.swap(i, next() as usize % (i + 1));

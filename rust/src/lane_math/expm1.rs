@@ -136,97 +136,17 @@ pub fn expm1_slice(x: &[f64], out: &mut [f64]) {
     run(x, out)
 }
 
-/// The f64 test inputs this file and `tanh.rs` share (`test_support.rs` has the f32 ones).
 #[cfg(test)]
-pub(super) mod tests {
-    use super::super::test_support::rng;
+mod tests {
+    use super::super::test_support::{
+        check_unary, near64, shuffled_mix64, slice_matches_select, stream, uniform, windows64,
+        with_exponent, SPECIAL64 as SPECIAL,
+    };
     use super::*;
-
-    /// Every f64 within `w` bit steps of each bound, both signs.
-    pub(in crate::lane_math) fn windows(bounds: &[u64], w: u64) -> Vec<f64> {
-        let mut xs = Vec::new();
-        for &b in bounds {
-            for sign in [0, 1u64 << 63] {
-                let lo = b.saturating_sub(w);
-                let hi = (b + w).min(0x7fff_ffff_ffff_ffff);
-                xs.extend((lo..=hi).map(|v| f64::from_bits(v | sign)));
-            }
-        }
-        xs
-    }
-
-    /// Zeros, subnormals, ones, the largest finite values, infinities and NaNs with payloads.
-    pub(in crate::lane_math) const SPECIAL: [u64; 22] = [
-        0,
-        0x8000_0000_0000_0000,
-        1,
-        0x8000_0000_0000_0001,
-        0x000f_ffff_ffff_ffff,
-        0x800f_ffff_ffff_ffff,
-        0x0010_0000_0000_0000,
-        0x8010_0000_0000_0000,
-        0x3ff0_0000_0000_0000,
-        0xbff0_0000_0000_0000,
-        0x7fef_ffff_ffff_ffff,
-        0xffef_ffff_ffff_ffff,
-        0x7ff0_0000_0000_0000,
-        0xfff0_0000_0000_0000,
-        0x7ff8_0000_0000_0000,
-        0xfff8_0000_0000_0000,
-        0x7ff8_1234_5678_9abc,
-        0xfffc_dead_beef_0001,
-        0x7ff0_0000_0000_0001,
-        0xfff0_0000_0000_0001,
-        0x7ff4_0000_0000_0000,
-        0xfff5_4321_0000_0000,
-    ];
-
-    /// `n` values drawn by `draw` from the fixed stream, checked by `check` a chunk at a time.
-    pub(in crate::lane_math) fn stream(
-        n: usize,
-        seed: u64,
-        draw: impl Fn(u64) -> f64,
-        check: impl Fn(&[f64]) -> usize,
-    ) -> usize {
-        let mut next = rng();
-        for _ in 0..seed {
-            next();
-        }
-        let mut done = 0;
-        while done < n {
-            let xs: Vec<f64> = (0..(n - done).min(1 << 20)).map(|_| draw(next())).collect();
-            done += check(&xs);
-        }
-        done
-    }
-
-    /// A random sign and mantissa with a biased exponent in `lo..=hi`.
-    pub(in crate::lane_math) fn with_exponent(r: u64, lo: u64, hi: u64) -> f64 {
-        let e = lo + ((r >> 52) & 0x7ff) * (hi - lo + 1) / 0x800;
-        f64::from_bits(r & 0x800f_ffff_ffff_ffff | e << 52)
-    }
-
-    /// Uniform in [-a, a).
-    pub(in crate::lane_math) fn uniform(r: u64, a: f64) -> f64 {
-        ((r >> 11) as f64 * (1. / (1u64 << 53) as f64) * 2. - 1.) * a
-    }
 
     /// The select form, the slice function and the plain loop against libm, bit for bit.
     fn check(xs: &[f64]) -> usize {
-        let mut fast = vec![0.0; xs.len()];
-        expm1_slice(xs, &mut fast);
-        let mut plain = vec![0.0; xs.len()];
-        run(xs, &mut plain);
-        for (i, &x) in xs.iter().enumerate() {
-            let want = libm::expm1(x).to_bits();
-            let got = [expm1_select(x), fast[i], plain[i]].map(f64::to_bits);
-            assert!(
-                got == [want; 3],
-                "at {x:e} ({:#018x}): libm {want:#018x}, select / slice / plain loop {got:#018x?}",
-                x.to_bits()
-            );
-        }
-        xs.len()
+        check_unary(xs, libm::expm1, expm1_select, expm1_slice, run)
     }
 
     // The subnormal bound, 2^-54, 0.5 ln2 and 1.5 ln2 (k = 0 / ±1 / rounded) as libm tests
@@ -257,7 +177,7 @@ pub(super) mod tests {
 
     #[test]
     fn every_f64_near_each_branch_boundary_and_the_special_values_match_libm() {
-        assert!(check(&windows(&BOUNDS, 1 << 14)) > 1_100_000);
+        assert!(check(&windows64(&BOUNDS, 1 << 14)) > 1_100_000);
         check(&SPECIAL.map(f64::from_bits));
     }
 
@@ -282,29 +202,10 @@ pub(super) mod tests {
 
     #[test]
     fn the_slice_function_matches_scalar_calls_on_a_shuffled_mix() {
-        let mut next = rng();
-        let mut xs: Vec<f64> = SPECIAL.map(f64::from_bits).to_vec();
-        for &b in &BOUNDS {
-            xs.extend((0..2000).map(|_| {
-                let r = next();
-                f64::from_bits(b.wrapping_add(r % 64).wrapping_sub(32) ^ (r & 1 << 63))
-            }));
-        }
-        xs.extend((0..20_000).map(|_| f64::from_bits(next())));
-        xs.extend((0..20_000).map(|_| uniform(next(), 60.)));
-        for i in (1..xs.len()).rev() {
-            xs.swap(i, next() as usize % (i + 1));
-        }
-        let mut out = vec![0.0; xs.len()];
-        expm1_slice(&xs, &mut out);
-        for (&x, &y) in xs.iter().zip(&out) {
-            assert_eq!(
-                y.to_bits(),
-                expm1_select(x).to_bits(),
-                "at {:#018x}",
-                x.to_bits()
-            );
-        }
+        let xs = shuffled_mix64(&SPECIAL, &BOUNDS, near64, |next| {
+            (0..20_000).map(|_| uniform(next(), 60.)).collect()
+        });
+        slice_matches_select(&xs, expm1_select, expm1_slice);
         check(&xs);
     }
 }

@@ -96,81 +96,21 @@ pub fn log_slice(x: &[f64], out: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::rng;
+    use super::super::test_support::{
+        check_unary, near64_bit40, shuffled_mix64, stream, subslices_match_select, unit, windows64,
+        SPECIAL64_LOG as SPECIAL,
+    };
     use super::*;
 
-    /// The select form, the slice function and the plain loop against libm, bit for bit (the
-    /// messages are formatted only on a mismatch).
+    /// The select form, the slice function and the plain loop against libm, bit for bit.
     fn check(xs: &[f64]) -> usize {
-        let mut fast = vec![0.0; xs.len()];
-        log_slice(xs, &mut fast);
-        let mut plain = vec![0.0; xs.len()];
-        run(xs, &mut plain);
-        for (i, &x) in xs.iter().enumerate() {
-            let want = libm::log(x).to_bits();
-            let b = x.to_bits();
-            assert_eq!(log_select(x).to_bits(), want, "select at {x:e} ({b:#018x})");
-            assert_eq!(fast[i].to_bits(), want, "slice at {x:e} ({b:#018x})");
-            assert_eq!(plain[i].to_bits(), want, "plain loop at {x:e} ({b:#018x})");
-        }
-        xs.len()
+        check_unary(xs, libm::log, log_select, log_slice, run)
     }
 
     /// `chunks` blocks of 2^20 values that `draw` makes from a fixed random stream, each checked.
-    fn check_drawn(chunks: usize, mut draw: impl FnMut(u64) -> f64) -> usize {
-        let mut next = rng();
-        let mut n = 0;
-        for _ in 0..chunks {
-            let xs: Vec<f64> = (0..1 << 20).map(|_| draw(next())).collect();
-            n += check(&xs);
-        }
-        n
+    fn check_drawn(chunks: usize, draw: impl Fn(u64) -> f64) -> usize {
+        stream(chunks << 20, 0, draw, check)
     }
-
-    /// A uniform draw in [0, 1).
-    fn unit(r: u64) -> f64 {
-        (r >> 11) as f64 * f64::from_bits(0x3ca0_0000_0000_0000)
-    }
-
-    /// Every f64 within `w` bit steps of each bound, both signs.
-    fn windows(bounds: &[u64], w: u64) -> Vec<f64> {
-        let mut xs = Vec::new();
-        for &b in bounds {
-            for sign in [0, 1 << 63] {
-                let lo = b.saturating_sub(w);
-                let hi = (b + w).min(0x7fff_ffff_ffff_ffff);
-                xs.extend((lo..=hi).map(|v| f64::from_bits(v | sign)));
-            }
-        }
-        xs
-    }
-
-    /// Zeros, subnormals, ones, the largest finite values, infinities and NaNs with payloads
-    /// (quiet and signalling, both signs).
-    const SPECIAL: [u64; 22] = [
-        0,
-        1 << 63,
-        1,
-        (1 << 63) | 1,
-        0x000f_ffff_ffff_ffff,
-        0x800f_ffff_ffff_ffff,
-        0x0010_0000_0000_0000,
-        0x8010_0000_0000_0000,
-        0x3ff0_0000_0000_0000,
-        0xbff0_0000_0000_0000,
-        0x7fef_ffff_ffff_ffff,
-        0xffef_ffff_ffff_ffff,
-        0x7ff0_0000_0000_0000,
-        0xfff0_0000_0000_0000,
-        0x7ff8_0000_0000_0000,
-        0xfff8_0000_0000_0000,
-        0x7ff8_0000_0001_2345,
-        0xfffc_dead_beef_4321,
-        0x7ff0_0000_0000_0001,
-        0xfff0_0000_0000_0001,
-        0x7ff4_0000_0000_0000,
-        0xfff5_4321_0000_0000,
-    ];
 
     /// Zero and the subnormal bound; the reduction's crossing at sqrt(2)/2 in scaled subnormals
     /// (two binades), in the smallest normals, below 1, above 1 and in the largest binade; 1
@@ -190,7 +130,7 @@ mod tests {
 
     #[test]
     fn every_f64_near_each_branch_boundary_and_the_special_values_match_libm() {
-        let mut xs = windows(&BOUNDS, 4096);
+        let mut xs = windows64(&BOUNDS, 4096);
         xs.extend(SPECIAL.map(f64::from_bits));
         assert!(check(&xs) > 150_000);
     }
@@ -213,35 +153,10 @@ mod tests {
 
     #[test]
     fn a_shuffled_mix_of_branches_and_its_every_subslice_length_match_libm() {
-        let mut next = rng();
-        let mut xs: Vec<f64> = SPECIAL.map(f64::from_bits).to_vec();
-        for &b in &BOUNDS {
-            xs.extend((0..2000).map(|_| {
-                let r = next();
-                let v = b.wrapping_add(r % 64).wrapping_sub(32) & !(1 << 63);
-                f64::from_bits(v | (r >> 40 & 1) << 63)
-            }));
-        }
-        xs.extend((0..20_000).map(|_| f64::from_bits(next())));
-        xs.extend((0..20_000).map(|_| 64. * unit(next()) - 32.));
-        for i in (1..xs.len()).rev() {
-            xs.swap(i, next() as usize % (i + 1));
-        }
+        let xs = shuffled_mix64(&SPECIAL, &BOUNDS, near64_bit40, |next| {
+            (0..20_000).map(|_| 64. * unit(next()) - 32.).collect()
+        });
         check(&xs);
-        // The slice function on every length (the vector body and its remainder) and offset.
-        for start in 0..9 {
-            for len in 0..80 {
-                let part = &xs[start * 97..start * 97 + len];
-                let mut out = vec![0.0; len];
-                log_slice(part, &mut out);
-                for (o, &x) in out.iter().zip(part) {
-                    assert_eq!(
-                        o.to_bits(),
-                        log_select(x).to_bits(),
-                        "length {len} at {x:e}"
-                    );
-                }
-            }
-        }
+        subslices_match_select(&xs, log_select, log_slice);
     }
 }

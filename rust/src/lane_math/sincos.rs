@@ -228,8 +228,9 @@ pub fn cos_slice(x: &[f64], out: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::expm1::tests::{stream, uniform, windows, with_exponent, SPECIAL};
-    use super::super::test_support::rng;
+    use super::super::test_support::{
+        near64, shuffled_mix64, stream, uniform, windows64, with_exponent, SPECIAL64 as SPECIAL,
+    };
     use super::*;
 
     /// Both select forms (on unflagged inputs), both slice functions and the plain loops
@@ -296,7 +297,7 @@ mod tests {
 
     #[test]
     fn every_f64_near_each_branch_boundary_and_the_special_values_match_libm() {
-        assert!(check(&windows(&BOUNDS, 1 << 15)) > 2_000_000);
+        assert!(check(&windows64(&BOUNDS, 1 << 15)) > 2_000_000);
         check(&SPECIAL.map(f64::from_bits));
     }
 
@@ -334,21 +335,12 @@ mod tests {
 
     #[test]
     fn the_slice_functions_match_scalar_calls_on_a_shuffled_mix() {
-        let mut next = rng();
-        let mut xs: Vec<f64> = SPECIAL.map(f64::from_bits).to_vec();
-        for &b in &BOUNDS {
-            xs.extend((0..2000).map(|_| {
-                let r = next();
-                f64::from_bits(b.wrapping_add(r % 64).wrapping_sub(32) ^ (r & 1 << 63))
-            }));
-        }
-        xs.extend((0..20_000).map(|_| f64::from_bits(next())));
-        xs.extend((0..20_000).map(|_| uniform(next(), 10.)));
-        xs.extend((0..20_000).map(|_| with_exponent(next(), 0x3ff, 0x3ff + 30)));
-        xs.extend((0..2000).flat_map(|k| near_multiple(k, 1, k & 2 != 0)));
-        for i in (1..xs.len()).rev() {
-            xs.swap(i, next() as usize % (i + 1));
-        }
+        let xs = shuffled_mix64(&SPECIAL, &BOUNDS, near64, |next| {
+            let mut xs: Vec<f64> = (0..20_000).map(|_| uniform(next(), 10.)).collect();
+            xs.extend((0..20_000).map(|_| with_exponent(next(), 0x3ff, 0x3ff + 30)));
+            xs.extend((0..2000).flat_map(|k| near_multiple(k, 1, k & 2 != 0)));
+            xs
+        });
         assert!(xs.len() % 2 == 1 && xs.iter().any(|&x| sincos_needs_scalar(x)));
         check(&xs);
     }
