@@ -171,33 +171,11 @@ pub fn erf_select(x: f64) -> f64 {
     }
 }
 
-/// The loop both entry points compile: named calls inline, so it vectorises.
-#[inline(always)]
-fn run(x: &[f64], out: &mut [f64]) {
-    let n = out.len();
-    let x = &x[..n];
-    for i in 0..n {
-        out[i] = erf_select(x[i]);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn run_avx512(x: &[f64], out: &mut [f64]) {
-    run(x, out)
-}
-
-/// `out[i] = libm::erf(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
-/// Panics if the lengths differ.
-pub fn erf_slice(x: &[f64], out: &mut [f64]) {
-    assert_eq!(x.len(), out.len(), "erf_slice: lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    if super::has_avx512() {
-        // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { run_avx512(x, out) };
-    }
-    run(x, out)
-}
+super::lane_slice!(
+    /// `out[i] = libm::erf(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
+    /// Panics if the lengths differ.
+    erf_slice = erf_select, f64
+);
 
 #[cfg(test)]
 mod tests {

@@ -95,37 +95,11 @@ pub fn expm1f_select(x: f32) -> f32 {
     }
 }
 
-/// The loop both entry points compile: named calls inline, so it vectorises.
-#[inline(always)]
-fn run(x: &[f32], out: &mut [f32]) {
-    let n = out.len();
-    let x = &x[..n];
-    for i in 0..n {
-        out[i] = expm1f_select(x[i]);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn run_avx512(x: &[f32], out: &mut [f32]) {
-    run(x, out)
-}
-
-/// `out[i] = libm::expm1f(x[i])` for every i, bit for bit, on 16 lanes where AVX-512 exists.
-/// Panics if the lengths differ.
-pub fn expm1f_slice(x: &[f32], out: &mut [f32]) {
-    assert_eq!(x.len(), out.len(), "expm1f_slice: lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512dq")
-    {
-        // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { run_avx512(x, out) };
-    }
-    run(x, out)
-}
+super::lane_slice!(
+    /// `out[i] = libm::expm1f(x[i])` for every i, bit for bit, on 16 lanes where AVX-512 exists.
+    /// Panics if the lengths differ.
+    expm1f_slice = expm1f_select, f32
+);
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,42 @@ pub mod tanhf;
 #[cfg(test)]
 mod test_support;
 
+/// Makes the slice function of a select form: `$slice(x, out)` sets `out[i] = $select(x[i])`
+/// (panicking if the lengths differ), the loop compiled for AVX-512 where the CPU has it, else
+/// the baseline loop; and that plain loop as `run`, which the tests compare too. The loop is
+/// `#[inline(always)]`, so the AVX-512 entry holds a copy compiled for its own width.
+macro_rules! lane_slice {
+    ($(#[$doc:meta])* $slice:ident = $select:ident, $t:ty) => {
+        /// The loop both entry points compile: named calls inline, so it vectorises.
+        #[inline(always)]
+        fn run(x: &[$t], out: &mut [$t]) {
+            let n = out.len();
+            let x = &x[..n];
+            for i in 0..n {
+                out[i] = $select(x[i]);
+            }
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+        unsafe fn run_avx512(x: &[$t], out: &mut [$t]) {
+            run(x, out)
+        }
+
+        $(#[$doc])*
+        pub fn $slice(x: &[$t], out: &mut [$t]) {
+            assert_eq!(x.len(), out.len(), concat!(stringify!($slice), ": lengths differ"));
+            #[cfg(target_arch = "x86_64")]
+            if super::has_avx512() {
+                // SAFETY: the features it is compiled for were just detected on this CPU.
+                return unsafe { run_avx512(x, out) };
+            }
+            run(x, out)
+        }
+    };
+}
+pub(crate) use lane_slice;
+
 /// Whether the CPU has the AVX-512 subsets the 16-lane kernels here are compiled for.
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {

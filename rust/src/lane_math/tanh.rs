@@ -45,37 +45,11 @@ pub fn tanh_select(x: f64) -> f64 {
     }
 }
 
-/// The loop both entry points compile: named calls inline, so it vectorises.
-#[inline(always)]
-fn run(x: &[f64], out: &mut [f64]) {
-    let n = out.len();
-    let x = &x[..n];
-    for i in 0..n {
-        out[i] = tanh_select(x[i]);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn run_avx512(x: &[f64], out: &mut [f64]) {
-    run(x, out)
-}
-
-/// `out[i] = libm::tanh(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
-/// Panics if the lengths differ.
-pub fn tanh_slice(x: &[f64], out: &mut [f64]) {
-    assert_eq!(x.len(), out.len(), "tanh_slice: lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512dq")
-    {
-        // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { run_avx512(x, out) };
-    }
-    run(x, out)
-}
+super::lane_slice!(
+    /// `out[i] = libm::tanh(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
+    /// Panics if the lengths differ.
+    tanh_slice = tanh_select, f64
+);
 
 #[cfg(test)]
 mod tests {
