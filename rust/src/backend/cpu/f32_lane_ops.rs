@@ -116,12 +116,11 @@ pub fn grad_into(op: UnaryOp, x: &[f32], g: &[f32], out: &mut [f32], fast: bool)
     true
 }
 
-/// A vector of `n` f32, each chunk written by `fill(start, chunk)`, chunks on threads.
-fn chunked(n: usize, fill: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+/// A vector of `n` values (f32 here, f64 in `f64_lane_ops.rs`), each chunk written by
+/// `fill(start, chunk)`, chunks on threads.
+pub(super) fn chunked<T: Float>(n: usize, fill: impl Fn(usize, &mut [T]) + Sync) -> Vec<T> {
     filled(n, CHUNK, n, |ci, o| {
-        o.iter_mut().for_each(|v| _ = v.write(0.0));
-        // SAFETY: every element was just written.
-        fill(ci * CHUNK, unsafe { super::uninit::assume_init(o) })
+        fill(ci * CHUNK, super::uninit::fill_with(o, T::ZERO))
     })
 }
 

@@ -4,11 +4,9 @@
 //! are the formula's. (exp, log, tanh, erf, ... need nothing here: their select forms are f64's
 //! `Float` methods, so the table's formulas vectorise as they are.)
 
-use super::uninit::filled;
+use super::f32_lane_ops::chunked;
 use crate::lane_math::sincos::{cos_slice, sin_slice};
 use crate::op_table::UnaryOp;
-
-const CHUNK: usize = 1 << 13;
 
 /// `op` of every element of `x` (threaded over chunks), or None where the table's formula runs.
 pub fn forward(op: UnaryOp, x: &[f64]) -> Option<Vec<f64>> {
@@ -40,13 +38,6 @@ pub fn grad(op: UnaryOp, x: &[f64], g: &[f64]) -> Option<Vec<f64>> {
     }))
 }
 
-/// A vector of `n` f64, each chunk written by `fill(start, chunk)`, chunks on threads.
-fn chunked(n: usize, fill: impl Fn(usize, &mut [f64]) + Sync) -> Vec<f64> {
-    filled(n, CHUNK, n, |ci, o| {
-        fill(ci * CHUNK, super::uninit::fill_with(o, 0.0))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,7 +45,7 @@ mod tests {
     #[test]
     fn sin_and_cos_and_their_gradients_keep_the_formulas_bits() {
         // Ordinary arguments, the special values and a few beyond the vector reduction.
-        let mut x: Vec<f64> = (0..3 * CHUNK + 5)
+        let mut x: Vec<f64> = (0..3 * (1 << 13) + 5)
             .map(|i| (i as f64 - 12000.0) * 0.37)
             .collect();
         x[..7].copy_from_slice(&[0.0, -0.0, f64::NAN, f64::INFINITY, 1e7, -3e12, 1e300]);
