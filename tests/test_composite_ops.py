@@ -74,6 +74,24 @@ def test_nll_loss(dtype, reduction):
           lambda x: F.nll_loss(x, torch.tensor(2), reduction=reduction), [logp[0]], dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nll_loss_int_tensor_labels(dtype):
+    """int64 tensor labels with the default options take the one-op path (the labels kept as
+    the record's input): values and gradients as PyTorch, ignored rows included."""
+    rng = _rng(2)
+    logp = np.log(rng.dirichlet(np.ones(5), 7))
+    t = np.array([0, 4, -100, 2, 1, 3, -100])
+    check(lambda x: L.nll_loss(x, tlrs.tensor(t)), lambda x: F.nll_loss(x, torch.tensor(t)), [logp], dtype)
+    check(lambda x: L.nll_loss(x, tlrs.tensor(t.clip(0)), ignore_index=4),
+          lambda x: F.nll_loss(x, torch.tensor(t.clip(0)), ignore_index=4), [logp], dtype)
+    check(lambda x: L.nll_loss(x, tlrs.tensor(np.array(3))),
+          lambda x: F.nll_loss(x, torch.tensor(3)), [logp[0]], dtype)
+    x = tlrs.tensor(logp.astype(dtype))
+    _raises(IndexError, "nll_loss: index 5 is out of range", lambda: L.nll_loss(x, tlrs.tensor(np.array([5] * 7))))
+    _raises(tlrs.ShapeError, "nll_loss: expected 7 class indices", lambda: L.nll_loss(x, tlrs.tensor(np.zeros(3, np.int64))))
+    assert np.isnan(L.nll_loss(x, tlrs.tensor(np.full(7, -100))).item())  # 0 / 0, as PyTorch
+
+
 def test_nll_loss_errors():
     x = tlrs.tensor(np.zeros((3, 4)))
     _raises(IndexError, "nll_loss: class index 4", lambda: L.nll_loss(x, [0, 1, 4]))

@@ -216,6 +216,9 @@ def nll_loss(input: Tensor, target: Any, weight: Tensor | None = None, size_aver
     reduction = _reduction(reduction, size_average, reduce, "nll_loss")
     if not isinstance(input, Tensor):
         raise TypeError(f"nll_loss: expected a Tensor of log-probabilities, got {type(input).__name__}")
+    if is_int_tensor(target) and weight is None and reduction == "mean" and input.ndim <= 2:
+        # One recorded op (cross-entropy's own last step), the labels kept as its input.
+        return _core.nll_loss_index_tensor(input, target, _ignore_index(ignore_index))
     x, safe, kept = _label_rows(input, _labels(target, "nll_loss"), ignore_index, "nll_loss")
     nll, divisor = _nll_rows(x, safe, kept, weight, "nll_loss")
     return _reduce(nll, reduction, divisor, input)

@@ -4,7 +4,6 @@
 use crate::autograd::record::{first, Attr, Record};
 use crate::geometry::IGNORED_ROW;
 use crate::ops::elementwise::{check_same_device, check_same_dtype, mul, neg, sub};
-use crate::ops::layout::check_indices;
 use crate::ops::reduce::{mean, sum};
 use crate::ops::softmax::log_softmax;
 use crate::{Error, Result, Shape, Tensor};
@@ -34,59 +33,9 @@ pub fn cross_entropy_ignoring(
     target: Target<'_>,
     ignore_index: Option<i64>,
 ) -> Result<Tensor> {
-    if input.rank() != 1 && input.rank() != 2 {
-        return Err(Error::shape(
-            "cross_entropy",
-            format!(
-                "expected logits of shape [N, C] or [C], got {}",
-                input.shape()
-            ),
-        ));
-    }
+    check_rows("cross_entropy", input, "logits")?;
     let logp = log_softmax(input, -1)?;
-    let (values, tensor);
-    let target = match target {
-        Target::IndexTensor(t) => {
-            if t.rank() > 1 {
-                return Err(Error::shape(
-                    "cross_entropy",
-                    format!(
-                        "expected class indices of shape [N] or [], got {}",
-                        t.shape()
-                    ),
-                ));
-            }
-            values = crate::ops::layout::host_ints("cross_entropy", t)?;
-            tensor = Some(t);
-            Target::Indices(&values)
-        }
-        other => {
-            tensor = None;
-            other
-        }
-    };
     match target {
-        Target::IndexTensor(_) => unreachable!("read into Indices above"),
-        Target::Indices(t) => {
-            let rows = if input.rank() == 2 {
-                input.dims()[0]
-            } else {
-                1
-            };
-            if t.len() != rows {
-                return Err(Error::shape(
-                    "cross_entropy",
-                    format!(
-                        "expected {rows} class indices for logits {}, got {}",
-                        input.shape(),
-                        t.len()
-                    ),
-                ));
-            }
-            let classes = input.dims()[input.rank() - 1];
-            let idx = check_labels(t, classes, ignore_index)?;
-            nll_loss_from(&logp, Arc::new(idx), tensor, ignore_index)
-        }
         Target::Probs(p) => {
             crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
             if p.shape() != input.shape() {
@@ -102,17 +51,104 @@ pub fn cross_entropy_ignoring(
             let per_row = neg(&sum(&mul(p, &logp)?, Some(-1), false)?)?;
             mean(&per_row, None, false)
         }
+        labels => nll_at_labels("cross_entropy", &logp, labels, ignore_index),
     }
+}
+
+/// The negative log-likelihood of log-probabilities `logp` ([N, C] or [C]) at class labels,
+/// averaged over the counted rows: cross-entropy's last step (one left fold over the rows),
+/// recorded as one op. Labels equal to `ignore_index` count for nothing.
+pub fn nll_loss_ignoring(
+    logp: &Tensor,
+    target: Target<'_>,
+    ignore_index: Option<i64>,
+) -> Result<Tensor> {
+    check_rows("nll_loss", logp, "log-probabilities")?;
+    if let Target::Probs(_) = target {
+        return Err(Error::arg(
+            "nll_loss",
+            "expected class labels, got probabilities",
+        ));
+    }
+    nll_at_labels("nll_loss", logp, target, ignore_index)
+}
+
+fn check_rows(name: &'static str, input: &Tensor, what: &str) -> Result<()> {
+    if input.rank() != 1 && input.rank() != 2 {
+        return Err(Error::shape(
+            name,
+            format!(
+                "expected {what} of shape [N, C] or [C], got {}",
+                input.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// -mean over the counted rows of `logp[n, label[n]]`, the labels as a list or an int64 tensor.
+fn nll_at_labels(
+    name: &'static str,
+    logp: &Tensor,
+    target: Target<'_>,
+    ignore_index: Option<i64>,
+) -> Result<Tensor> {
+    let (values, tensor);
+    let t: &[i64] = match target {
+        Target::IndexTensor(t) => {
+            if t.rank() > 1 {
+                return Err(Error::shape(
+                    name,
+                    format!(
+                        "expected class indices of shape [N] or [], got {}",
+                        t.shape()
+                    ),
+                ));
+            }
+            values = crate::ops::layout::host_ints(name, t)?;
+            tensor = Some(t);
+            &values
+        }
+        Target::Indices(t) => {
+            tensor = None;
+            t
+        }
+        Target::Probs(_) => unreachable!("the callers take probabilities elsewhere"),
+    };
+    let rows = if logp.rank() == 2 { logp.dims()[0] } else { 1 };
+    if t.len() != rows {
+        return Err(Error::shape(
+            name,
+            format!(
+                "expected {rows} class indices for input {}, got {}",
+                logp.shape(),
+                t.len()
+            ),
+        ));
+    }
+    let classes = logp.dims()[logp.rank() - 1];
+    let idx = check_labels(name, t, classes, ignore_index)?;
+    nll_loss_from(logp, Arc::new(idx), tensor, ignore_index)
 }
 
 /// Each row's class index, checked against `classes`; a row equal to `ignore_index` (in range
 /// or not) is `IGNORED_ROW`.
-fn check_labels(values: &[i64], classes: usize, ignore_index: Option<i64>) -> Result<Vec<usize>> {
+fn check_labels(
+    name: &'static str,
+    values: &[i64],
+    classes: usize,
+    ignore_index: Option<i64>,
+) -> Result<Vec<usize>> {
     values
         .iter()
         .map(|&v| match ignore_index {
             Some(i) if v == i => Ok(IGNORED_ROW),
-            _ => check_indices("cross_entropy", &[v], classes).map(|idx| idx[0]),
+            _ if v >= 0 && (v as u64) < classes as u64 => Ok(v as usize),
+            _ => Err(Error::Index {
+                op: name,
+                index: v,
+                bound: classes,
+            }),
         })
         .collect()
 }
@@ -204,7 +240,7 @@ impl Record for NllLoss {
                         format!("{} labels for logits {}", values.len(), logp.shape()),
                     ));
                 }
-                let idx = check_labels(&values, classes, self.ignore_index)?;
+                let idx = check_labels("cross_entropy", &values, classes, self.ignore_index)?;
                 nll_loss_from(logp, Arc::new(idx), Some(target), self.ignore_index)
             }
             _ => nll_loss_from(

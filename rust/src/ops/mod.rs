@@ -31,7 +31,7 @@ pub use pool::{
 pub use elementwise::*;
 pub use index::{embedding, gather, masked_fill, scatter_add};
 pub use layout::{concat, contiguous, flatten, index_select, permute, reshape, slice, transpose};
-pub use loss::{cross_entropy, cross_entropy_ignoring, mse_loss, Target};
+pub use loss::{cross_entropy, cross_entropy_ignoring, mse_loss, nll_loss_ignoring, Target};
 pub use matmul::{linear, matmul, matmul_t};
 pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};
 pub use reduce::{broadcast_to, max, mean, sum, sum_to_shape};

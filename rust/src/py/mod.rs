@@ -71,6 +71,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::cumsum,
         ops::cross_entropy_indices,
         ops::cross_entropy_probs,
+        ops::nll_loss_index_tensor,
         ops::linear,
         ops::grad,
         ops::enter_no_grad,

@@ -213,6 +213,22 @@ pub fn cross_entropy_index_tensor(
     })
 }
 
+/// The negative log-likelihood of log-probabilities at class indices given as an int64 tensor
+/// (kept as the record's input), averaged over the counted rows.
+#[pyfunction]
+#[pyo3(signature = (logp, target, ignore_index=None))]
+pub fn nll_loss_index_tensor(
+    py: Python<'_>,
+    logp: PyRef<'_, T>,
+    target: PyRef<'_, T>,
+    ignore_index: Option<i64>,
+) -> PyResult<T> {
+    let (x, t) = (logp.inner.clone(), target.inner.clone());
+    run(py, move || {
+        ops::nll_loss_ignoring(&x, ops::Target::IndexTensor(&t), ignore_index)
+    })
+}
+
 #[pyfunction]
 pub fn cross_entropy_probs(py: Python<'_>, x: PyRef<'_, T>, target: PyRef<'_, T>) -> PyResult<T> {
     let (x, t) = (x.inner.clone(), target.inner.clone());
