@@ -35,6 +35,16 @@ impl CompareOp {
         .into_iter()
         .find(|op| op.name() == s)
     }
+    /// The comparison with its operands swapped: `a op b` is `b op.flipped() a`.
+    pub fn flipped(self) -> CompareOp {
+        match self {
+            CompareOp::Lt => CompareOp::Gt,
+            CompareOp::Le => CompareOp::Ge,
+            CompareOp::Gt => CompareOp::Lt,
+            CompareOp::Ge => CompareOp::Le,
+            same => same,
+        }
+    }
     /// IEEE comparisons: every one with a NaN is false except `!=`.
     pub fn apply<T: PartialOrd>(self, a: T, b: T) -> bool {
         match self {

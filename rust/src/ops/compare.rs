@@ -19,11 +19,18 @@ pub fn compare(op: CompareOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let out = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     crate::storage::check_alloc(op.name(), &out)?;
-    let (wa, wb) = (
-        crate::autograd::no_grad(|| crate::ops::broadcast_to(a, &out))?,
-        crate::autograd::no_grad(|| crate::ops::broadcast_to(b, &out))?,
-    );
-    let mask = wa.storage().compare(op, wb.storage())?;
+    // One value against a whole tensor is compared as it is, not spread out first.
+    let mask = if b.numel() == 1 && a.shape() == &out {
+        a.storage().compare(op, b.storage())?
+    } else if a.numel() == 1 && b.shape() == &out {
+        b.storage().compare(op.flipped(), a.storage())?
+    } else {
+        let (wa, wb) = (
+            crate::autograd::no_grad(|| crate::ops::broadcast_to(a, &out))?,
+            crate::autograd::no_grad(|| crate::ops::broadcast_to(b, &out))?,
+        );
+        wa.storage().compare(op, wb.storage())?
+    };
     Ok(Tensor::from_op(
         mask,
         out,

@@ -10,7 +10,8 @@ use crate::{Error, Result, Shape};
 use std::sync::Arc;
 
 impl Storage {
-    /// `self op other` elementwise (one dtype, one shape, one device): a bool mask. Masks live
+    /// `self op other` elementwise (one dtype, one device; equal lengths, or `other` one value
+    /// compared with every element): a bool mask. Masks live
     /// in host memory in this version (the index ops read them there), so CUDA operands are
     /// compared after a copy back, and the mask is a CPU tensor.
     pub fn compare(&self, op: crate::op_table::CompareOp, other: &Storage) -> Result<Storage> {

@@ -94,6 +94,31 @@ wide_loop!(
     pub fn with_row<T, F: [Fn(T, T) -> T]>(x: &[T], s: T, o: &mut [MaybeUninit<T>], f: &F) = with_body
 );
 
+#[inline(always)]
+fn test_body<T: Copy, F: Fn(T, T) -> bool>(x: &[T], y: &[T], o: &mut [MaybeUninit<bool>], f: &F) {
+    let (x, y) = (&x[..o.len()], &y[..o.len()]);
+    for j in 0..o.len() {
+        o[j].write(f(x[j], y[j]));
+    }
+}
+
+#[inline(always)]
+fn test_with_body<T: Copy, F: Fn(T, T) -> bool>(x: &[T], s: T, o: &mut [MaybeUninit<bool>], f: &F) {
+    let x = &x[..o.len()];
+    for j in 0..o.len() {
+        o[j].write(f(x[j], s));
+    }
+}
+
+wide_loop!(
+    /// `o[j] = f(x[j], y[j])`, a predicate (a comparison's mask).
+    pub fn test_row<T, F: [Fn(T, T) -> bool]>(x: &[T], y: &[T], o: &mut [MaybeUninit<bool>], f: &F) = test_body
+);
+wide_loop!(
+    /// `o[j] = f(x[j], s)`, a predicate against one value.
+    pub fn test_with_row<T, F: [Fn(T, T) -> bool]>(x: &[T], s: T, o: &mut [MaybeUninit<bool>], f: &F) = test_with_body
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
