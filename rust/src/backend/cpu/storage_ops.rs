@@ -295,13 +295,12 @@ impl BackendStorage for CpuStorage {
         const CHUNK: usize = 1 << 13;
         Ok(map_cpu!(self, |v| {
             let fill = lit(v, value);
-            // Threaded over chunks, an index loop per chunk (a select per element vectorises).
+            // Threaded over chunks, a select per element on the widest vectors.
             super::uninit::filled(v.len(), CHUNK, v.len(), |ci, o| {
-                let n = o.len();
-                let (x, m) = (&v[ci * CHUNK..][..n], &mask[ci * CHUNK..][..n]);
-                for i in 0..n {
-                    o[i].write(if m[i] { fill } else { x[i] });
-                }
+                let at = ci * CHUNK;
+                // The fill is moved in: a captured reference would become a gather.
+                let f = move |x, m: bool| std::hint::select_unpredictable(m, fill, x);
+                super::wide_rows::flag_row(&v[at..], &mask[at..], o, &f);
             })
         }))
     }

@@ -119,6 +119,20 @@ wide_loop!(
     pub fn test_with_row<T, F: [Fn(T, T) -> bool]>(x: &[T], s: T, o: &mut [MaybeUninit<bool>], f: &F) = test_with_body
 );
 
+#[inline(always)]
+fn flag_body<T: Copy, F: Fn(T, bool) -> T>(x: &[T], m: &[bool], o: &mut [MaybeUninit<T>], f: &F) {
+    let (x, m) = (&x[..o.len()], &m[..o.len()]);
+    for j in 0..o.len() {
+        o[j].write(f(x[j], m[j]));
+    }
+}
+
+wide_loop!(
+    /// `o[j] = f(x[j], m[j])`: a value and its flag (a mask's fill, a select), without a
+    /// branch per element.
+    pub fn flag_row<T, F: [Fn(T, bool) -> T]>(x: &[T], m: &[bool], o: &mut [MaybeUninit<T>], f: &F) = flag_body
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +158,20 @@ mod tests {
         check(&mut o, &|j| x[j] * y[j] + z[j]);
         with_row(&x, 3.0, &mut o, &|a: f32, s: f32| s - a);
         check(&mut o, &|j| 3.0 - x[j]);
+        let m: Vec<bool> = (0..1000).map(|j| (j * 7) % 3 == 0).collect();
+        flag_row(&x, &m, &mut o, &|a: f32, f: bool| if f { -0.0 } else { a });
+        check(&mut o, &|j| if m[j] { -0.0 } else { x[j] });
+        let mut b = vec![MaybeUninit::uninit(); 1000];
+        test_row(&x, &y, &mut b, &|a: f32, c: f32| a < c);
+        test_with_row(&x, 1.0, &mut b[..500], &|a: f32, c: f32| a >= c);
+        for (j, g) in b.iter().enumerate() {
+            // SAFETY: written above, the first half twice.
+            let g = unsafe { g.assume_init() };
+            assert_eq!(
+                g,
+                if j < 500 { x[j] >= 1.0 } else { x[j] < y[j] },
+                "mask element {j}"
+            );
+        }
     }
 }
