@@ -18,6 +18,7 @@ pub mod exp;
 pub mod expf;
 pub mod expm1;
 pub mod expm1f;
+pub mod fmod;
 pub mod log;
 pub mod log1p;
 pub mod log1pf;
@@ -73,4 +74,11 @@ fn has_avx512() -> bool {
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("avx512dq")
+}
+
+/// Whether the CPU has AVX2 and FMA (the 8-lane fallback of kernels that need a fused
+/// multiply-add to be fast).
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }

@@ -130,10 +130,16 @@ pub(crate) use binary_ops;
 /// (c10/util/generic_math.h), whose CUDA twin is `tlrs_div_floor` (backend/cuda/kernels.rs).
 #[inline(always)]
 pub fn div_floor<T: crate::dtype::Float>(a: T, b: T) -> T {
+    div_floor_from(a, b, a.fmod(b))
+}
+
+/// `div_floor(a, b)` given `rem = fmod(a, b)` (found apart, on vector lanes, by
+/// `lane_math/fmod.rs`).
+#[inline(always)]
+pub fn div_floor_from<T: crate::dtype::Float>(a: T, b: T, rem: T) -> T {
     if b == T::ZERO {
         return a / b;
     }
-    let rem = a.fmod(b);
     let mut div = (a - rem) / b;
     if rem != T::ZERO && (b < T::ZERO) != (rem < T::ZERO) {
         div = div - T::ONE;

@@ -32,7 +32,7 @@ mod chain;
 mod compare;
 mod unary;
 
-pub(crate) use binary::{binary_ops, div_floor};
+pub(crate) use binary::{binary_ops, div_floor, div_floor_from};
 pub use chain::{ChainGrad, ChainStep};
 pub use compare::CompareOp;
 pub(crate) use unary::{unary_ops, GELU_TANH_BETA};

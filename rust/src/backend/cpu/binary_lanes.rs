@@ -1,6 +1,7 @@
 //! The binary ops on libm's vector lanes, threaded over chunks: in f32 tensor_pow and its two
 //! slopes (`lane_math/powf.rs`) and atan2 (`lane_math/atan2f.rs`), in f64 atan2
-//! (`lane_math/atan2.rs`), libm's bits; each operand whole or a single value repeated (`2.0 ** x`).
+//! (`lane_math/atan2.rs`), libm's bits; floor division in both, its remainder from
+//! `lane_math/fmod.rs`; each operand whole or a single value repeated (`2.0 ** x`).
 //! The slopes are the op table's formulas with the same IEEE operations in the same order
 //! (`op_table/binary.rs`): `b * a ** (b - 1)` (0 where b = 0) and `a ** b * ln(a)` (0 where
 //! a = 0 and b >= 0). f64 keeps the table's scalar formulas.
@@ -11,6 +12,7 @@ use super::uninit::{fill_with, filled};
 use crate::dtype::Float;
 use crate::lane_math::atan2::atan2_zip;
 use crate::lane_math::atan2f::atan2f_zip;
+use crate::lane_math::fmod::{fmod_zip, fmodf_zip};
 use crate::lane_math::powf::powf_zip;
 use crate::op_table::BinaryOp;
 
@@ -19,11 +21,19 @@ const CHUNK: usize = 1 << 13;
 /// `op` (Pow, PowSlopeBase, PowSlopeExponent or Atan2; f64: Atan2) over `n` elements, `a` and
 /// `b` each of length `n` or 1; None for another op or dtype, or other lengths.
 pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option<Vec<T>> {
+    let fits = |len: usize| len == n || len == 1;
+    if op == BinaryOp::FloorDivide && fits(a.len()) && fits(b.len()) && n > 0 {
+        if let (Some(a), Some(b)) = (as_f32(a), as_f32(b)) {
+            return Some(from_f32(floor_divide(a, b, n, fmodf_zip)));
+        }
+        if let (Some(a), Some(b)) = (as_f64(a), as_f64(b)) {
+            return Some(from_f64(floor_divide(a, b, n, fmod_zip)));
+        }
+    }
     let kind = match op {
         BinaryOp::Pow | BinaryOp::PowSlopeBase | BinaryOp::PowSlopeExponent | BinaryOp::Atan2 => op,
         _ => return None,
     };
-    let fits = |len: usize| len == n || len == 1;
     if !fits(a.len()) || !fits(b.len()) || n == 0 {
         return None;
     }
@@ -68,6 +78,30 @@ fn atan2_f64(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
         atan2_zip(ac, bc, fill_with(o, 0.0));
     })
 }
+
+/// PyTorch's floor division over `n` elements (each operand whole or a single value
+/// repeated): the remainder on fmod's lanes, then the table's formula (`div_floor_from`).
+fn floor_divide<T: Float>(a: &[T], b: &[T], n: usize, fmod: fn(&[T], &[T], &mut [T])) -> Vec<T> {
+    let run = |v: &[T]| (v.len() == 1 && n > 1).then(|| vec![v[0]; CHUNK.min(n)]);
+    let (ra, rb) = (run(a), run(b));
+    filled(n, CHUNK, n, |ci, o| {
+        let len = o.len();
+        let (ac, bc) = (part(a, &ra, ci, len), part(b, &rb, ci, len));
+        let o = fill_with(o, T::ZERO);
+        fmod(ac, bc, o);
+        div_floor_finish(ac, bc, o);
+    })
+}
+
+/// `o = div_floor(a, b)`, o holding fmod(a, b).
+#[inline(always)]
+fn div_floor_body<T: Float>(a: &[T], b: &[T], o: &mut [T]) {
+    for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+        *o = crate::op_table::div_floor_from(a, b, *o);
+    }
+}
+
+wide_fn!(fn div_floor_finish<T: Float>(a: &[T], b: &[T], o: &mut [T]) = div_floor_body);
 
 /// Chunk `ci` (of `len` values) of an operand: its own stretch, or its single value's run.
 fn part<'a, E>(v: &'a [E], run: &'a Option<Vec<E>>, ci: usize, len: usize) -> &'a [E] {
@@ -145,6 +179,50 @@ mod tests {
         }
         assert!(lane_binary(BinaryOp::Add, &a, &b, n).is_none());
         assert!(lane_binary(BinaryOp::Pow, &[2.0f64], &[1.0], 1).is_none());
+    }
+
+    /// Floor division on fmod's lanes against the table's scalar formula (libm's fmod): whole
+    /// operands and single values, zeros, infinities, NaN and quotients near integers.
+    #[test]
+    fn floor_divide_keeps_the_scalar_formulas_bits() {
+        fn check<T: Float>(from: impl Fn(f64) -> T) {
+            let n = 2 * CHUNK + 9;
+            let a: Vec<T> = (0..n)
+                .map(|i| from(((i * 7919) % 4001) as f64 / 37.0 - 50.0))
+                .collect();
+            let mut b: Vec<T> = (0..n)
+                .map(|i| from(((i * 104_729) % 6007) as f64 / 600.0 - 5.0))
+                .collect();
+            let special = [
+                0.0,
+                -0.0,
+                f64::NAN,
+                f64::INFINITY,
+                -f64::INFINITY,
+                0.1,
+                -0.7,
+                1e-30,
+            ];
+            for (i, &v) in special.iter().enumerate() {
+                b[i] = from(v);
+            }
+            let cases: [(&[T], &[T]); 4] =
+                [(&a, &b), (&[from(7.5)], &b), (&a, &[from(-0.3)]), (&b, &a)];
+            for (x, y) in cases {
+                let got = lane_binary(BinaryOp::FloorDivide, x, y, n).expect("floor divide lanes");
+                for i in 0..n {
+                    let (u, v) = (x[i % x.len()], y[i % y.len()]);
+                    let want = crate::op_table::div_floor(u, v);
+                    assert!(
+                        got[i].to_f64().to_bits() == want.to_f64().to_bits(),
+                        "{u:?} // {v:?}: {:?} vs {want:?}",
+                        got[i]
+                    );
+                }
+            }
+        }
+        check::<f32>(|v| v as f32);
+        check::<f64>(|v| v);
     }
 
     #[test]
