@@ -13,16 +13,31 @@ use std::mem::MaybeUninit;
 /// Elements per sorted block (a multiple of 16): the three packed streams stay in L1.
 const BLOCK: usize = 512;
 
+/// The three packed streams of a block, with 16 spare slots each: whole vectors are stored at
+/// each stream's end and loaded from it. Made (zeroed) once per call, not per block.
+struct Streams {
+    small: [f32; BLOCK + 16],
+    near: [f32; BLOCK + 16],
+    rest: [f32; BLOCK + 16],
+}
+
+impl Streams {
+    fn new() -> Self {
+        Streams {
+            small: [0.0; BLOCK + 16],
+            near: [0.0; BLOCK + 16],
+            rest: [0.0; BLOCK + 16],
+        }
+    }
+}
+
 /// erf of every `z` into `out` (equal lengths, at most BLOCK).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
-unsafe fn erf_block(z: &[f32], out: &mut [f32]) {
+unsafe fn erf_block(z: &[f32], out: &mut [f32], streams: &mut Streams) {
     let n = z.len();
     debug_assert!(n <= BLOCK && out.len() == n);
     let vectors = n / 16;
-    // 16 spare slots: whole vectors are stored at each stream's end and loaded from it.
-    let mut small = [0f32; BLOCK + 16];
-    let mut near = [0f32; BLOCK + 16];
-    let mut rest = [0f32; BLOCK + 16];
+    let Streams { small, near, rest } = streams;
     let mut masks = [(0u16, 0u16); BLOCK / 16];
     let (mut ns, mut nn, mut nr) = (0usize, 0usize, 0usize);
     let abs_bits = _mm512_set1_epi32(0x7fff_ffff);
@@ -45,13 +60,15 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32]) {
             *mask = (ks, kn);
         }
     }
-    for v in &mut small[..ns] {
+    // Each stream in whole vectors: the lanes past its end hold finite values (zeros, or an
+    // earlier block's arguments), computed and never read, instead of a scalar tail per stream.
+    for v in &mut small[..ns.next_multiple_of(16)] {
         *v = erff_small(*v);
     }
-    for v in &mut near[..nn] {
+    for v in &mut near[..nn.next_multiple_of(16)] {
         *v = erff_near(*v);
     }
-    for v in &mut rest[..nr] {
+    for v in &mut rest[..nr.next_multiple_of(16)] {
         *v = erff_select(*v);
     }
     let (mut ps, mut pn, mut pr) = (0usize, 0usize, 0usize);
@@ -82,10 +99,11 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32]) {
 pub unsafe fn erf(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     let x = &x[..out.len()];
     let mut e = [0f32; BLOCK];
+    let mut streams = Streams::new();
     for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
         let n = xb.len();
         // SAFETY: this function's features are erf_block's.
-        unsafe { erf_block(xb, &mut e[..n]) };
+        unsafe { erf_block(xb, &mut e[..n], &mut streams) };
         for i in 0..n {
             ob[i].write(e[i]);
         }
@@ -101,13 +119,14 @@ pub unsafe fn gelu(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     let x = &x[..out.len()];
     let mut z = [0f32; BLOCK];
     let mut e = [0f32; BLOCK];
+    let mut streams = Streams::new();
     for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
         let n = xb.len();
         for i in 0..n {
             z[i] = erf_arg(xb[i]);
         }
         // SAFETY: this function's features are erf_block's.
-        unsafe { erf_block(&z[..n], &mut e[..n]) };
+        unsafe { erf_block(&z[..n], &mut e[..n], &mut streams) };
         for i in 0..n {
             ob[i].write(gelu_from_erf(xb[i], e[i]));
         }
@@ -123,6 +142,7 @@ pub unsafe fn gelu_grad(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
     let (x, g) = (&x[..out.len()], &g[..out.len()]);
     let mut z = [0f32; BLOCK];
     let mut e = [0f32; BLOCK];
+    let mut streams = Streams::new();
     for ((xb, gb), ob) in x
         .chunks(BLOCK)
         .zip(g.chunks(BLOCK))
@@ -133,7 +153,7 @@ pub unsafe fn gelu_grad(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
             z[i] = erf_arg(xb[i]);
         }
         // SAFETY: as in `gelu`.
-        unsafe { erf_block(&z[..n], &mut e[..n]) };
+        unsafe { erf_block(&z[..n], &mut e[..n], &mut streams) };
         for i in 0..n {
             ob[i].write(gelu_grad_from_erf(gb[i], xb[i], e[i]));
         }
