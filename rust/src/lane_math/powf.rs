@@ -44,6 +44,21 @@ fn high(f: f32, mask: u32) -> f32 {
 /// `libm::powf(x, y)`, bit for bit, written without branches.
 #[inline(always)]
 pub fn powf_select(x: f32, y: f32) -> f32 {
+    powf_select_for::<false>(x, y)
+}
+
+/// Whether `y` is an ordinary exponent: none of libm's special cases of y alone (0, ±1, 2,
+/// 0.5, NaN, ±inf) and not past 2^27 (where log2|x| takes the series). For one such y, a loop
+/// of `powf_select_for::<true>` leaves those branches out of every lane: the same operations
+/// on the branches that remain, so the same bits.
+pub fn ordinary_exponent(y: f32) -> bool {
+    let iy = y.to_bits() & 0x7fff_ffff;
+    iy != 0 && iy <= 0x4d00_0000 && iy != 0x3f80_0000 && y != 2.0 && y != 0.5
+}
+
+/// `powf_select`, where `ORDINARY` promises `ordinary_exponent(y)`.
+#[inline(always)]
+fn powf_select_for<const ORDINARY: bool>(x: f32, y: f32) -> f32 {
     let hx = x.to_bits() as i32;
     let hy = y.to_bits() as i32;
     let ix = hx & 0x7fff_ffff;
@@ -86,7 +101,7 @@ pub fn powf_select(x: f32, y: f32) -> f32 {
     // and copy the division). x - x is 0 where used: the NaN is a runtime 0/0, as libm's.
     let pick = std::hint::select_unpredictable::<f32>;
     let x_spec = (ix == 0x7f80_0000) | (ix == 0) | (ix == 0x3f80_0000); // ±inf, ±0, ±1
-    let y_pm1 = iy == 0x3f80_0000;
+    let y_pm1 = !ORDINARY & (iy == 0x3f80_0000);
     let nan_div = x_neg & nonint & (ix != 0) & (ix != 0x7f80_0000);
     #[allow(clippy::eq_op)] // libm's x - x
     let zero = ax - ax;
@@ -124,7 +139,7 @@ pub fn powf_select(x: f32, y: f32) -> f32 {
     let v = t * IVLN2_L - w * IVLN2;
     let t1_near = high(u + v, 0xffff_f000);
     let t2_near = v - (t1_near - u);
-    let huge_y = iy > 0x4d00_0000;
+    let huge_y = !ORDINARY & (iy > 0x4d00_0000);
     let t1 = if huge_y { t1_near } else { t1_log };
     let t2 = if huge_y { t2_near } else { t2_log };
 
@@ -179,11 +194,11 @@ pub fn powf_select(x: f32, y: f32) -> f32 {
     let x_nan = ix > 0x7f80_0000;
     let nan = f32::from_bits((if x_nan { hx } else { hy }) as u32 | 0x0040_0000);
     let pos_y = hy >= 0;
-    if (iy == 0) | (hx == 0x3f80_0000) {
+    if (!ORDINARY & (iy == 0)) | (hx == 0x3f80_0000) {
         1.
-    } else if x_nan | (iy > 0x7f80_0000) {
+    } else if x_nan | (!ORDINARY & (iy > 0x7f80_0000)) {
         nan
-    } else if iy == 0x7f80_0000 {
+    } else if !ORDINARY & (iy == 0x7f80_0000) {
         if ix == 0x3f80_0000 {
             1.
         } else if (ix > 0x3f80_0000) == pos_y {
@@ -197,9 +212,9 @@ pub fn powf_select(x: f32, y: f32) -> f32 {
         } else {
             q
         }
-    } else if hy == 0x4000_0000 {
+    } else if !ORDINARY & (hy == 0x4000_0000) {
         x * x
-    } else if (hy == 0x3f00_0000) & !x_neg {
+    } else if !ORDINARY & (hy == 0x3f00_0000) & !x_neg {
         x.sqrt()
     } else if nan_div {
         q // (x < 0)^non-integer, x not -0 or -inf: NaN
@@ -228,8 +243,14 @@ pub fn powf_select(x: f32, y: f32) -> f32 {
 /// The loops the entry points compile: named calls inline, so they vectorise.
 #[inline(always)]
 fn run_slice(x: &[f32], y: f32, out: &mut [f32]) {
-    for (o, &a) in out.iter_mut().zip(x) {
-        *o = powf_select(a, y);
+    if ordinary_exponent(y) {
+        for (o, &a) in out.iter_mut().zip(x) {
+            *o = powf_select_for::<true>(a, y);
+        }
+    } else {
+        for (o, &a) in out.iter_mut().zip(x) {
+            *o = powf_select(a, y);
+        }
     }
 }
 
@@ -339,6 +360,10 @@ mod tests {
         let xs: Vec<f32> = sp.iter().flat_map(|&x| sp.iter().map(move |_| x)).collect();
         let ys: Vec<f32> = sp.iter().flat_map(|_| sp.iter().copied()).collect();
         check(&xs, &ys);
+        // One y at a time too: `powf_slice` takes the ordinary exponents' loop where it may.
+        for &y in &sp {
+            check_y(&sp, y);
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::dtype::Float;
 use crate::lane_math::atan2::atan2_zip;
 use crate::lane_math::atan2f::atan2f_zip;
 use crate::lane_math::fmod::{fmod_zip, fmodf_zip};
-use crate::lane_math::powf::powf_zip;
+use crate::lane_math::powf::{powf_slice, powf_zip};
 use crate::op_table::BinaryOp;
 
 const CHUNK: usize = 1 << 13;
@@ -50,16 +50,27 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
         let len = o.len();
         let (ac, bc) = (part(a, &ra, ci, len), part(b, &rb, ci, len));
         let o = fill_with(o, 0.0);
-        match kind {
-            BinaryOp::Pow => powf_zip(ac, bc, o),
-            BinaryOp::Atan2 => atan2f_zip(ac, bc, o),
-            BinaryOp::PowSlopeBase => {
+        // One exponent for all: `powf_slice`, whose loop leaves out the branches of special
+        // exponents where the exponent has none.
+        let one_y = (b.len() == 1).then(|| b[0]);
+        let pow = |y_less: f32, o: &mut [f32]| match one_y {
+            Some(y) if y_less == 0.0 => powf_slice(ac, y, o),
+            Some(y) => powf_slice(ac, y - y_less, o),
+            None if y_less == 0.0 => powf_zip(ac, bc, o),
+            None => {
                 let less: Vec<f32> = bc.iter().map(|&v| v - 1.0).collect();
                 powf_zip(ac, &less, o);
+            }
+        };
+        match kind {
+            BinaryOp::Atan2 => atan2f_zip(ac, bc, o),
+            BinaryOp::Pow => pow(0.0, o),
+            BinaryOp::PowSlopeBase => {
+                pow(1.0, o);
                 slope_base_finish(bc, o);
             }
             _ => {
-                powf_zip(ac, bc, o);
+                pow(0.0, o);
                 slope_exponent_finish(ac, bc, o);
             }
         }

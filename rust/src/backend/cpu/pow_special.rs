@@ -4,7 +4,8 @@
 
 use super::elementwise::map;
 use super::f32_view::{as_f32, from_f32};
-use super::uninit::filled;
+use super::uninit::{assume_init, filled};
+use super::wide_rows::map_row;
 use crate::dtype::Float;
 
 /// `x ** y` where libm's `pow`/`powf` answer the exponent `y` by a special case before their
@@ -13,7 +14,9 @@ use crate::dtype::Float;
 /// algorithm elsewhere). The same operations here, so the same bits, without a call per element.
 pub fn pow_by_special_exponent<T: Float>(x: &[T], y: T) -> Option<Vec<T>> {
     let yb = y.to_f64();
-    let special = |v: T, f: fn(T) -> T| {
+    // Generic in `f` (not a fn pointer), so each map inlines its operation and vectorises.
+    #[inline(always)]
+    fn special<T: Float>(v: T, y: T, f: impl Fn(T) -> T) -> T {
         if v.to_f64() == 1.0 {
             T::ONE
         } else if v.is_nan() {
@@ -21,19 +24,30 @@ pub fn pow_by_special_exponent<T: Float>(x: &[T], y: T) -> Option<Vec<T>> {
         } else {
             f(v)
         }
-    };
+    }
     Some(if yb == 2.0 {
-        map(x, move |v| special(v, |v| v * v))
+        map(x, move |v| special(v, y, |v| v * v))
     } else if yb == 1.0 {
-        map(x, move |v| special(v, |v| v))
+        map(x, move |v| special(v, y, |v| v))
     } else if yb == -1.0 {
-        map(x, move |v| special(v, |v| T::ONE / v))
+        map(x, move |v| special(v, y, |v| T::ONE / v))
     } else if yb == 0.5 {
-        map(x, move |v| {
-            if v.is_sign_negative() && !v.is_nan() {
-                v.powf(y)
-            } else {
-                special(v, |v| v.sqrt())
+        // The square root on every lane, then libm's general algorithm where x < 0 (a NaN,
+        // or -0's and -inf's own cases): a second pass over the chunk, so the first stays a
+        // vector loop, and the test for such lanes a vector fold.
+        const CHUNK: usize = 1 << 13;
+        filled(x.len(), CHUNK, x.len(), |ci, o| {
+            let x = &x[ci * CHUNK..][..o.len()];
+            map_row(x, o, &move |v| special(v, y, |v| v.sqrt()));
+            // SAFETY: map_row wrote every element.
+            let o = unsafe { assume_init(o) };
+            let negative = |v: T| v.is_sign_negative() & !v.is_nan();
+            if x.iter().fold(false, |any, &v| any | negative(v)) {
+                for (o, &v) in o.iter_mut().zip(x) {
+                    if negative(v) {
+                        *o = v.powf(y);
+                    }
+                }
             }
         })
     } else {
