@@ -91,6 +91,7 @@ _BINARY_CALLS = {
     "minimum": ops.minimum,
     "tensor_pow": lambda a, b: positive(a) ** b,
     "floor_divide": lambda a, b: ops.floor_divide(a * 5.0, positive(b)),
+    "div_trunc": lambda a, b: ops.div_trunc(a * 5.0, positive(b)),
     "atan2": ops.atan2,
 }
 _BINARY_WITHOUT_ONNX = {"atan2"}  # ONNX has no atan2 operator

@@ -209,12 +209,12 @@ def test_a_parameter_that_changes_between_traces_is_refused():
 
 def test_every_table_op_is_public_and_tested():
     table = tlrs._core._elementwise_table()
-    # tests/test_table_ops_torch.py: trunc, floor, floor_divide, gelu_tanh, atan2 (and softplus's
+    # tests/test_table_ops_torch.py: trunc, floor, floor_divide, div_trunc, gelu_tanh, atan2 (and softplus's
     # parameters) against PyTorch.
     tested_elsewhere = {"neg", "exp", "log", "sqrt", "abs", "relu", "tanh", "sigmoid", "gelu",
                         "softplus", "add", "sub", "mul", "div", "maximum", "minimum", "tensor_pow",
                         "pow_slope_base", "pow_slope_exponent",  # test_torch_arguments.py
-                        "trunc", "floor", "floor_divide", "gelu_tanh", "atan2", "atan2_slope"}
+                        "trunc", "floor", "floor_divide", "div_trunc", "gelu_tanh", "atan2", "atan2_slope"}
     here = {n.split()[0] for n in NEW}
     for name, _kind, *_rest, py in table:
         assert name in here | tested_elsewhere, f"{name} has no test"

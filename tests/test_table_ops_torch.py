@@ -1,9 +1,9 @@
-"""trunc, floor, floor_divide, softplus(beta, threshold) and gelu(approximate=...) against
+"""trunc, floor, floor_divide, div_trunc, softplus(beta, threshold) and gelu(approximate=...) against
 PyTorch, float32 and float64, values and gradients, on the CPU reference kernels, the CPU fast
 kernels and CUDA (`device_kind`, tests/conftest.py).
 
 How each is compared:
-- trunc, floor, floor_divide and their (zero) gradients: bit for bit. They are exact IEEE
+- trunc, floor, floor_divide, div_trunc and their (zero) gradients: bit for bit. They are exact IEEE
   operations (roundings, fmod, one division and the fix-ups of c10::div_floor_floating), so
   PyTorch's CPU computes the same bits; torch.div(a, b, rounding_mode='trunc') is trunc(a / b)
   and rounding_mode='floor' is floor_divide, bit for bit too.
@@ -106,6 +106,25 @@ def test_floor_divide_equals_pytorch_bit_for_bit(dtype, device_kind):
     same_bits(da, tda, "floor_divide gradient of a")
     same_bits(db, tdb, "floor_divide gradient of b")
     assert not da.any() and not db.any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_div_trunc_equals_pytorch_bit_for_bit(dtype, device_kind):
+    """div(..., rounding_mode='trunc') is one op: PyTorch's values bit for bit (b == 0, signed
+    zeros, infinities and NaN included) and its zero gradients, NaN or infinite g included."""
+    a, b = divide_inputs(dtype)
+    g = np.random.default_rng(5).uniform(-1, 1, a.shape).astype(dtype)
+    g[:2] = [NAN, INF]
+    trunc_div = lambda p, q: ops.div(p, q, rounding_mode="trunc")  # noqa: E731
+    y, (da, db) = tlrs_value_and_grads(trunc_div, [a, b], g, device_kind)
+    ty, (tda, tdb) = torch_value_and_grads(lambda p, q: torch.div(p, q, rounding_mode="trunc"), [a, b], g)
+    same_bits(y, ty, "div trunc value")
+    same_bits(da, tda, "div trunc gradient of a")
+    same_bits(db, tdb, "div trunc gradient of b")
+    assert not da.any() and not db.any()
+    # A number as the dividend.
+    want = torch.div(torch.tensor(7.5, dtype=getattr(torch, dtype)), torch.tensor(b), rounding_mode="trunc")
+    same_bits(ops.div_trunc(7.5, tlrs.tensor(b)).numpy(), want.numpy(), "number / tensor")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

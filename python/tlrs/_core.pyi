@@ -357,6 +357,8 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum (IEEE 754-2019: NaN propagates, minimum(-0, +0) = -0); ties split the gradient."""
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise atan2(a, b): the angle of the point (x = b, y = a) in (-pi, pi]."""
+def div_trunc(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise trunc(a / b), PyTorch's div(a, b, rounding_mode='trunc'), as one op. The gradient is zero."""
 def floor_divide(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise floor(a / b) as PyTorch computes it (fmod-based, Python's a // b); a / b where b == 0. The gradient is zero."""
 # ---- end of generated functions ----

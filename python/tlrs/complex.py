@@ -435,7 +435,7 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, ComplexTensor | Tensor
 ORDERED_OPS = frozenset({
     "relu", "leaky_relu", "elu", "hardtanh", "clamp", "max", "maximum", "minimum", "max_pool2d",
     "softmax", "log_softmax", "attention_softmax", "cross_entropy", "lt", "le", "gt", "ge",
-    "floor", "trunc", "floor_divide",
+    "floor", "trunc", "floor_divide", "div_trunc",
 })
 """Recorded ops that need an order of the scalars (or a max inside): no complex meaning."""
 

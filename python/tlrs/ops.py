@@ -22,7 +22,7 @@ from ._core import Tensor
 from .index_args import int_array, is_int_tensor
 
 __all__ = [
-    "add", "clamp", "concat", "cumsum", "div", "flatten", "floor_divide", "index_select", "linear",
+    "add", "clamp", "concat", "cumsum", "div", "div_trunc", "flatten", "floor_divide", "index_select", "linear",
     "log_softmax", "matmul", "max", "mean", "mul", "permute", "pow", "reshape",
     "slice", "softmax", "sub", "sum", "transpose",
 ]
@@ -94,10 +94,16 @@ def div(input: Tensor | float, other: Tensor | float, *, rounding_mode: str | No
     if rounding_mode is None:
         return _core.div(a, b)
     if rounding_mode == "trunc":
-        return _core.trunc(_core.div(a, b))
+        return _core.div_trunc(a, b)
     if rounding_mode == "floor":
         return _core.floor_divide(a, b)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def div_trunc(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """trunc(input / other) as one op: `div(input, other, rounding_mode='trunc')` (either operand
+    may be a number); no gradient flows."""
+    return _core.div_trunc(*_operands(input, other, "div_trunc"))
 
 
 def floor_divide(input: Tensor | float, other: Tensor | float) -> Tensor:

@@ -170,6 +170,11 @@ def _trunc(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Where", [above, em.add("Floor", [x]), em.add("Ceil", [x])], out)
 
 
+def _div_trunc(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """trunc(a / b): one IEEE division, then the exact rounding of `_trunc`."""
+    return _trunc(em, n, [em.add("Div", ins)], out)
+
+
 def _floor_divide(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     """PyTorch's floor division (c10::div_floor_floating) step for step, as tlrs computes it:
     every step is exact or one IEEE division, so the bits are tlrs's."""
@@ -484,6 +489,7 @@ EMITTERS: dict[str, Emit] = {
     "minimum": _plain("Min"),
     "tensor_pow": _plain("Pow"),
     "floor_divide": _floor_divide,
+    "div_trunc": _div_trunc,
     "sum": _reduce("ReduceSum"),
     "mean": _reduce("ReduceMean"),
     "max": _reduce("ReduceMax"),

@@ -109,6 +109,16 @@ macro_rules! binary_ops {
                 da: |_g, _a, _b, _out| Err(no_second_derivative("atan2")),
                 db: |_g, _a, _b, _out| Err(no_second_derivative("atan2")),
             }
+            // PyTorch's div(a, b, rounding_mode='trunc'): the IEEE quotient rounded toward zero,
+            // as one op (the bits of trunc(a / b)); no gradient flows, as in PyTorch.
+            DivTrunc div_trunc {
+                doc: "Elementwise trunc(a / b), PyTorch's div(a, b, rounding_mode='trunc'), as one op. The gradient is zero.",
+                py: wrapped,
+                f: |a: T, b: T| (a / b).trunc(),
+                cuda: "trunc$F(a / b)",
+                da: |g, _a, _b, _out| zeros_like(g),
+                db: |g, _a, _b, _out| zeros_like(g),
+            }
             // PyTorch's floor division of floats (c10::div_floor_floating): the exact remainder
             // fmod(a, b) taken off a before dividing, then the sign fix-up and the rounding
             // correction; b == 0 gives the IEEE a / b. The gradient is zero for both operands,
