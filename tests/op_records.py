@@ -163,6 +163,8 @@ CASES: dict[str, Case] = {
     "matmul": Case(lambda p, x: ops.matmul(_mixed(p, x), p[2]), [[4], [4], [4, 3]]),
     "softmax": Case(lambda p, x: ops.softmax(_mixed(p, x), 1), [[4], [4]]),
     "log_softmax": Case(lambda p, x: ops.log_softmax(_mixed(p, x), 1), [[4], [4]]),
+    "logsumexp": Case(lambda p, x: ops.unsqueeze(ops.logsumexp(_mixed(p, x), 1), 1) + ops.logsumexp(_mixed(p, x), 0, True),
+                      [[4], [4]]),
     "cross_entropy": Case(_cross_entropy, [[4], [4]], onnx=False),
     "conv2d": Case(lambda p, x: _flat(ops.conv2d(_image(p, x), p[2], p[3], 1, 1), x),
                    [[16], [16], [2, 1, 3, 3], [2]], features=16),

@@ -422,6 +422,8 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     """Softmax along `dim`."""
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     """Log-softmax along `dim`."""
+def logsumexp(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    """logsumexp along `dim` as one op (the axis must not be empty)."""
 def cumsum(x: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`, in index order."""
 def cross_entropy_indices(x: Tensor, target: Sequence[int], ignore_index: int | None = None) -> Tensor:

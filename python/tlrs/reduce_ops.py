@@ -68,14 +68,20 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim` (an int or a sequence; None for all), shifted by the
     maximum: m + log(sum(exp(x - m))). As in PyTorch an infinite maximum shifts by 0 instead
     (here by the largest finite number, the same result): a row of -inf gives -inf, one holding
-    +inf gives +inf; an empty one -inf. The gradient is softmax(x) up to rounding (the
-    shift's terms cancel)."""
+    +inf gives +inf; an empty one -inf. One axis, or all of them (the sum then one left fold
+    over the flattened tensor), is one recorded op with PyTorch's gradient g·exp(x - out);
+    another set of axes composes max, exp, sum and log, axis by axis."""
     x = _tensor(input, "logsumexp")
     axes = _axes(x, dim, "logsumexp")
     if not axes:
         return x  # a 0-d tensor: log(exp(x)) is x
     if _count(x, axes) == 0:  # log(0) = -inf, as PyTorch; the (empty) sum keeps the graph
         return _core.add(_reduce(_core.sum, x, axes, keepdim), _core.full([], -math.inf, x.dtype))
+    if len(axes) == 1:
+        return _core.logsumexp(x, axes[0], keepdim)
+    if len(axes) == x.ndim:
+        out = _core.logsumexp(_core.reshape(x, [-1]), 0, False)
+        return _core.reshape(out, [1] * x.ndim) if keepdim else out
     big = float(np.finfo(x.dtype).max)
     m = _core.clamp(_reduce(_core.max, x, axes, True), -big, big)
     s = _reduce(_core.sum, _core.exp(_core.sub(x, m)), axes, True)

@@ -358,6 +358,16 @@ def _softmax(op_type: str) -> Emit:
     return lambda em, n, ins, out: em.add(op_type, ins, out, axis=n.attrs["axis"])
 
 
+def _logsumexp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """m + Log(ReduceSum(Exp(x - m))), m the axis's maximum clipped to the finite range, as
+    tlrs computes it (the sum's order is the runtime's)."""
+    axis, big = em.ints([n.attrs["axis"]]), float(np.finfo(n.dtype).max)
+    m = _clip(em, n, em.add("ReduceMax", [ins[0], axis], keepdims=1), -big, big, "")
+    s = em.add("ReduceSum", [em.add("Exp", [em.add("Sub", [ins[0], m])]), axis], keepdims=1)
+    y = em.add("Add", [em.add("Log", [s]), m])
+    return em.add("Identity", [y], out) if n.attrs["keepdim"] else em.add("Squeeze", [y, axis], out)
+
+
 def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     axis = n.attrs["axis"]  # None: a 0-d tensor, its own running sum
     if axis is None:
@@ -494,6 +504,7 @@ EMITTERS: dict[str, Emit] = {
     "mean": _reduce("ReduceMean"),
     "max": _reduce("ReduceMax"),
     "cumsum": _cumsum,
+    "logsumexp": _logsumexp,
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,
     "reshape": _reshape,

@@ -6,7 +6,7 @@
 use super::record::{Attr, Record};
 use crate::ops::{attention_softmax, norm_per_image, pool, reduce, softmax};
 use crate::ops::{
-    compare, conv, convert, dropout, elementwise, fused, index, layout, loss, matmul,
+    compare, conv, convert, dropout, elementwise, fused, index, layout, logsumexp, loss, matmul,
 };
 use crate::{Result, Shape, Tensor};
 
@@ -71,6 +71,8 @@ declare_ops! {
     /// Softmax or log-softmax along one axis.
     Softmax(softmax::Softmax),
     NllLoss(loss::NllLoss),
+    /// logsumexp along one axis.
+    LogSumExp(logsumexp::LogSumExp),
     Conv2d(conv::Conv2d),
     MaxPool2d(pool::MaxPool2d),
     AvgPool2d(pool::AvgPool2d),

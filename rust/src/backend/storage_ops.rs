@@ -145,4 +145,21 @@ pub trait BackendStorage: Sized {
         inner: usize,
         log: bool,
     ) -> Result<Self>;
+
+    /// log(sum(exp(x - m))) + m over the middle axis of `self` viewed as [outer, len] + [inner]
+    /// (len >= 1), m the lane's maximum (NaN propagating) clamped to [-big, big] (the dtype's
+    /// largest finite value): one value per (outer, inner) lane. The sum is a left fold in index
+    /// order. This default composes the other operations (each its own pass); the CPU runs it
+    /// in one pass per row with the same operations, so the same bits.
+    fn logsumexp(&self, outer: usize, len: usize, inner: usize, big: f64) -> Result<Self> {
+        let shape = Shape(vec![outer, len, inner]);
+        let lanes = Shape(vec![outer, 1, inner]);
+        let (m, _) = self.max_axis(outer, len, inner)?;
+        let m = m.clamp(Some(-big), Some(big))?;
+        let e = self
+            .binary(BinaryOp::Sub, &shape, &m, &lanes, &shape)?
+            .unary(UnaryOp::Exp)?;
+        let s = e.sum(&shape, Some(1))?.unary(UnaryOp::Log)?;
+        s.binary(BinaryOp::Add, &lanes, &m, &lanes, &lanes)
+    }
 }

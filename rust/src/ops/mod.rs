@@ -11,6 +11,7 @@ pub mod elementwise;
 pub mod fused;
 pub mod index;
 pub mod layout;
+pub mod logsumexp;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
@@ -31,6 +32,7 @@ pub use pool::{
 pub use elementwise::*;
 pub use index::{embedding, gather, masked_fill, scatter_add};
 pub use layout::{concat, contiguous, flatten, index_select, permute, reshape, slice, transpose};
+pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, cross_entropy_ignoring, mse_loss, nll_loss_ignoring, Target};
 pub use matmul::{linear, matmul, matmul_t};
 pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};

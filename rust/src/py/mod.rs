@@ -68,6 +68,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::cross_entropy_index_tensor,
         ops::softmax,
         ops::log_softmax,
+        ops::logsumexp,
         ops::cumsum,
         ops::cross_entropy_indices,
         ops::cross_entropy_probs,

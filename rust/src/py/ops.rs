@@ -170,6 +170,14 @@ pub fn softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     run(py, move || ops::softmax(&x, dim))
 }
 
+/// logsumexp along `dim` as one op (the axis must not be empty).
+#[pyfunction]
+#[pyo3(signature = (x, dim, keepdim=false))]
+pub fn logsumexp(py: Python<'_>, x: PyRef<'_, T>, dim: isize, keepdim: bool) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::logsumexp(&x, dim, keepdim))
+}
+
 #[pyfunction]
 pub fn cumsum(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     let x = x.inner.clone();

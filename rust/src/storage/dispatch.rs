@@ -423,6 +423,9 @@ impl Storage {
     pub fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Storage> {
         on_one_device!("softmax", (self), |x| x.softmax(outer, len, inner, log))
     }
+    pub fn logsumexp(&self, outer: usize, len: usize, inner: usize, big: f64) -> Result<Storage> {
+        on_one_device!("logsumexp", (self), |x| x.logsumexp(outer, len, inner, big))
+    }
     pub fn softmax_grad(
         &self,
         g: &Storage,

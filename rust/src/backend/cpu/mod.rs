@@ -23,6 +23,7 @@ pub mod gemm_ref;
 pub mod host_buf;
 pub mod lanewise;
 pub mod layout;
+pub mod logsumexp;
 pub mod loss;
 pub mod matmul;
 pub mod norm;

@@ -439,6 +439,14 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }
 
+    fn logsumexp(&self, outer: usize, len: usize, inner: usize, big: f64) -> Result<Self> {
+        Ok(map_cpu!(self, |v| super::logsumexp::logsumexp(
+            v,
+            [outer, len, inner],
+            lit(v, big)
+        )))
+    }
+
     fn softmax_grad(
         &self,
         g: &Self,
