@@ -111,6 +111,9 @@ def _var(input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: floa
     c = _correction(correction, unbiased, what)
     axes = _axes(x, dim, what)
     n = _count(x, axes)
+    if n > 0 and axes and (len(axes) == 1 or len(axes) == x.ndim):
+        # One recorded op (over all axes one fold over the flattened tensor), PyTorch's gradient.
+        return _core.var(x, axes[0] if len(axes) == 1 else None, c, keepdim)
     mean = _core.div(_reduce(_core.sum, x, axes, True), _core.full([], float(n), x.dtype, device=x.device))
     d = _core.sub(x, mean)
     ss = _reduce(_core.sum, _core.mul(d, d), axes, keepdim)

@@ -368,6 +368,21 @@ def _logsumexp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Identity", [y], out) if n.attrs["keepdim"] else em.add("Squeeze", [y, axis], out)
 
 
+def _var(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """mean = ReduceSum / N, then ReduceSum((x - mean)²) / max(0, N - correction), as tlrs
+    computes it (the sums' order is the runtime's); every axis where `axis` is None. N is read
+    from the input's shape at run time (the batch axis is symbolic)."""
+    x, axis = ins[0], n.attrs["axis"]
+    axes = [] if axis is None else [em.ints([axis])]
+    size = em.add("Size", [x]) if axis is None else em.add("Gather", [em.add("Shape", [x]), em.ints([axis])])
+    count = em.add("Cast", [size], to=ELEM_TYPES[n.dtype])
+    total = em.add("ReduceSum", [x, *axes], keepdims=1)
+    d = em.add("Sub", [x, em.add("Div", [total, count])])
+    ss = em.add("ReduceSum", [em.add("Mul", [d, d]), *axes], keepdims=int(n.attrs["keepdim"]))
+    dof = em.add("Max", [em.add("Sub", [count, em.scalar(n.attrs["correction"], n.dtype)]), em.scalar(0.0, n.dtype)])
+    return em.add("Div", [ss, dof], out)
+
+
 def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     axis = n.attrs["axis"]  # None: a 0-d tensor, its own running sum
     if axis is None:
@@ -505,6 +520,7 @@ EMITTERS: dict[str, Emit] = {
     "max": _reduce("ReduceMax"),
     "cumsum": _cumsum,
     "logsumexp": _logsumexp,
+    "var": _var,
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,
     "reshape": _reshape,

@@ -162,4 +162,22 @@ pub trait BackendStorage: Sized {
         let s = e.sum(&shape, Some(1))?.unary(UnaryOp::Log)?;
         s.binary(BinaryOp::Add, &lanes, &m, &lanes, &lanes)
     }
+
+    /// The variance over the middle axis of `self` viewed as [outer, len, inner] (len >= 1),
+    /// and the mean: mean = sum / len, then sum((x - mean)²) / divisor, each sum a left fold in
+    /// index order; one of each per (outer, inner) lane. This default composes the other
+    /// operations; the CPU runs the same operations in two passes, so the same bits.
+    fn var(&self, outer: usize, len: usize, inner: usize, divisor: f64) -> Result<(Self, Self)> {
+        let shape = Shape(vec![outer, len, inner]);
+        let lanes = Shape(vec![outer, 1, inner]);
+        let mean = self
+            .sum(&shape, Some(1))?
+            .binary_scalar(BinaryOp::Div, len as f64, false)?;
+        let d = self.binary(BinaryOp::Sub, &shape, &mean, &lanes, &shape)?;
+        let squares = d.binary(BinaryOp::Mul, &shape, &d, &shape, &shape)?;
+        let var = squares
+            .sum(&shape, Some(1))?
+            .binary_scalar(BinaryOp::Div, divisor, false)?;
+        Ok((var, mean))
+    }
 }

@@ -22,6 +22,7 @@ pub mod softmax;
 pub mod sort;
 #[cfg(test)]
 mod test_support;
+pub mod variance;
 
 pub use attention::multi_head_attention;
 pub use conv::{conv2d, global_avg_pool2d};
@@ -38,3 +39,4 @@ pub use matmul::{linear, matmul, matmul_t};
 pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};
 pub use reduce::{broadcast_to, max, mean, sum, sum_to_shape};
 pub use softmax::{log_softmax, softmax};
+pub use variance::var;

@@ -69,6 +69,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::softmax,
         ops::log_softmax,
         ops::logsumexp,
+        ops::var,
         ops::cumsum,
         ops::cross_entropy_indices,
         ops::cross_entropy_probs,

@@ -426,6 +426,25 @@ impl Storage {
     pub fn logsumexp(&self, outer: usize, len: usize, inner: usize, big: f64) -> Result<Storage> {
         on_one_device!("logsumexp", (self), |x| x.logsumexp(outer, len, inner, big))
     }
+    /// (variance, mean) over the middle axis of [outer, len, inner].
+    pub fn var(
+        &self,
+        outer: usize,
+        len: usize,
+        inner: usize,
+        divisor: f64,
+    ) -> Result<(Storage, Storage)> {
+        match self {
+            Storage::Cpu(x) => {
+                let (v, m) = x.var(outer, len, inner, divisor)?;
+                Ok((Storage::Cpu(v), Storage::Cpu(m)))
+            }
+            Storage::Cuda(x) => {
+                let (v, m) = x.var(outer, len, inner, divisor)?;
+                Ok((Storage::Cuda(v), Storage::Cuda(m)))
+            }
+        }
+    }
     pub fn softmax_grad(
         &self,
         g: &Storage,

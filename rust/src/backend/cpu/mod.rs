@@ -45,6 +45,7 @@ mod team;
 #[cfg(target_arch = "x86_64")]
 mod tile16;
 pub mod uninit;
+pub mod variance;
 mod wide_rows;
 
 pub use storage::{CpuElem, CpuStorage};

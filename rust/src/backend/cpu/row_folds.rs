@@ -34,6 +34,16 @@ pub fn fold_rows<T: Float>(acc: [T; LANES], terms: &[T], hw: usize, negate: bool
             }
         }
         acc
+    } else if lanes == 1 {
+        // One row: its fold in a register (an array indexed by a run-time count stays in
+        // memory, each add then waiting on a store and a load).
+        let mut a = acc[0];
+        for &t in &terms[..hw] {
+            a = a + f(t);
+        }
+        let mut acc = acc;
+        acc[0] = a;
+        acc
     } else {
         let mut acc = acc;
         for i in 0..hw {

@@ -439,6 +439,29 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }
 
+    fn var(&self, outer: usize, len: usize, inner: usize, divisor: f64) -> Result<(Self, Self)> {
+        fn pair<T: crate::dtype::Float>(
+            v: &[T],
+            dims: [usize; 3],
+            divisor: f64,
+        ) -> (super::host_buf::HostBuf<T>, super::host_buf::HostBuf<T>) {
+            let (var, mean) = super::variance::var(v, dims, lit(v, divisor));
+            (var.into(), mean.into())
+        }
+        let dims = [outer, len, inner];
+        Ok(match self {
+            CpuStorage::F32(v) => {
+                let (var, mean) = pair(v, dims, divisor);
+                (CpuStorage::F32(var), CpuStorage::F32(mean))
+            }
+            CpuStorage::F64(v) => {
+                let (var, mean) = pair(v, dims, divisor);
+                (CpuStorage::F64(var), CpuStorage::F64(mean))
+            }
+            other => return Err(crate::error::not_float("var", other.dtype())),
+        })
+    }
+
     fn logsumexp(&self, outer: usize, len: usize, inner: usize, big: f64) -> Result<Self> {
         Ok(map_cpu!(self, |v| super::logsumexp::logsumexp(
             v,

@@ -1,0 +1,105 @@
+//! The variance along one axis, or over all elements, as one recorded op: the mean as a left
+//! fold divided by the count, then the squared deviations folded and divided by
+//! max(0, N - correction). The gradient is PyTorch's rule, (2 / (N - correction)) * g *
+//! (x - mean), NaN where N - correction <= 0.
+
+use crate::autograd::record::{first, Attr, Record};
+use crate::ops::elementwise::{mul, scalar_like, sub};
+use crate::ops::layout::reshape_to;
+use crate::{Error, Result, Shape, Tensor};
+
+/// The variance of `x` along `axis` (None: every element, one fold over them in order), the
+/// axis dropped or kept with size 1 (every axis kept for None) when `keepdim`.
+pub fn var(x: &Tensor, axis: Option<isize>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return Err(crate::error::not_float("var", x.dtype()));
+    }
+    let ax = axis.map(|a| x.shape().axis("var", a)).transpose()?;
+    let [outer, len, inner] = lanes(x.shape(), ax);
+    if len == 0 {
+        return Err(Error::arg(
+            "var",
+            format!("nothing to reduce in {}", x.shape()),
+        ));
+    }
+    let divisor = (len as f64 - correction).max(0.0);
+    let (v, mean) = x.storage().var(outer, len, inner, divisor)?;
+    let mean = Tensor::from_storage(mean, reduced(x.shape(), ax, true))?;
+    let op = Var {
+        x: x.clone(),
+        axis: ax,
+        correction,
+        keepdim,
+        mean,
+    };
+    Ok(Tensor::from_op(v, reduced(x.shape(), ax, keepdim), op))
+}
+
+/// [outer, len, inner] around `axis`; all of the tensor as one row for None.
+fn lanes(shape: &Shape, axis: Option<usize>) -> [usize; 3] {
+    match axis {
+        Some(a) => {
+            let (o, l, i) = shape.split_at_axis(a);
+            [o, l, i]
+        }
+        None => [1, shape.numel(), 1],
+    }
+}
+
+/// `shape` reduced along `axis` (every axis for None): dropped, or kept with size 1.
+fn reduced(shape: &Shape, axis: Option<usize>, keep: bool) -> Shape {
+    let dims = shape.dims();
+    Shape(match (axis, keep) {
+        (None, true) => vec![1; dims.len()],
+        (None, false) => vec![],
+        (Some(a), true) => dims
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if i == a { 1 } else { d })
+            .collect(),
+        (Some(a), false) => dims
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != a)
+            .map(|(_, &d)| d)
+            .collect(),
+    })
+}
+
+/// The variance of `x` along `axis` (None: all), and the mean the forward found (kept axes).
+#[derive(Clone)]
+pub struct Var {
+    pub x: Tensor,
+    pub axis: Option<usize>,
+    pub correction: f64,
+    pub keepdim: bool,
+    pub mean: Tensor,
+}
+
+impl Record for Var {
+    crate::autograd::record::named!("var");
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        vec![
+            ("axis", Attr::Count(self.axis)),
+            ("correction", Attr::Float(Some(self.correction))),
+            ("keepdim", Attr::Flag(self.keepdim)),
+        ]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        // PyTorch's var_backward: (2 / dof) * g * (x - mean), NaN * g where dof <= 0.
+        let [_, len, _] = lanes(self.x.shape(), self.axis);
+        let dof = len as f64 - self.correction;
+        let g = reshape_to(g, reduced(self.x.shape(), self.axis, true));
+        // A NaN factor where dof <= 0 makes every element NaN, as PyTorch's grad * NaN.
+        let k = if dof <= 0.0 { f64::NAN } else { 2.0 / dof };
+        let scaled = mul(&g, &scalar_like(k, &g))?;
+        Ok(vec![Some(mul(&scaled, &sub(&self.x, &self.mean)?)?)])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        let axis = self.axis.map(|a| a as isize);
+        var(first("var", xs)?, axis, self.correction, self.keepdim)
+    }
+}
