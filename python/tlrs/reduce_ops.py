@@ -1,5 +1,7 @@
-"""Reductions composed from recorded ops (so they have gradients, CUDA, the compiled backend and
-ONNX): `logsumexp`, `var`, `std`, `amin`, `min`, `prod`, with `torch` names and arguments.
+"""Reductions with `torch` names and arguments: `logsumexp`, `var`, `std`, `amin`, `min`, `prod`.
+Over one axis or all of them, `logsumexp` and `var` are recorded ops of their own (one pass per
+row on the CPU, PyTorch's gradient formulas); the rest, and other sets of axes, compose recorded
+ops, so everything has gradients, CUDA, the compiled backend and ONNX.
 
 Values follow PyTorch's formulas, not its bits: `var` is the two-pass sum of squared
 deviations over (N - correction) where PyTorch runs Welford's algorithm, and `prod` multiplies
