@@ -136,6 +136,7 @@ CASES: dict[str, Case] = {
     "nn.functional.gelu": Case(ops.gelu),
     "nn.functional.softplus": Case(ops.softplus),
     "nn.functional.silu": Case(ops.silu),
+    "nn.functional.logsigmoid": Case(ops.logsigmoid),
     "nn.functional.leaky_relu": Case(ops.leaky_relu),
     "nn.functional.elu": Case(ops.elu),
     "nn.functional.hardtanh": Case(ops.hardtanh, exact=True),

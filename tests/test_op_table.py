@@ -45,6 +45,7 @@ NEW = {
                       (-3, 3)),
     "huber": (ops.huber, lambda x: np.where(abs(x) < 1, 0.5 * x * x, abs(x) - 0.5), (-3, 3)),
     "huber 2": (lambda t: ops.huber(t, 2.0), lambda x: np.where(abs(x) < 2, 0.5 * x * x, 2 * (abs(x) - 1)), (-5, 5)),
+    "logsigmoid": (ops.logsigmoid, lambda x: np.minimum(x, 0) - np.log1p(np.exp(-abs(x))), (-30, 30)),
 }
 
 

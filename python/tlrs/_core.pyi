@@ -276,6 +276,7 @@ __all__ = [
     "softplus",
     "smooth_l1",
     "huber",
+    "logsigmoid",
     "silu",
     "leaky_relu",
     "elu",
@@ -319,6 +320,8 @@ def smooth_l1(input: Tensor, beta: float = 1.0) -> Tensor:
     """Elementwise 0.5 * x * x / beta where |x| < beta, else |x| - 0.5 * beta (smooth_l1_loss's term at x = input - target)."""
 def huber(input: Tensor, delta: float = 1.0) -> Tensor:
     """Elementwise 0.5 * x * x where |x| < delta, else delta * (|x| - 0.5 * delta) (huber_loss's term at x = input - target)."""
+def logsigmoid(input: Tensor) -> Tensor:
+    """Elementwise log(sigmoid(x)), as min(x, 0) - log1p(e ** -|x|) (PyTorch's logsigmoid)."""
 def silu(input: Tensor) -> Tensor:
     """Elementwise SiLU (swish), x * sigmoid(x)."""
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:

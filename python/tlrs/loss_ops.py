@@ -272,15 +272,6 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce_all(loss, reduction)
 
 
-def _log_sigmoid(x: Tensor) -> Tensor:
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for every x. min(x, 0) is written
-    x/2 - |x|/2 (exact, and with slope 1/2 at 0, so the gradient at 0 is sigmoid(-0) = 1/2)."""
-    half = _scalar(0.5, x)
-    a = _core.abs(x)
-    low = _core.sub(_core.mul(x, half), _core.mul(a, half))
-    return _core.sub(low, _core.log1p(_core.exp(_core.neg(a))))
-
-
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
@@ -291,7 +282,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     reduction = _reduction(reduction, size_average, reduce, what)
     _pointwise(input, target, what)
     one = _scalar(1.0, input)
-    ls = _log_sigmoid(input)
+    ls = _core.logsigmoid(input)
     if pos_weight is not None:
         if not isinstance(pos_weight, Tensor):
             raise TypeError(f"{what}: expected pos_weight to be a Tensor, got {type(pos_weight).__name__}")

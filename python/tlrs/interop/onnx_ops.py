@@ -252,6 +252,13 @@ def _huber(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return _quadratic_near_zero(em, n, ins[0], n.attrs["delta"], quad, out, linear)
 
 
+def _logsigmoid(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # min(x, 0) - log(1 + exp(-|x|)) (ONNX has no log1p: within rounding of tlrs's).
+    x, zero = ins[0], em.scalar(0.0, n.dtype)
+    tail = _log1p(em, n, [em.add("Exp", [em.add("Neg", [em.add("Abs", [x])])])], "")
+    return em.add("Sub", [em.add("Min", [x, zero]), tail], out)
+
+
 def _log1p(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Log", [em.add("Add", [ins[0], em.scalar(1.0, n.dtype)])], out)
 
@@ -500,6 +507,7 @@ EMITTERS: dict[str, Emit] = {
     "smooth_l1": _smooth_l1,
     "huber": _huber,
     "log1p": _log1p,
+    "logsigmoid": _logsigmoid,
     "expm1": _expm1,
     "rsqrt": _rsqrt,
     "trunc": _trunc,

@@ -20,7 +20,7 @@ checkpoints, ONNX, distributed training).
 
 from __future__ import annotations
 
-from .activation import ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation import ELU, GELU, LeakyReLU, LogSigmoid, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import MultiheadAttention
 from .bridge import to_module_def
 from .containers import ModuleDict, ModuleList, Sequential
@@ -43,7 +43,7 @@ from .utils import assign_parameters, clip_grad_norm, clip_grad_norm_
 __all__ = [
     "ELU", "GELU", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss",
     "Dropout", "Embedding", "Flatten", "GroupNorm", "Identity", "IncompatibleKeys", "LayerNorm", "LeakyReLU",
-    "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList",
+    "Linear", "LogSigmoid", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "ModuleDict", "ModuleList",
     "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh",
     "TransformerEncoderLayer", "assign_parameters", "clip_grad_norm", "clip_grad_norm_", "to_module_def",
 ]

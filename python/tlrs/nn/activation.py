@@ -7,7 +7,8 @@ from .. import ops
 from .._core import Tensor
 from .module import Module
 
-__all__ = ["ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
+__all__ = ["ELU", "GELU", "LeakyReLU", "LogSigmoid", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Softplus",
+           "Tanh"]
 
 
 class ReLU(Module):
@@ -43,6 +44,11 @@ class Tanh(Module):
 class Sigmoid(Module):
     def forward(self, input: Tensor) -> Tensor:
         return ops.sigmoid(input)
+
+
+class LogSigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.logsigmoid(input)
 
 
 class SiLU(Module):

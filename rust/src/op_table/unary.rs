@@ -169,6 +169,22 @@ macro_rules! unary_ops {
                 cuda: "(fabs$F(v) < delta) ? ($T)0.5 * fabs$F(v) * fabs$F(v) : delta * (fabs$F(v) - ($T)0.5 * delta)",
                 cuda_df: "(x < -delta) ? g * -delta : ((x > delta) ? g * delta : g * x)",
             }
+            // log(sigmoid(x)) as PyTorch computes it, min(x, 0) - log1p(e^-|x|), stable for every
+            // x; its gradient is PyTorch's, g * (x < 0 ? 1 - z/(1+z) : z/(1+z)), z = e^-|x|.
+            Logsigmoid logsigmoid {
+                doc: "Elementwise log(sigmoid(x)), as min(x, 0) - log1p(e ** -|x|) (PyTorch's logsigmoid).",
+                method: [],
+                params: [],
+                require: [],
+                f: |x| (if x < T::ZERO { x } else { T::ZERO }) - (-x.abs()).exp().log1p(),
+                df: input |g, x| {
+                    let z = (-x.abs()).exp();
+                    let (max_deriv, sign) = if x < T::ZERO { (T::ONE, T::ONE) } else { (T::ZERO, -T::ONE) };
+                    g * (max_deriv - sign * (z / (T::ONE + z)))
+                },
+                cuda: "((v < ($T)0) ? v : ($T)0) - log1p$F(exp$F(-fabs$F(v)))",
+                cuda_df: "g * (((x < ($T)0) ? ($T)1 : ($T)0) - ((x < ($T)0) ? ($T)1 : ($T)-1) * (exp$F(-fabs$F(x)) / (($T)1 + exp$F(-fabs$F(x)))))",
+            }
             // x / (1 + e^-x) as PyTorch computes it; the sigmoid is recomputed in the gradient.
             Silu silu {
                 doc: "Elementwise SiLU (swish), x * sigmoid(x).",
