@@ -163,7 +163,8 @@ mod tests {
             let b: Vec<f32> = a
                 .iter()
                 .map(|&x| {
-                    x / ((next() % 5000) as f32 + 0.37) * if next() % 2 == 0 { 1.0 } else { -1.0 }
+                    x / ((next() % 5000) as f32 + 0.37)
+                        * if next().is_multiple_of(2) { 1.0 } else { -1.0 }
                 })
                 .collect();
             check32(&a, &b);
@@ -195,7 +196,8 @@ mod tests {
             let c: Vec<f64> = a
                 .iter()
                 .map(|&x| {
-                    x / ((next() % 5000) as f64 + 0.37) * if next() % 2 == 0 { 1.0 } else { -1.0 }
+                    x / ((next() % 5000) as f64 + 0.37)
+                        * if next().is_multiple_of(2) { 1.0 } else { -1.0 }
                 })
                 .collect();
             pairs.push((a.clone(), b));
