@@ -1,7 +1,8 @@
 """Reductions with `torch` names and arguments: `logsumexp`, `var`, `std`, `amin`, `min`, `prod`.
-Over one axis or all of them, `logsumexp` and `var` are recorded ops of their own (one pass per
-row on the CPU, PyTorch's gradient formulas); the rest, and other sets of axes, compose recorded
-ops, so everything has gradients, CUDA, the compiled backend and ONNX.
+Over one axis or all of them, `logsumexp`, `var` and `prod` are recorded ops of their own (one
+pass per row on the CPU; PyTorch's gradient formulas for the first two, the product rule down
+prod's halving tree for the third); the rest, and other sets of axes, compose recorded ops, so
+everything has gradients, CUDA, the compiled backend and ONNX.
 
 Values follow PyTorch's formulas, not its bits: `var` is the two-pass sum of squared
 deviations over (N - correction) where PyTorch runs Welford's algorithm, and `prod` multiplies
@@ -189,6 +190,8 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
     axes = _axes(x, dim, "prod")
     if not axes:
         return x
-    if dim is None:
-        return _prod_axis(_core.reshape(x, [-1]), 0, False)
-    return _prod_axis(x, axes[0], keepdim)
+    if _count(x, axes) == 0:
+        return _prod_axis(_core.reshape(x, [-1]) if dim is None else x, 0 if dim is None else axes[0],
+                          keepdim and dim is not None)
+    # One recorded op: the halving tree in place, its gradient back down the tree.
+    return _core.prod(x, None if dim is None else axes[0], keepdim and dim is not None)

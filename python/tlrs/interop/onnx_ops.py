@@ -529,6 +529,7 @@ EMITTERS: dict[str, Emit] = {
     "cumsum": _cumsum,
     "logsumexp": _logsumexp,
     "var": _var,
+    "prod": _reduce("ReduceProd"),
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,
     "reshape": _reshape,

@@ -7,7 +7,7 @@ use super::record::{Attr, Record};
 use crate::ops::{attention_softmax, norm_per_image, pool, reduce, softmax};
 use crate::ops::{
     compare, conv, convert, dropout, elementwise, fused, index, layout, logsumexp, loss, matmul,
-    variance,
+    prod, variance,
 };
 use crate::{Result, Shape, Tensor};
 
@@ -76,6 +76,8 @@ declare_ops! {
     LogSumExp(logsumexp::LogSumExp),
     /// The variance along one axis or over all elements.
     Var(variance::Var),
+    /// The product along one axis or over all elements (by halving).
+    Prod(prod::Prod),
     Conv2d(conv::Conv2d),
     MaxPool2d(pool::MaxPool2d),
     AvgPool2d(pool::AvgPool2d),

@@ -163,6 +163,72 @@ pub trait BackendStorage: Sized {
         s.binary(BinaryOp::Add, &lanes, &m, &lanes, &lanes)
     }
 
+    /// The product over the middle axis of `self` viewed as [outer, len, inner] (len >= 1) by
+    /// halving: each level multiplies the axis's first half by its second (y[i] = x[i] *
+    /// x[i + h], h = n / 2), the odd last entry carried on, until one entry is left. This
+    /// default runs the slices, multiplies and concatenations; the CPU the same products in
+    /// place, so the same bits.
+    fn prod(&self, outer: usize, len: usize, inner: usize) -> Result<Self> {
+        let mut level: Option<Self> = None;
+        let mut n = len;
+        while n > 1 {
+            let x = level.as_ref().unwrap_or(self);
+            level = Some(halve(x, outer, n, inner)?);
+            n = n / 2 + n % 2;
+        }
+        match level {
+            Some(top) => Ok(top),
+            None => self.slice(outer, 1, inner, 0, 1),
+        }
+    }
+
+    /// The gradient of `prod` for `self` (the input) given `g` ([outer, inner]): every level's
+    /// values, then from the top each pair's product rule, g * b for a and g * a for b, and the
+    /// carried entry's gradient passed down.
+    fn prod_grad(&self, g: &Self, outer: usize, len: usize, inner: usize) -> Result<Self> {
+        let mut levels: Vec<(Self, usize)> = Vec::new();
+        let mut n = len;
+        while n > 1 {
+            let x = levels.last().map(|(l, _)| l).unwrap_or(self);
+            let next = halve(x, outer, n, inner)?;
+            levels.push((next, n / 2 + n % 2));
+            n = n / 2 + n % 2;
+        }
+        let mut grad: Option<Self> = None;
+        for k in (0..levels.len()).rev() {
+            let (below, n) = if k == 0 {
+                (self, len)
+            } else {
+                (&levels[k - 1].0, levels[k - 1].1)
+            };
+            let above = grad.as_ref().unwrap_or(g);
+            let h = n / 2;
+            let m = h + n % 2;
+            let half = Shape(vec![outer, h, inner]);
+            let (a, b) = (
+                below.slice(outer, n, inner, 0, h)?,
+                below.slice(outer, n, inner, h, 2 * h)?,
+            );
+            let top = if n % 2 == 1 {
+                above.slice(outer, m, inner, 0, h)?
+            } else {
+                above.slice(outer, m, inner, 0, m)?
+            };
+            let ga = top.binary(BinaryOp::Mul, &half, &b, &half, &half)?;
+            let gb = top.binary(BinaryOp::Mul, &half, &a, &half, &half)?;
+            grad = Some(if n % 2 == 1 {
+                let carried = above.slice(outer, m, inner, h, m)?;
+                Self::concat(&[(&ga, h), (&gb, h), (&carried, 1)], outer, inner)?
+            } else {
+                Self::concat(&[(&ga, h), (&gb, h)], outer, inner)?
+            });
+        }
+        match grad {
+            Some(grad) => Ok(grad),
+            None => g.slice(outer, 1, inner, 0, 1),
+        }
+    }
+
     /// The variance over the middle axis of `self` viewed as [outer, len, inner] (len >= 1),
     /// and the mean: mean = sum / len, then sum((x - mean)²) / divisor, each sum a left fold in
     /// index order; one of each per (outer, inner) lane. This default composes the other
@@ -180,4 +246,20 @@ pub trait BackendStorage: Sized {
             .binary_scalar(BinaryOp::Div, divisor, false)?;
         Ok((var, mean))
     }
+}
+
+/// One level of the product's halving: [outer, n, inner] to [outer, n / 2 + n % 2, inner].
+fn halve<S: BackendStorage>(x: &S, outer: usize, n: usize, inner: usize) -> Result<S> {
+    let h = n / 2;
+    let half = Shape(vec![outer, h, inner]);
+    let (a, b) = (
+        x.slice(outer, n, inner, 0, h)?,
+        x.slice(outer, n, inner, h, 2 * h)?,
+    );
+    let pair = a.binary(BinaryOp::Mul, &half, &b, &half, &half)?;
+    if n % 2 == 0 {
+        return Ok(pair);
+    }
+    let carried = x.slice(outer, n, inner, 2 * h, n)?;
+    S::concat(&[(&pair, h), (&carried, 1)], outer, inner)
 }

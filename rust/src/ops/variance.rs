@@ -6,6 +6,7 @@
 use crate::autograd::record::{first, Attr, Record};
 use crate::ops::elementwise::{mul, scalar_like, sub};
 use crate::ops::layout::reshape_to;
+use crate::ops::prod::{lanes, reduced};
 use crate::{Error, Result, Shape, Tensor};
 
 /// The variance of `x` along `axis` (None: every element, one fold over them in order), the
@@ -33,37 +34,6 @@ pub fn var(x: &Tensor, axis: Option<isize>, correction: f64, keepdim: bool) -> R
         mean,
     };
     Ok(Tensor::from_op(v, reduced(x.shape(), ax, keepdim), op))
-}
-
-/// [outer, len, inner] around `axis`; all of the tensor as one row for None.
-fn lanes(shape: &Shape, axis: Option<usize>) -> [usize; 3] {
-    match axis {
-        Some(a) => {
-            let (o, l, i) = shape.split_at_axis(a);
-            [o, l, i]
-        }
-        None => [1, shape.numel(), 1],
-    }
-}
-
-/// `shape` reduced along `axis` (every axis for None): dropped, or kept with size 1.
-fn reduced(shape: &Shape, axis: Option<usize>, keep: bool) -> Shape {
-    let dims = shape.dims();
-    Shape(match (axis, keep) {
-        (None, true) => vec![1; dims.len()],
-        (None, false) => vec![],
-        (Some(a), true) => dims
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| if i == a { 1 } else { d })
-            .collect(),
-        (Some(a), false) => dims
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != a)
-            .map(|(_, &d)| d)
-            .collect(),
-    })
 }
 
 /// The variance of `x` along `axis` (None: all), and the mean the forward found (kept axes).

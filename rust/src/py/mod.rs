@@ -70,6 +70,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::log_softmax,
         ops::logsumexp,
         ops::var,
+        ops::prod,
         ops::cumsum,
         ops::cross_entropy_indices,
         ops::cross_entropy_probs,

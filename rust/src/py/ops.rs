@@ -193,6 +193,14 @@ pub fn var(
     run(py, move || ops::var(&x, dim, correction, keepdim))
 }
 
+/// The product along `dim` (None: over every element) by halving, as one op.
+#[pyfunction]
+#[pyo3(signature = (x, dim, keepdim=false))]
+pub fn prod(py: Python<'_>, x: PyRef<'_, T>, dim: Option<isize>, keepdim: bool) -> PyResult<T> {
+    let x = x.inner.clone();
+    run(py, move || ops::prod(&x, dim, keepdim))
+}
+
 #[pyfunction]
 pub fn cumsum(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     let x = x.inner.clone();

@@ -426,6 +426,18 @@ impl Storage {
     pub fn logsumexp(&self, outer: usize, len: usize, inner: usize, big: f64) -> Result<Storage> {
         on_one_device!("logsumexp", (self), |x| x.logsumexp(outer, len, inner, big))
     }
+    pub fn prod(&self, outer: usize, len: usize, inner: usize) -> Result<Storage> {
+        on_one_device!("prod", (self), |x| x.prod(outer, len, inner))
+    }
+    pub fn prod_grad(
+        &self,
+        g: &Storage,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Result<Storage> {
+        on_one_device!("prod", (self, g), |x, g| x.prod_grad(g, outer, len, inner))
+    }
     /// (variance, mean) over the middle axis of [outer, len, inner].
     pub fn var(
         &self,

@@ -33,6 +33,7 @@ pub mod pool;
 #[cfg(target_arch = "x86_64")]
 mod pool_2x2;
 mod pow_special;
+pub mod prod;
 pub mod reduce;
 mod row_folds;
 pub mod simd;

@@ -439,6 +439,21 @@ impl BackendStorage for CpuStorage {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }
 
+    fn prod(&self, outer: usize, len: usize, inner: usize) -> Result<Self> {
+        Ok(map_cpu!(self, |v| super::prod::prod(
+            v,
+            [outer, len, inner]
+        )))
+    }
+
+    fn prod_grad(&self, g: &Self, outer: usize, len: usize, inner: usize) -> Result<Self> {
+        map_cpu2!("prod", self, g, |x, g| super::prod::prod_grad(
+            x,
+            g,
+            [outer, len, inner]
+        ))
+    }
+
     fn var(&self, outer: usize, len: usize, inner: usize, divisor: f64) -> Result<(Self, Self)> {
         fn pair<T: crate::dtype::Float>(
             v: &[T],
