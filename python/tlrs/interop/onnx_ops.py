@@ -24,8 +24,9 @@ ELEM_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int6
               "bool": TensorProto.BOOL}
 # Ops that tlrs records but ONNX cannot express, with why.
 REFUSED = {
-    "cross_entropy": "has no ONNX form: it is a loss with the trace's targets baked in (export the "
-                     "forward that feeds it)",
+    **dict.fromkeys(("cross_entropy", "nll_loss"),
+                    "has no ONNX form: it is a loss with the trace's targets baked in (export the "
+                    "forward that feeds it)"),
     "atan2": "has no ONNX operator (ONNX has Atan of one operand only)",
     "atan2_slope": "has no ONNX form: it is atan2's gradient, which only a backward pass records",
     **dict.fromkeys(("pow_slope_base", "pow_slope_exponent"),

@@ -72,6 +72,8 @@ declare_ops! {
     /// Softmax or log-softmax along one axis.
     Softmax(softmax::Softmax),
     NllLoss(loss::NllLoss),
+    /// Cross-entropy of logits at class labels (log-softmax and nll in one op).
+    CrossEntropy(loss::CrossEntropy),
     /// logsumexp along one axis.
     LogSumExp(logsumexp::LogSumExp),
     /// The variance along one axis or over all elements.

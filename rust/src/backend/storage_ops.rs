@@ -103,6 +103,19 @@ pub trait BackendStorage: Sized {
     /// The nll gradient [rows, classes] from the upstream gradient `self` (one element); an
     /// ignored row's gradient is 0.
     fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Self>;
+    /// Cross-entropy's gradient for the logits, from the log-probabilities `self` ([rows,
+    /// classes]) and the loss's gradient `g` (one element): nll's gradient through log-softmax's.
+    /// This default runs the two; the CPU the same operations in one pass, so the same bits.
+    fn cross_entropy_grad(
+        &self,
+        g: &Self,
+        rows: usize,
+        classes: usize,
+        target: &[usize],
+    ) -> Result<Self> {
+        let nll = g.nll_grad(rows, classes, target)?;
+        self.softmax_grad(&nll, rows, classes, 1, true)
+    }
 
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
     /// conv2d, then `act` on each output.

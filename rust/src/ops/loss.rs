@@ -34,9 +34,9 @@ pub fn cross_entropy_ignoring(
     ignore_index: Option<i64>,
 ) -> Result<Tensor> {
     check_rows("cross_entropy", input, "logits")?;
-    let logp = log_softmax(input, -1)?;
     match target {
         Target::Probs(p) => {
+            let logp = log_softmax(input, -1)?;
             crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
             if p.shape() != input.shape() {
                 return Err(Error::shape(
@@ -51,8 +51,32 @@ pub fn cross_entropy_ignoring(
             let per_row = neg(&sum(&mul(p, &logp)?, Some(-1), false)?)?;
             mean(&per_row, None, false)
         }
-        labels => nll_at_labels("cross_entropy", &logp, labels, ignore_index),
+        labels => {
+            let (idx, tensor) = row_labels("cross_entropy", input, labels, ignore_index)?;
+            cross_entropy_from(input, Arc::new(idx), tensor, ignore_index)
+        }
     }
+}
+
+/// Cross-entropy of logits `x` ([N, C] or [C]) at checked row labels, as one recorded op.
+fn cross_entropy_from(
+    x: &Tensor,
+    target: Arc<Vec<usize>>,
+    tensor: Option<&Tensor>,
+    ignore_index: Option<i64>,
+) -> Result<Tensor> {
+    let classes = x.dims()[x.rank() - 1];
+    let logp = x.storage().softmax(target.len(), classes, 1, true)?;
+    let logp = Tensor::from_storage(logp, x.shape().clone())?;
+    let s = logp.storage().nll(target.len(), classes, &target)?;
+    let op = CrossEntropy {
+        x: x.clone(),
+        logp,
+        target,
+        target_tensor: tensor.cloned(),
+        ignore_index,
+    };
+    Ok(Tensor::from_op(s, Shape::scalar(), op))
 }
 
 /// The negative log-likelihood of log-probabilities `logp` ([N, C] or [C]) at class labels,
@@ -93,6 +117,18 @@ fn nll_at_labels(
     target: Target<'_>,
     ignore_index: Option<i64>,
 ) -> Result<Tensor> {
+    let (idx, tensor) = row_labels(name, logp, target, ignore_index)?;
+    nll_loss_from(logp, Arc::new(idx), tensor, ignore_index)
+}
+
+/// Each row's label of `x` ([N, C] or [C]) checked against its classes (`IGNORED_ROW` where it
+/// is `ignore_index`), and the int64 tensor they came from, if they did.
+fn row_labels<'a>(
+    name: &'static str,
+    x: &Tensor,
+    target: Target<'a>,
+    ignore_index: Option<i64>,
+) -> Result<(Vec<usize>, Option<&'a Tensor>)> {
     let (values, tensor);
     let t: &[i64] = match target {
         Target::IndexTensor(t) => {
@@ -115,20 +151,19 @@ fn nll_at_labels(
         }
         Target::Probs(_) => unreachable!("the callers take probabilities elsewhere"),
     };
-    let rows = if logp.rank() == 2 { logp.dims()[0] } else { 1 };
+    let rows = if x.rank() == 2 { x.dims()[0] } else { 1 };
     if t.len() != rows {
         return Err(Error::shape(
             name,
             format!(
                 "expected {rows} class indices for input {}, got {}",
-                logp.shape(),
+                x.shape(),
                 t.len()
             ),
         ));
     }
-    let classes = logp.dims()[logp.rank() - 1];
-    let idx = check_labels(name, t, classes, ignore_index)?;
-    nll_loss_from(logp, Arc::new(idx), tensor, ignore_index)
+    let classes = x.dims()[x.rank() - 1];
+    Ok((check_labels(name, t, classes, ignore_index)?, tensor))
 }
 
 /// Each row's class index, checked against `classes`; a row equal to `ignore_index` (in range
@@ -211,7 +246,7 @@ pub struct NllLoss {
 }
 
 impl Record for NllLoss {
-    crate::autograd::record::named!("cross_entropy");
+    crate::autograd::record::named!("nll_loss");
     fn inputs(&self) -> Vec<&Tensor> {
         let mut v = vec![&self.logp];
         v.extend(&self.target_tensor);
@@ -232,23 +267,70 @@ impl Record for NllLoss {
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
         match (xs, &self.target_tensor) {
             ([logp, target, ..], Some(_)) => {
-                let values = crate::ops::layout::host_ints("cross_entropy", target)?;
-                let classes = logp.dims()[logp.rank() - 1];
-                if values.len() != logp.numel() / classes.max(1) {
-                    return Err(Error::shape(
-                        "cross_entropy",
-                        format!("{} labels for logits {}", values.len(), logp.shape()),
-                    ));
-                }
-                let idx = check_labels("cross_entropy", &values, classes, self.ignore_index)?;
-                nll_loss_from(logp, Arc::new(idx), Some(target), self.ignore_index)
+                nll_loss_ignoring(logp, Target::IndexTensor(target), self.ignore_index)
             }
             _ => nll_loss_from(
-                first("cross_entropy", xs)?,
+                first("nll_loss", xs)?,
                 self.target.clone(),
                 None,
                 self.ignore_index,
             ),
+        }
+    }
+}
+
+/// Cross-entropy of logits `x` at class labels: log-softmax, then the mean negative
+/// log-likelihood over the counted rows, as one op. The log-probabilities are kept for the
+/// gradient, which runs nll's and log-softmax's in one pass on the CPU.
+#[derive(Clone)]
+pub struct CrossEntropy {
+    pub x: Tensor,
+    pub logp: Tensor,
+    pub target: Arc<Vec<usize>>,
+    /// The int64 tensor the labels came from, when given as one: then an input (read again on
+    /// replay) rather than an attribute.
+    pub target_tensor: Option<Tensor>,
+    /// The label that counts for nothing (rows with it are `IGNORED_ROW` in `target`).
+    pub ignore_index: Option<i64>,
+}
+
+impl Record for CrossEntropy {
+    crate::autograd::record::named!("cross_entropy");
+    fn inputs(&self) -> Vec<&Tensor> {
+        let mut v = vec![&self.x];
+        v.extend(&self.target_tensor);
+        v
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        let ignore = ("ignore_index", Attr::Int(self.ignore_index));
+        match self.target_tensor {
+            None => vec![("target", Attr::List(self.target.to_vec())), ignore],
+            Some(_) => vec![ignore],
+        }
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        check_same_device("cross_entropy", &self.logp, g)?;
+        check_same_dtype("cross_entropy", &[&self.logp, g])?;
+        let classes = self.x.dims()[self.x.rank() - 1];
+        let s = self.logp.storage().cross_entropy_grad(
+            g.storage(),
+            self.target.len(),
+            classes,
+            &self.target,
+        )?;
+        let mut grads = vec![Some(Tensor::from_storage(s, self.x.shape().clone())?)];
+        grads.extend(self.target_tensor.iter().map(|_| None));
+        Ok(grads)
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        match (xs, &self.target_tensor) {
+            ([x, target, ..], Some(_)) => {
+                cross_entropy_ignoring(x, Target::IndexTensor(target), self.ignore_index)
+            }
+            _ => {
+                let x = first("cross_entropy", xs)?;
+                cross_entropy_from(x, self.target.clone(), None, self.ignore_index)
+            }
         }
     }
 }

@@ -271,6 +271,16 @@ impl Storage {
     pub fn nll(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |x| x.nll(rows, classes, target))
     }
+    pub fn cross_entropy_grad(
+        &self,
+        g: &Storage,
+        rows: usize,
+        classes: usize,
+        target: &[usize],
+    ) -> Result<Storage> {
+        on_one_device!("cross_entropy", (self, g), |logp, g| logp
+            .cross_entropy_grad(g, rows, classes, target))
+    }
     pub fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |g| g
             .nll_grad(rows, classes, target))

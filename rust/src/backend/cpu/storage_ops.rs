@@ -322,6 +322,18 @@ impl BackendStorage for CpuStorage {
         )))
     }
 
+    fn cross_entropy_grad(
+        &self,
+        g: &Self,
+        _rows: usize,
+        classes: usize,
+        target: &[usize],
+    ) -> Result<Self> {
+        map_cpu2!("cross_entropy", self, g, |logp, g| {
+            super::loss::cross_entropy_grad(logp, g[0], classes, target)
+        })
+    }
+
     fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims, act: Activation) -> Result<Self> {
         fn go<T: CpuElem + GemmElem>(
             x: &CpuStorage,
