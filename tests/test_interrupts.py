@@ -24,6 +24,20 @@ def _long_chain(n=1500, size=256):
     return w, ops.sum(y)
 
 
+def _timed_chain(at_least=0.4):
+    """A chain whose backward walk takes at least `at_least` seconds on this machine (longer
+    chains until it does), its parameter, loss and the walk's time."""
+    n = 1500
+    while True:
+        w, loss = _long_chain(n)
+        t0 = time.perf_counter()
+        tlrs.grad(loss, [w])
+        whole = time.perf_counter() - t0
+        if whole > at_least:
+            return w, loss, whole
+        n = int(n * 1.5 * at_least / max(whole, 1e-3)) + 1
+
+
 def _signal_after(delay, sig=signal.SIGINT):
     sent = []
 
@@ -36,11 +50,7 @@ def _signal_after(delay, sig=signal.SIGINT):
 
 
 def test_a_signal_stops_a_long_backward_pass_between_two_nodes():
-    w, loss = _long_chain()
-    t0 = time.perf_counter()
-    tlrs.grad(loss, [w])  # how long the whole walk takes here
-    whole = time.perf_counter() - t0
-    assert whole > 0.4, f"the chain is too short to interrupt ({whole:.3f} s)"
+    w, loss, whole = _timed_chain()  # how long the whole walk takes here
     timer, sent = _signal_after(whole / 4)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
@@ -54,7 +64,7 @@ def test_a_signal_stops_a_long_backward_pass_between_two_nodes():
 
 
 def test_an_interrupted_loss_backward_leaves_grad_untouched():
-    w, loss = _long_chain()
+    w, loss, _ = _timed_chain()
     t0 = time.perf_counter()
     loss.backward()
     whole = time.perf_counter() - t0
