@@ -56,45 +56,53 @@ pub fn prod<T: Float>(x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
 pub fn prod_grad<T: Float>(x: &[T], g: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
     let per = blocks_per_chunk(len, inner);
     let block = len * inner;
+    // Rows per level and where each level starts in the levels buffer: the same for every block.
+    let mut sizes = vec![len];
+    while let Some(&n) = sizes.last().filter(|&&n| n > 1) {
+        sizes.push(n / 2 + n % 2);
+    }
+    let starts: Vec<usize> = sizes
+        .iter()
+        .scan(0, |at, &n| {
+            let s = *at;
+            *at += n * inner;
+            Some(s)
+        })
+        .collect();
+    let total: usize = sizes.iter().map(|n| n * inner).sum();
     filled(outer * block, per * block, x.len(), |ci, out| {
-        let mut levels: Vec<T> = Vec::with_capacity(2 * block);
-        let mut sizes = Vec::new();
-        let mut next = vec![T::ZERO; block];
+        let mut levels = vec![T::ZERO; total];
+        let (mut grad, mut below) = (vec![T::ZERO; block], vec![T::ZERO; block]);
         for (o, out) in out.chunks_mut(block).enumerate() {
             let at = ci * per + o;
-            // Every level, one after another (sizes: rows per level).
-            levels.clear();
-            sizes.clear();
-            levels.extend_from_slice(&x[at * block..][..block]);
-            sizes.push(len);
-            let (mut n, mut start) = (len, 0);
-            while n > 1 {
-                let mut level = levels[start..start + n * inner].to_vec();
-                let m = halve(&mut level, n, inner);
-                start += n * inner;
-                levels.extend_from_slice(&level[..m * inner]);
-                sizes.push(m);
-                n = m;
+            levels[..block].copy_from_slice(&x[at * block..][..block]);
+            for k in 0..sizes.len() - 1 {
+                let (n, h) = (sizes[k], sizes[k] / 2);
+                let (src, dst) = levels.split_at_mut(starts[k + 1]);
+                let src = &src[starts[k]..];
+                for i in 0..h * inner {
+                    dst[i] = src[i] * src[i + h * inner];
+                }
+                if n % 2 == 1 {
+                    dst[h * inner..(h + 1) * inner].copy_from_slice(&src[2 * h * inner..][..inner]);
+                }
             }
-            // Down the tree: `grad` holds the gradient of the level above (its rows).
-            let mut grad = g[at * inner..][..inner].to_vec();
+            // Down the tree: `grad` holds the gradient of the level above (its first rows).
+            grad[..inner].copy_from_slice(&g[at * inner..][..inner]);
             for k in (0..sizes.len() - 1).rev() {
-                let n = sizes[k];
-                let h = n / 2;
-                let start: usize = sizes[..k].iter().map(|s| s * inner).sum();
-                let level = &levels[start..start + n * inner];
-                let below = &mut next[..n * inner];
+                let (n, h) = (sizes[k], sizes[k] / 2);
+                let level = &levels[starts[k]..][..n * inner];
                 for i in 0..h * inner {
                     below[i] = grad[i] * level[i + h * inner];
                     below[i + h * inner] = grad[i] * level[i];
                 }
                 if n % 2 == 1 {
-                    below[2 * h * inner..].copy_from_slice(&grad[h * inner..(h + 1) * inner]);
+                    below[2 * h * inner..n * inner]
+                        .copy_from_slice(&grad[h * inner..(h + 1) * inner]);
                 }
-                grad.clear();
-                grad.extend_from_slice(below);
+                std::mem::swap(&mut grad, &mut below);
             }
-            for (o, &v) in out.iter_mut().zip(&grad) {
+            for (o, &v) in out.iter_mut().zip(&grad[..block]) {
                 o.write(v);
             }
         }
