@@ -270,7 +270,7 @@ fn halve<S: BackendStorage>(x: &S, outer: usize, n: usize, inner: usize) -> Resu
         x.slice(outer, n, inner, h, 2 * h)?,
     );
     let pair = a.binary(BinaryOp::Mul, &half, &b, &half, &half)?;
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         return Ok(pair);
     }
     let carried = x.slice(outer, n, inner, 2 * h, n)?;
