@@ -169,7 +169,7 @@ CASES: dict[str, Case] = {
     "softmax": Case(lambda p, x: ops.softmax(_mixed(p, x), 1), [[4], [4]]),
     "log_softmax": Case(lambda p, x: ops.log_softmax(_mixed(p, x), 1), [[4], [4]]),
     "prod": Case(lambda p, x: ops.unsqueeze(ops.prod(_mixed(p, x), 1), 1) + ops.prod(_mixed(p, x)), [[4], [4]]),
-    "var": Case(lambda p, x: ops.unsqueeze(ops.var(_mixed(p, x), 1), 1) + ops.var(_mixed(p, x), None, correction=0),
+    "var": Case(lambda p, x: ops.unsqueeze(ops.var(_mixed(p, x), 1), 1) + ops.var(_mixed(p, x), 0, keepdim=True, correction=0),
                 [[4], [4]]),
     "logsumexp": Case(lambda p, x: ops.unsqueeze(ops.logsumexp(_mixed(p, x), 1), 1) + ops.logsumexp(_mixed(p, x), 0, True),
                       [[4], [4]]),

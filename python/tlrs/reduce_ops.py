@@ -1,8 +1,8 @@
 """Reductions with `torch` names and arguments: `logsumexp`, `var`, `std`, `amin`, `min`, `prod`.
-Over one axis or all of them, `logsumexp`, `var` and `prod` are recorded ops of their own (one
-pass per row on the CPU; PyTorch's gradient formulas for the first two, the product rule down
-prod's halving tree for the third); the rest, and other sets of axes, compose recorded ops, so
-everything has gradients, CUDA, the compiled backend and ONNX.
+Over one axis, `logsumexp`, `var` and `prod` are recorded ops of their own (one pass per row on
+the CPU; PyTorch's gradient formulas for the first two, the product rule down prod's halving
+tree for the third; prod over all elements too, as one flattened axis); the rest, and several
+axes, compose recorded ops, so everything has gradients, CUDA, the compiled backend and ONNX.
 
 Values follow PyTorch's formulas, not its bits: `var` is the two-pass sum of squared
 deviations over (N - correction) where PyTorch runs Welford's algorithm, and `prod` multiplies
@@ -71,9 +71,9 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim` (an int or a sequence; None for all), shifted by the
     maximum: m + log(sum(exp(x - m))). As in PyTorch an infinite maximum shifts by 0 instead
     (here by the largest finite number, the same result): a row of -inf gives -inf, one holding
-    +inf gives +inf; an empty one -inf. One axis, or all of them (the sum then one left fold
-    over the flattened tensor), is one recorded op with PyTorch's gradient g·exp(x - out);
-    another set of axes composes max, exp, sum and log, axis by axis."""
+    +inf gives +inf; an empty one -inf. One axis is one recorded op with PyTorch's gradient
+    g·exp(x - out); several compose max, exp, sum and log, axis by axis (each fold runs across
+    the lanes of the others)."""
     x = _tensor(input, "logsumexp")
     axes = _axes(x, dim, "logsumexp")
     if not axes:
@@ -82,9 +82,6 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
         return _core.add(_reduce(_core.sum, x, axes, keepdim), _core.full([], -math.inf, x.dtype))
     if len(axes) == 1:
         return _core.logsumexp(x, axes[0], keepdim)
-    if len(axes) == x.ndim:
-        out = _core.logsumexp(_core.reshape(x, [-1]), 0, False)
-        return _core.reshape(out, [1] * x.ndim) if keepdim else out
     big = float(np.finfo(x.dtype).max)
     m = _core.clamp(_reduce(_core.max, x, axes, True), -big, big)
     s = _reduce(_core.sum, _core.exp(_core.sub(x, m)), axes, True)
@@ -114,9 +111,11 @@ def _var(input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: floa
     c = _correction(correction, unbiased, what)
     axes = _axes(x, dim, what)
     n = _count(x, axes)
-    if n > 0 and axes and (len(axes) == 1 or len(axes) == x.ndim):
-        # One recorded op (over all axes one fold over the flattened tensor), PyTorch's gradient.
-        return _core.var(x, axes[0] if len(axes) == 1 else None, c, keepdim)
+    if n > 0 and len(axes) == 1:
+        # One recorded op, PyTorch's gradient. Several axes fold one after another (each fold
+        # runs across the lanes of the others, where one fold over them all would wait on
+        # every add).
+        return _core.var(x, axes[0], c, keepdim)
     mean = _core.div(_reduce(_core.sum, x, axes, True), _core.full([], float(n), x.dtype, device=x.device))
     d = _core.sub(x, mean)
     ss = _reduce(_core.sum, _core.mul(d, d), axes, keepdim)
