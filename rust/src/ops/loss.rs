@@ -52,29 +52,22 @@ pub fn cross_entropy_ignoring(
             mean(&per_row, None, false)
         }
         labels => {
-            let (idx, tensor) = row_labels("cross_entropy", input, labels, ignore_index)?;
-            cross_entropy_from(input, Arc::new(idx), tensor, ignore_index)
+            let labels = row_labels("cross_entropy", input, labels, ignore_index)?;
+            cross_entropy_from(input, labels)
         }
     }
 }
 
 /// Cross-entropy of logits `x` ([N, C] or [C]) at checked row labels, as one recorded op.
-fn cross_entropy_from(
-    x: &Tensor,
-    target: Arc<Vec<usize>>,
-    tensor: Option<&Tensor>,
-    ignore_index: Option<i64>,
-) -> Result<Tensor> {
-    let classes = x.dims()[x.rank() - 1];
-    let logp = x.storage().softmax(target.len(), classes, 1, true)?;
+fn cross_entropy_from(x: &Tensor, labels: Labels) -> Result<Tensor> {
+    let (rows, classes) = (labels.rows.len(), x.dims()[x.rank() - 1]);
+    let logp = x.storage().softmax(rows, classes, 1, true)?;
     let logp = Tensor::from_storage(logp, x.shape().clone())?;
-    let s = logp.storage().nll(target.len(), classes, &target)?;
+    let s = logp.storage().nll(rows, classes, &labels.rows)?;
     let op = CrossEntropy {
         x: x.clone(),
         logp,
-        target,
-        target_tensor: tensor.cloned(),
-        ignore_index,
+        labels,
     };
     Ok(Tensor::from_op(s, Shape::scalar(), op))
 }
@@ -117,18 +110,16 @@ fn nll_at_labels(
     target: Target<'_>,
     ignore_index: Option<i64>,
 ) -> Result<Tensor> {
-    let (idx, tensor) = row_labels(name, logp, target, ignore_index)?;
-    nll_loss_from(logp, Arc::new(idx), tensor, ignore_index)
+    nll_loss_from(logp, row_labels(name, logp, target, ignore_index)?)
 }
 
-/// Each row's label of `x` ([N, C] or [C]) checked against its classes (`IGNORED_ROW` where it
-/// is `ignore_index`), and the int64 tensor they came from, if they did.
-fn row_labels<'a>(
+/// Each row's label of `x` ([N, C] or [C]) checked against its classes.
+fn row_labels(
     name: &'static str,
     x: &Tensor,
-    target: Target<'a>,
+    target: Target<'_>,
     ignore_index: Option<i64>,
-) -> Result<(Vec<usize>, Option<&'a Tensor>)> {
+) -> Result<Labels> {
     let (values, tensor);
     let t: &[i64] = match target {
         Target::IndexTensor(t) => {
@@ -163,7 +154,11 @@ fn row_labels<'a>(
         ));
     }
     let classes = x.dims()[x.rank() - 1];
-    Ok((check_labels(name, t, classes, ignore_index)?, tensor))
+    Ok(Labels {
+        rows: Arc::new(check_labels(name, t, classes, ignore_index)?),
+        tensor: tensor.cloned(),
+        ignore_index,
+    })
 }
 
 /// Each row's class index, checked against `classes`; a row equal to `ignore_index` (in range
@@ -188,24 +183,14 @@ fn check_labels(
         .collect()
 }
 
-fn nll_loss_from(
-    logp: &Tensor,
-    idx: Arc<Vec<usize>>,
-    tensor: Option<&Tensor>,
-    ignore_index: Option<i64>,
-) -> Result<Tensor> {
+fn nll_loss_from(logp: &Tensor, labels: Labels) -> Result<Tensor> {
     let c = logp.dims()[logp.rank() - 1];
-    let s = logp.storage().nll(idx.len(), c, &idx)?;
-    Ok(Tensor::from_op(
-        s,
-        Shape::scalar(),
-        NllLoss {
-            logp: logp.clone(),
-            target: idx,
-            target_tensor: tensor.cloned(),
-            ignore_index,
-        },
-    ))
+    let s = logp.storage().nll(labels.rows.len(), c, &labels.rows)?;
+    let op = NllLoss {
+        logp: logp.clone(),
+        labels,
+    };
+    Ok(Tensor::from_op(s, Shape::scalar(), op))
 }
 
 pub(crate) fn nll_grad(logp: &Tensor, idx: &[usize], g: &Tensor) -> Result<Tensor> {
@@ -233,48 +218,66 @@ pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
     mean(&mul(&d, &d)?, None, false)
 }
 
+/// A loss's class labels: each row's checked index (`IGNORED_ROW` where it is `ignore_index`),
+/// and the int64 tensor they came from when given as one (then a record input, read again on
+/// replay, rather than an attribute).
+#[derive(Clone)]
+pub struct Labels {
+    pub rows: Arc<Vec<usize>>,
+    pub tensor: Option<Tensor>,
+    /// The label that counts for nothing.
+    pub ignore_index: Option<i64>,
+}
+
+impl Labels {
+    /// A record's inputs: `first`, then the labels' tensor if there is one.
+    fn inputs<'a>(&'a self, first: &'a Tensor) -> Vec<&'a Tensor> {
+        let mut v = vec![first];
+        v.extend(&self.tensor);
+        v
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        let ignore = ("ignore_index", Attr::Int(self.ignore_index));
+        match self.tensor {
+            None => vec![("target", Attr::List(self.rows.to_vec())), ignore],
+            Some(_) => vec![ignore],
+        }
+    }
+    /// `grad` for the first input, none for the labels' tensor.
+    fn grads(&self, grad: Tensor) -> Vec<Option<Tensor>> {
+        let mut grads = vec![Some(grad)];
+        grads.extend(self.tensor.iter().map(|_| None));
+        grads
+    }
+}
+
 /// -mean over rows of `logp[n, target[n]]` (cross-entropy's likelihood term).
 #[derive(Clone)]
 pub struct NllLoss {
     pub logp: Tensor,
-    pub target: Arc<Vec<usize>>,
-    /// The int64 tensor the labels came from, when given as one: then an input (read again on
-    /// replay) rather than an attribute.
-    pub target_tensor: Option<Tensor>,
-    /// The label that counts for nothing (rows with it are `IGNORED_ROW` in `target`).
-    pub ignore_index: Option<i64>,
+    pub labels: Labels,
 }
 
 impl Record for NllLoss {
     crate::autograd::record::named!("nll_loss");
     fn inputs(&self) -> Vec<&Tensor> {
-        let mut v = vec![&self.logp];
-        v.extend(&self.target_tensor);
-        v
+        self.labels.inputs(&self.logp)
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
-        let ignore = ("ignore_index", Attr::Int(self.ignore_index));
-        match self.target_tensor {
-            None => vec![("target", Attr::List(self.target.to_vec())), ignore],
-            Some(_) => vec![ignore],
-        }
+        self.labels.attributes()
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        let mut grads = vec![Some(nll_grad(&self.logp, &self.target, g)?)];
-        grads.extend(self.target_tensor.iter().map(|_| None));
-        Ok(grads)
+        Ok(self
+            .labels
+            .grads(nll_grad(&self.logp, &self.labels.rows, g)?))
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        match (xs, &self.target_tensor) {
+        let ignore = self.labels.ignore_index;
+        match (xs, &self.labels.tensor) {
             ([logp, target, ..], Some(_)) => {
-                nll_loss_ignoring(logp, Target::IndexTensor(target), self.ignore_index)
+                nll_loss_ignoring(logp, Target::IndexTensor(target), ignore)
             }
-            _ => nll_loss_from(
-                first("nll_loss", xs)?,
-                self.target.clone(),
-                None,
-                self.ignore_index,
-            ),
+            _ => nll_loss_from(first("nll_loss", xs)?, self.labels.clone()),
         }
     }
 }
@@ -286,51 +289,36 @@ impl Record for NllLoss {
 pub struct CrossEntropy {
     pub x: Tensor,
     pub logp: Tensor,
-    pub target: Arc<Vec<usize>>,
-    /// The int64 tensor the labels came from, when given as one: then an input (read again on
-    /// replay) rather than an attribute.
-    pub target_tensor: Option<Tensor>,
-    /// The label that counts for nothing (rows with it are `IGNORED_ROW` in `target`).
-    pub ignore_index: Option<i64>,
+    pub labels: Labels,
 }
 
 impl Record for CrossEntropy {
     crate::autograd::record::named!("cross_entropy");
     fn inputs(&self) -> Vec<&Tensor> {
-        let mut v = vec![&self.x];
-        v.extend(&self.target_tensor);
-        v
+        self.labels.inputs(&self.x)
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
-        let ignore = ("ignore_index", Attr::Int(self.ignore_index));
-        match self.target_tensor {
-            None => vec![("target", Attr::List(self.target.to_vec())), ignore],
-            Some(_) => vec![ignore],
-        }
+        self.labels.attributes()
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
         check_same_device("cross_entropy", &self.logp, g)?;
         check_same_dtype("cross_entropy", &[&self.logp, g])?;
-        let classes = self.x.dims()[self.x.rank() - 1];
-        let s = self.logp.storage().cross_entropy_grad(
-            g.storage(),
-            self.target.len(),
-            classes,
-            &self.target,
-        )?;
-        let mut grads = vec![Some(Tensor::from_storage(s, self.x.shape().clone())?)];
-        grads.extend(self.target_tensor.iter().map(|_| None));
-        Ok(grads)
+        let (rows, classes) = (&self.labels.rows, self.x.dims()[self.x.rank() - 1]);
+        let s = self
+            .logp
+            .storage()
+            .cross_entropy_grad(g.storage(), rows.len(), classes, rows)?;
+        Ok(self
+            .labels
+            .grads(Tensor::from_storage(s, self.x.shape().clone())?))
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        match (xs, &self.target_tensor) {
+        let ignore = self.labels.ignore_index;
+        match (xs, &self.labels.tensor) {
             ([x, target, ..], Some(_)) => {
-                cross_entropy_ignoring(x, Target::IndexTensor(target), self.ignore_index)
+                cross_entropy_ignoring(x, Target::IndexTensor(target), ignore)
             }
-            _ => {
-                let x = first("cross_entropy", xs)?;
-                cross_entropy_from(x, self.target.clone(), None, self.ignore_index)
-            }
+            _ => cross_entropy_from(first("cross_entropy", xs)?, self.labels.clone()),
         }
     }
 }
