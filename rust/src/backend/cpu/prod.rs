@@ -113,9 +113,8 @@ pub fn prod_grad<T: Float>(x: &[T], g: &[T], [outer, len, inner]: [usize; 3]) ->
 mod tests {
     use super::*;
 
-    /// The halving tree and its gradient written out with slices and vectors, the composition
-    /// the default (and CUDA) runs: values and gradients bit for bit, zeros included.
-    fn tree(lane: &[f64]) -> (f64, Vec<f64>) {
+    /// The halving tree's levels written out with vectors, as the composition builds them.
+    fn levels(lane: &[f64]) -> Vec<Vec<f64>> {
         let mut levels = vec![lane.to_vec()];
         while levels.last().unwrap().len() > 1 {
             let l = levels.last().unwrap();
@@ -126,22 +125,13 @@ mod tests {
             }
             levels.push(next);
         }
-        (levels.last().unwrap()[0], levels.concat())
+        levels
     }
 
+    /// The gradient down the levels: each pair's product rule, the carried entry passed down.
     fn tree_grad(lane: &[f64], g: f64) -> Vec<f64> {
-        let mut levels = vec![lane.to_vec()];
-        while levels.last().unwrap().len() > 1 {
-            let l = levels.last().unwrap();
-            let h = l.len() / 2;
-            let mut next: Vec<f64> = (0..h).map(|i| l[i] * l[i + h]).collect();
-            if l.len() % 2 == 1 {
-                next.push(l[2 * h]);
-            }
-            levels.push(next);
-        }
         let mut grad = vec![g];
-        for l in levels.iter().rev().skip(1) {
+        for l in levels(lane).iter().rev().skip(1) {
             let h = l.len() / 2;
             let mut below = vec![0.0; l.len()];
             for i in 0..h {
@@ -156,6 +146,8 @@ mod tests {
         grad
     }
 
+    /// The kernels against the tree written out: values and gradients bit for bit, zeros
+    /// included.
     #[test]
     fn the_tree_and_its_gradient_match_the_composition() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -185,7 +177,7 @@ mod tests {
             for o in 0..outer {
                 for i in 0..inner {
                     let lane: Vec<f64> = (0..len).map(|l| x[(o * len + l) * inner + i]).collect();
-                    let (want, _) = tree(&lane);
+                    let want = levels(&lane).last().unwrap()[0];
                     assert_eq!(
                         p[o * inner + i].to_bits(),
                         want.to_bits(),
