@@ -148,14 +148,18 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
                          f"with fewer non-zero weights")
     units = _core.rand([rows.shape[0], int(num_samples)], "float64").numpy()
     out = np.empty((rows.shape[0], int(num_samples)), dtype=np.int64)
-    for r, w in enumerate(rows):
-        for j in range(int(num_samples)):
-            cdf = np.cumsum(w)
-            hit = int(np.searchsorted(cdf, units[r, j] * cdf[-1], side="right"))
-            # u * total rounds up to total at worst: take the last category with weight.
-            out[r, j] = min(hit, int(np.flatnonzero(w)[-1]))
-            if not replacement:
-                w[out[r, j]] = 0.0
+    everyone = np.arange(rows.shape[0])
+    # Draw by draw, every row at once: the same running sums (each row's cumsum in index order),
+    # and the first category whose running weight exceeds u·total is the count of those that
+    # do not (the sums never decrease).
+    for j in range(int(num_samples)):
+        cdf = np.cumsum(rows, axis=1)
+        hit = np.count_nonzero(cdf <= (units[:, j] * cdf[:, -1])[:, None], axis=1)
+        # u * total rounds up to total at worst: take the last category with weight.
+        last = rows.shape[1] - 1 - np.argmax(rows[:, ::-1] != 0, axis=1)
+        out[:, j] = np.minimum(hit, last)
+        if not replacement:
+            rows[everyone, out[:, j]] = 0.0
     return _ints(out[0] if p.ndim == 1 else out)
 
 
