@@ -100,6 +100,37 @@ def test_multinomial_without_replacement_draws_each_category_once():
         S.multinomial(tlrs.tensor([0.5, 0.0, 0.0]), 2)
 
 
+def _draws_row_by_row(rows, units, replacement):
+    """The definition, one row and one draw at a time: the first category whose running weight
+    (a float64 cumsum in index order) exceeds u times the total, the last one with weight at
+    worst; without replacement a drawn category's weight drops to zero."""
+    rows, out = rows.copy(), np.empty(units.shape, dtype=np.int64)
+    for r, w in enumerate(rows):
+        for j in range(units.shape[1]):
+            cdf = np.cumsum(w)
+            hit = int(np.searchsorted(cdf, units[r, j] * cdf[-1], side="right"))
+            out[r, j] = min(hit, int(np.flatnonzero(w)[-1]))
+            if not replacement:
+                w[out[r, j]] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+def test_multinomial_draws_as_the_row_by_row_definition(replacement):
+    rng = np.random.default_rng(3)
+    for case in range(60):
+        rows, cols = int(rng.integers(1, 30)), int(rng.integers(1, 20))
+        w = rng.random((rows, cols)) * (rng.random((rows, cols)) < 0.7)
+        w[:, -1] += w.sum(axis=1) == 0  # every row some weight
+        most = int(np.count_nonzero(w, axis=1).min()) if not replacement else 6
+        draws = int(rng.integers(1, most + 1))
+        tlrs.manual_seed(case)
+        got = S.multinomial(tlrs.tensor(w), draws, replacement=replacement).numpy()
+        tlrs.manual_seed(case)  # the same uniforms the op draws
+        units = tlrs._core.rand([rows, draws], "float64").numpy()
+        np.testing.assert_array_equal(got, _draws_row_by_row(w, units, replacement), err_msg=f"case {case}")
+
+
 @pytest.mark.parametrize("bad", [[-0.1, 1.0], [np.nan, 1.0], [0.0, 0.0], [np.inf, 1.0]])
 def test_multinomial_refuses_bad_weights(bad):
     with pytest.raises(ValueError, match="multinomial"):
