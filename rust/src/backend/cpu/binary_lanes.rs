@@ -145,21 +145,23 @@ fn slope_exponent_body<T: Float>(a: &[T], b: &[T], o: &mut [T]) {
 wide_fn!(fn slope_base_finish<T: Float>(b: &[T], o: &mut [T]) = slope_base_body);
 wide_fn!(fn slope_exponent_finish<T: Float>(a: &[T], b: &[T], o: &mut [T]) = slope_exponent_body);
 
+/// The table's scalar formula for `op` on f32 (Pow, its slopes, Atan2), the oracle of the
+/// lane tests here and in `table_kernels.rs` (libm's powf, atan2f and logf).
+#[cfg(test)]
+pub(super) fn scalar_formula(op: BinaryOp, a: f32, b: f32) -> f32 {
+    match op {
+        BinaryOp::Pow => libm::powf(a, b),
+        BinaryOp::Atan2 => libm::atan2f(a, b),
+        BinaryOp::PowSlopeBase if b == 0.0 => 0.0,
+        BinaryOp::PowSlopeBase => b * libm::powf(a, b - 1.0),
+        _ if a == 0.0 && b >= 0.0 => 0.0,
+        _ => libm::powf(a, b) * libm::logf(a),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The table's scalar formula for `op`, the oracle (libm's powf and logf).
-    fn scalar(op: BinaryOp, a: f32, b: f32) -> f32 {
-        match op {
-            BinaryOp::Pow => libm::powf(a, b),
-            BinaryOp::Atan2 => libm::atan2f(a, b),
-            BinaryOp::PowSlopeBase if b == 0.0 => 0.0,
-            BinaryOp::PowSlopeBase => b * libm::powf(a, b - 1.0),
-            _ if a == 0.0 && b >= 0.0 => 0.0,
-            _ => libm::powf(a, b) * libm::logf(a),
-        }
-    }
 
     #[test]
     fn the_lane_binary_keeps_the_scalar_formulas_bits() {
@@ -183,7 +185,7 @@ mod tests {
                 let got = lane_binary(op, x, y, n).expect("f32 operands");
                 for i in 0..n {
                     let (u, v) = (x[i % x.len()], y[i % y.len()]);
-                    let want = scalar(op, u, v);
+                    let want = scalar_formula(op, u, v);
                     assert_eq!(got[i].to_bits(), want.to_bits(), "{op:?}({u:?}, {v:?})");
                 }
             }
