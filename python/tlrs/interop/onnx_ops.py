@@ -293,16 +293,14 @@ def _logsumexp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
 
 
 def _var(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """mean = ReduceSum / N, then ReduceSum((x - mean)²) / max(0, N - correction), as tlrs
-    computes it (the sums' order is the runtime's); every axis where `axis` is None. N is read
-    from the input's shape at run time (the batch axis is symbolic)."""
-    x, axis = ins[0], n.attrs["axis"]
-    axes = [] if axis is None else [em.ints([axis])]
-    size = em.add("Size", [x]) if axis is None else em.add("Gather", [em.add("Shape", [x]), em.ints([axis])])
-    count = em.add("Cast", [size], to=ELEM_TYPES[n.dtype])
-    total = em.add("ReduceSum", [x, *axes], keepdims=1)
+    """mean = ReduceSum / N, then ReduceSum((x - mean)²) / max(0, N - correction) along the axis,
+    as tlrs computes it (the sums' order is the runtime's). N is read from the input's shape at
+    run time (the batch axis is symbolic)."""
+    x, axes = ins[0], em.ints([n.attrs["axis"]])
+    count = em.add("Cast", [em.add("Gather", [em.add("Shape", [x]), axes])], to=ELEM_TYPES[n.dtype])
+    total = em.add("ReduceSum", [x, axes], keepdims=1)
     d = em.add("Sub", [x, em.add("Div", [total, count])])
-    ss = em.add("ReduceSum", [em.add("Mul", [d, d]), *axes], keepdims=int(n.attrs["keepdim"]))
+    ss = em.add("ReduceSum", [em.add("Mul", [d, d]), axes], keepdims=int(n.attrs["keepdim"]))
     dof = em.add("Max", [em.add("Sub", [count, em.scalar(n.attrs["correction"], n.dtype)]), em.scalar(0.0, n.dtype)])
     return em.add("Div", [ss, dof], out)
 

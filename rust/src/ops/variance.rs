@@ -1,5 +1,5 @@
-//! The variance along one axis, or over all elements, as one recorded op: the mean as a left
-//! fold divided by the count, then the squared deviations folded and divided by
+//! The variance along one axis as one recorded op: the mean as a left fold divided by the
+//! count, then the squared deviations folded and divided by
 //! max(0, N - correction). The gradient is PyTorch's rule, (2 / (N - correction)) * g *
 //! (x - mean), NaN where N - correction <= 0.
 
@@ -9,14 +9,15 @@ use crate::ops::layout::reshape_to;
 use crate::ops::prod::{lanes, reduced};
 use crate::{Error, Result, Shape, Tensor};
 
-/// The variance of `x` along `axis` (None: every element, one fold over them in order), the
-/// axis dropped or kept with size 1 (every axis kept for None) when `keepdim`.
-pub fn var(x: &Tensor, axis: Option<isize>, correction: f64, keepdim: bool) -> Result<Tensor> {
+/// The variance of `x` along `axis` (negative counts from the end), the axis dropped or kept
+/// with size 1 when `keepdim`. Over several axes, Python composes folds axis by axis: one fold
+/// over all of them would wait on every add.
+pub fn var(x: &Tensor, axis: isize, correction: f64, keepdim: bool) -> Result<Tensor> {
     if !x.dtype().is_float() {
         return Err(crate::error::not_float("var", x.dtype()));
     }
-    let ax = axis.map(|a| x.shape().axis("var", a)).transpose()?;
-    let [outer, len, inner] = lanes(x.shape(), ax);
+    let ax = x.shape().axis("var", axis)?;
+    let [outer, len, inner] = lanes(x.shape(), Some(ax));
     if len == 0 {
         return Err(Error::arg(
             "var",
@@ -25,7 +26,7 @@ pub fn var(x: &Tensor, axis: Option<isize>, correction: f64, keepdim: bool) -> R
     }
     let divisor = (len as f64 - correction).max(0.0);
     let (v, mean) = x.storage().var(outer, len, inner, divisor)?;
-    let mean = Tensor::from_storage(mean, reduced(x.shape(), ax, true))?;
+    let mean = Tensor::from_storage(mean, reduced(x.shape(), Some(ax), true))?;
     let op = Var {
         x: x.clone(),
         axis: ax,
@@ -33,14 +34,18 @@ pub fn var(x: &Tensor, axis: Option<isize>, correction: f64, keepdim: bool) -> R
         keepdim,
         mean,
     };
-    Ok(Tensor::from_op(v, reduced(x.shape(), ax, keepdim), op))
+    Ok(Tensor::from_op(
+        v,
+        reduced(x.shape(), Some(ax), keepdim),
+        op,
+    ))
 }
 
-/// The variance of `x` along `axis` (None: all), and the mean the forward found (kept axes).
+/// The variance of `x` along `axis`, and the mean the forward found (the axis kept).
 #[derive(Clone)]
 pub struct Var {
     pub x: Tensor,
-    pub axis: Option<usize>,
+    pub axis: usize,
     pub correction: f64,
     pub keepdim: bool,
     pub mean: Tensor,
@@ -53,23 +58,27 @@ impl Record for Var {
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
         vec![
-            ("axis", Attr::Count(self.axis)),
+            ("axis", Attr::Count(Some(self.axis))),
             ("correction", Attr::Float(Some(self.correction))),
             ("keepdim", Attr::Flag(self.keepdim)),
         ]
     }
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
         // PyTorch's var_backward: (2 / dof) * g * (x - mean), NaN * g where dof <= 0.
-        let [_, len, _] = lanes(self.x.shape(), self.axis);
+        let len = self.x.dims()[self.axis];
         let dof = len as f64 - self.correction;
-        let g = reshape_to(g, reduced(self.x.shape(), self.axis, true));
+        let g = reshape_to(g, reduced(self.x.shape(), Some(self.axis), true));
         // A NaN factor where dof <= 0 makes every element NaN, as PyTorch's grad * NaN.
         let k = if dof <= 0.0 { f64::NAN } else { 2.0 / dof };
         let scaled = mul(&g, &scalar_like(k, &g))?;
         Ok(vec![Some(mul(&scaled, &sub(&self.x, &self.mean)?)?)])
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        let axis = self.axis.map(|a| a as isize);
-        var(first("var", xs)?, axis, self.correction, self.keepdim)
+        var(
+            first("var", xs)?,
+            self.axis as isize,
+            self.correction,
+            self.keepdim,
+        )
     }
 }

@@ -178,14 +178,13 @@ pub fn logsumexp(py: Python<'_>, x: PyRef<'_, T>, dim: isize, keepdim: bool) -> 
     run(py, move || ops::logsumexp(&x, dim, keepdim))
 }
 
-/// The variance along `dim` (None: over every element) as one op, divided by
-/// max(0, N - correction).
+/// The variance along `dim` as one op, divided by max(0, N - correction).
 #[pyfunction]
 #[pyo3(signature = (x, dim, correction, keepdim=false))]
 pub fn var(
     py: Python<'_>,
     x: PyRef<'_, T>,
-    dim: Option<isize>,
+    dim: isize,
     correction: f64,
     keepdim: bool,
 ) -> PyResult<T> {
