@@ -7,8 +7,8 @@
 //! picked per lane), division being the costly step. Every input, special values included,
 //! takes the select path: `log_slice` needs no scalar fix-up.
 
-const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // 6.93147180369123816490e-01
-const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76); // 1.90821492927058770002e-10
+pub(super) const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // 6.93147180369123816490e-01
+pub(super) const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76); // 1.90821492927058770002e-10
 const LG1: f64 = f64::from_bits(0x3fe5_5555_5555_5593); // 6.666666666666735130e-01
 const LG2: f64 = f64::from_bits(0x3fd9_9999_9997_fa04); // 3.999999999940941908e-01
 const LG3: f64 = f64::from_bits(0x3fd2_4924_9422_9359); // 2.857142874366239149e-01
@@ -47,11 +47,7 @@ pub fn log_select(x: f64) -> f64 {
     let num = pick(zero, -1., pick(negative, nan, f));
     let den = pick(zero, x * x, pick(negative, 0., 2. + f));
     let s = num / den;
-    let z = s * s;
-    let w = z * z;
-    let t1 = w * (LG2 + w * (LG4 + w * LG6));
-    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
-    let r = t2 + t1;
+    let r = log_poly(s);
     let dk = k as f64;
     let general = s * (hfsq + r) + dk * LN2_LO - hfsq + f + dk * LN2_HI;
     // libm's special cases, in its order.
@@ -64,6 +60,17 @@ pub fn log_select(x: f64) -> f64 {
     } else {
         general
     }
+}
+
+/// libm's R(s) of log and log1p (FreeBSD's e_log.c and s_log1p.c): the polynomial in s² of
+/// log(1 + f) = 2s + s·R, split into even and odd terms as libm sums them.
+#[inline(always)]
+pub(super) fn log_poly(s: f64) -> f64 {
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG2 + w * (LG4 + w * LG6));
+    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    t2 + t1
 }
 
 super::lane_slice!(

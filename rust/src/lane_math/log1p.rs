@@ -8,15 +8,7 @@
 //! Every input, special values included, takes the select path: `log1p_slice` needs no scalar
 //! fix-up.
 
-const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // 6.93147180369123816490e-01
-const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76); // 1.90821492927058770002e-10
-const LG1: f64 = f64::from_bits(0x3fe5_5555_5555_5593); // 6.666666666666735130e-01
-const LG2: f64 = f64::from_bits(0x3fd9_9999_9997_fa04); // 3.999999999940941908e-01
-const LG3: f64 = f64::from_bits(0x3fd2_4924_9422_9359); // 2.857142874366239149e-01
-const LG4: f64 = f64::from_bits(0x3fcc_71c5_1d8e_78af); // 2.222219843214978396e-01
-const LG5: f64 = f64::from_bits(0x3fc7_4664_96cb_03de); // 1.818357216161805012e-01
-const LG6: f64 = f64::from_bits(0x3fc3_9a09_d078_c69f); // 1.531383769920937332e-01
-const LG7: f64 = f64::from_bits(0x3fc2_f112_df3e_5244); // 1.479819860511658591e-01
+use super::log::{log_poly, LN2_HI, LN2_LO};
 
 /// `libm::log1p(x)`, bit for bit, written without branches.
 #[inline(always)]
@@ -45,11 +37,7 @@ pub fn log1p_select(x: f64) -> f64 {
     let num = pick(below, pick(x == -1., x, nan), f);
     let den = pick(below, 0., 2.0 + f);
     let s = num / den;
-    let z = s * s;
-    let w = z * z;
-    let t1 = w * (LG2 + w * (LG4 + w * LG6));
-    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
-    let r = t2 + t1;
+    let r = log_poly(s);
     let dk = k as f64;
     let general = s * (hfsq + r) + (dk * LN2_LO + c) - hfsq + f + dk * LN2_HI;
     // libm's special cases, in its order.
