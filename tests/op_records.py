@@ -169,10 +169,10 @@ CASES: dict[str, Case] = {
     "softmax": Case(lambda p, x: ops.softmax(_mixed(p, x), 1), [[4], [4]]),
     "log_softmax": Case(lambda p, x: ops.log_softmax(_mixed(p, x), 1), [[4], [4]]),
     "prod": Case(lambda p, x: ops.unsqueeze(ops.prod(_mixed(p, x), 1), 1) + ops.prod(_mixed(p, x)), [[4], [4]]),
-    "var": Case(lambda p, x: ops.unsqueeze(ops.var(_mixed(p, x), 1), 1) + ops.var(_mixed(p, x), 0, keepdim=True, correction=0),
-                [[4], [4]]),
-    "logsumexp": Case(lambda p, x: ops.unsqueeze(ops.logsumexp(_mixed(p, x), 1), 1) + ops.logsumexp(_mixed(p, x), 0, True),
-                      [[4], [4]]),
+    "var": Case(lambda p, x: ops.unsqueeze(ops.var(_mixed(p, x), 1), 1) + ops.var(_mixed(p, x), 0, keepdim=True, correction=0)
+                + ops.var(_mixed(p, x)), [[4], [4]]),
+    "logsumexp": Case(lambda p, x: ops.unsqueeze(ops.logsumexp(_mixed(p, x), 1), 1) + ops.logsumexp(_mixed(p, x), 0, True)
+                      + ops.logsumexp(_mixed(p, x), None), [[4], [4]]),
     "cross_entropy": Case(_cross_entropy, [[4], [4]], onnx=False),
     "nll_loss": Case(_nll_loss, [[4], [4]], onnx=False),
     "conv2d": Case(lambda p, x: _flat(ops.conv2d(_image(p, x), p[2], p[3], 1, 1), x),

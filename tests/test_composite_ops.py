@@ -212,6 +212,32 @@ def test_var_std(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_var_logsumexp_over_axes_keep_the_axis_by_axis_bits(dtype):
+    """Over several axes var and logsumexp are one recorded op each; their values keep the bits
+    of the definition, folds one axis at a time from the last, written here with single-axis
+    ops."""
+    from tlrs import _core
+    x = tlrs.tensor((_rng(9).standard_normal((6, 7, 33)) * 3 + 1).astype(dtype))
+
+    def fold(fn: Any, t: Any, axes: tuple[int, ...]) -> Any:
+        for a in reversed(axes):
+            t = fn(t, a, True)
+        return t
+
+    def scalar(v: float) -> Any:
+        return _core.full([], v, x.dtype)
+
+    for axes in ((0, 2), (1, 2), (0, 1, 2)):
+        n = int(np.prod([x.shape[a] for a in axes]))
+        d = _core.sub(x, _core.div(fold(_core.sum, x, axes), scalar(n)))
+        want_var = _core.div(fold(_core.sum, _core.mul(d, d), axes), scalar(n - 1))
+        m = _core.clamp(fold(_core.max, x, axes), -float(np.finfo(dtype).max), float(np.finfo(dtype).max))
+        want_lse = _core.add(_core.log(fold(_core.sum, _core.exp(_core.sub(x, m)), axes)), m)
+        for got, want in ((R.var(x, axes, keepdim=True), want_var), (R.logsumexp(x, axes, True), want_lse)):
+            np.testing.assert_array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_amin_min(dtype):
     x = _rng(7).standard_normal((3, 4, 5))
     for dim, keep in ((0, False), ((1, 2), True), ((), False), (-1, True)):

@@ -425,10 +425,10 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     """Softmax along `dim`."""
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     """Log-softmax along `dim`."""
-def logsumexp(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
-    """logsumexp along `dim` as one op (the axis must not be empty)."""
-def var(x: Tensor, dim: int, correction: float, keepdim: bool = False) -> Tensor:
-    """The variance along `dim` as one op."""
+def logsumexp(x: Tensor, dims: list[int], keepdim: bool = False) -> Tensor:
+    """logsumexp along the axes `dims` as one op (they must not be empty)."""
+def var(x: Tensor, dims: list[int], correction: float, keepdim: bool = False) -> Tensor:
+    """The variance along the axes `dims` as one op."""
 def prod(x: Tensor, dim: int | None, keepdim: bool = False) -> Tensor:
     """The product along `dim` (None: every element) by halving, as one op."""
 def cumsum(x: Tensor, dim: int) -> Tensor:

@@ -71,22 +71,16 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim` (an int or a sequence; None for all), shifted by the
     maximum: m + log(sum(exp(x - m))). As in PyTorch an infinite maximum shifts by 0 instead
     (here by the largest finite number, the same result): a row of -inf gives -inf, one holding
-    +inf gives +inf; an empty one -inf. One axis is one recorded op with PyTorch's gradient
-    g·exp(x - out); several compose max, exp, sum and log, axis by axis (each fold runs across
-    the lanes of the others)."""
+    +inf gives +inf; an empty one -inf. One recorded op with PyTorch's gradient g·exp(x - out);
+    over several axes its forward composes max, exp, sum and log axis by axis (each fold runs
+    across the lanes of the others)."""
     x = _tensor(input, "logsumexp")
     axes = _axes(x, dim, "logsumexp")
     if not axes:
         return x  # a 0-d tensor: log(exp(x)) is x
     if _count(x, axes) == 0:  # log(0) = -inf, as PyTorch; the (empty) sum keeps the graph
         return _core.add(_reduce(_core.sum, x, axes, keepdim), _core.full([], -math.inf, x.dtype))
-    if len(axes) == 1:
-        return _core.logsumexp(x, axes[0], keepdim)
-    big = float(np.finfo(x.dtype).max)
-    m = _core.clamp(_reduce(_core.max, x, axes, True), -big, big)
-    s = _reduce(_core.sum, _core.exp(_core.sub(x, m)), axes, True)
-    out = _core.add(_core.log(s), m)
-    return out if keepdim else _squeeze(out, axes)
+    return _core.logsumexp(x, axes, keepdim)
 
 
 def _correction(correction: float | None, unbiased: bool | None, what: str) -> float:
@@ -111,11 +105,11 @@ def _var(input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: floa
     c = _correction(correction, unbiased, what)
     axes = _axes(x, dim, what)
     n = _count(x, axes)
-    if n > 0 and len(axes) == 1:
-        # One recorded op, PyTorch's gradient. Several axes fold one after another (each fold
-        # runs across the lanes of the others, where one fold over them all would wait on
-        # every add).
-        return _core.var(x, axes[0], c, keepdim)
+    if n > 0 and axes:
+        # One recorded op, PyTorch's gradient. Over several axes its forward folds one axis
+        # after another (each fold runs across the lanes of the others, where one fold over
+        # them all would wait on every add).
+        return _core.var(x, axes, c, keepdim)
     mean = _core.div(_reduce(_core.sum, x, axes, True), _core.full([], float(n), x.dtype, device=x.device))
     d = _core.sub(x, mean)
     ss = _reduce(_core.sum, _core.mul(d, d), axes, keepdim)

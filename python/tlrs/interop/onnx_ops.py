@@ -283,9 +283,9 @@ def _softmax(op_type: str) -> Emit:
 
 
 def _logsumexp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """m + Log(ReduceSum(Exp(x - m))), m the axis's maximum clipped to the finite range, as
+    """m + Log(ReduceSum(Exp(x - m))), m the axes' maximum clipped to the finite range, as
     tlrs computes it (the sum's order is the runtime's)."""
-    axis, big = em.ints([n.attrs["axis"]]), float(np.finfo(n.dtype).max)
+    axis, big = em.ints(n.attrs["axes"]), float(np.finfo(n.dtype).max)
     m = _clip(em, n, em.add("ReduceMax", [ins[0], axis], keepdims=1), -big, big, "")
     s = em.add("ReduceSum", [em.add("Exp", [em.add("Sub", [ins[0], m])]), axis], keepdims=1)
     y = em.add("Add", [em.add("Log", [s]), m])
@@ -293,11 +293,12 @@ def _logsumexp(em: Emitter, n: Node, ins: list[str], out: str) -> str:
 
 
 def _var(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """mean = ReduceSum / N, then ReduceSum((x - mean)²) / max(0, N - correction) along the axis,
-    as tlrs computes it (the sums' order is the runtime's). N is read from the input's shape at
-    run time (the batch axis is symbolic)."""
-    x, axes = ins[0], em.ints([n.attrs["axis"]])
-    count = em.add("Cast", [em.add("Gather", [em.add("Shape", [x]), axes])], to=ELEM_TYPES[n.dtype])
+    """mean = ReduceSum / N, then ReduceSum((x - mean)²) / max(0, N - correction) along the
+    axes, as tlrs computes it (the sums' order is the runtime's). N, the product of the axes'
+    sizes, is read from the input's shape at run time (the batch axis is symbolic)."""
+    x, axes = ins[0], em.ints(n.attrs["axes"])
+    sizes = em.add("Gather", [em.add("Shape", [x]), axes])
+    count = em.add("Cast", [em.add("ReduceProd", [sizes], keepdims=1)], to=ELEM_TYPES[n.dtype])
     total = em.add("ReduceSum", [x, axes], keepdims=1)
     d = em.add("Sub", [x, em.add("Div", [total, count])])
     ss = em.add("ReduceSum", [em.add("Mul", [d, d]), axes], keepdims=int(n.attrs["keepdim"]))

@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod attention_softmax;
+pub mod axes;
 pub mod compare;
 pub mod conv;
 pub mod convert;

@@ -170,26 +170,26 @@ pub fn softmax(py: Python<'_>, x: PyRef<'_, T>, dim: isize) -> PyResult<T> {
     run(py, move || ops::softmax(&x, dim))
 }
 
-/// logsumexp along `dim` as one op (the axis must not be empty).
+/// logsumexp along the axes `dims` as one op (they must not be empty).
 #[pyfunction]
-#[pyo3(signature = (x, dim, keepdim=false))]
-pub fn logsumexp(py: Python<'_>, x: PyRef<'_, T>, dim: isize, keepdim: bool) -> PyResult<T> {
+#[pyo3(signature = (x, dims, keepdim=false))]
+pub fn logsumexp(py: Python<'_>, x: PyRef<'_, T>, dims: Vec<isize>, keepdim: bool) -> PyResult<T> {
     let x = x.inner.clone();
-    run(py, move || ops::logsumexp(&x, dim, keepdim))
+    run(py, move || ops::logsumexp(&x, &dims, keepdim))
 }
 
-/// The variance along `dim` as one op, divided by max(0, N - correction).
+/// The variance along the axes `dims` as one op, divided by max(0, N - correction).
 #[pyfunction]
-#[pyo3(signature = (x, dim, correction, keepdim=false))]
+#[pyo3(signature = (x, dims, correction, keepdim=false))]
 pub fn var(
     py: Python<'_>,
     x: PyRef<'_, T>,
-    dim: isize,
+    dims: Vec<isize>,
     correction: f64,
     keepdim: bool,
 ) -> PyResult<T> {
     let x = x.inner.clone();
-    run(py, move || ops::var(&x, dim, correction, keepdim))
+    run(py, move || ops::var(&x, &dims, correction, keepdim))
 }
 
 /// The product along `dim` (None: over every element) by halving, as one op.
