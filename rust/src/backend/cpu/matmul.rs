@@ -249,7 +249,10 @@ pub(crate) fn product_into<T: GemmElem>(
     c: &mut [MaybeUninit<T>],
     parallel: bool,
 ) {
-    if fast {
+    if k == 1 {
+        // One term per output: both kinds take the reference's one step (+0 + a·b).
+        super::outer::outer_into(m, n, (a, a_rs), (b, b_cs), c);
+    } else if fast {
         gemm_fast(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);
     } else {
         gemm_ref(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, parallel);

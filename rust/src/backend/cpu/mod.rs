@@ -27,6 +27,7 @@ pub mod logsumexp;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
+mod outer;
 pub mod parallel;
 pub mod peak;
 pub mod pool;
