@@ -347,42 +347,60 @@ mod fold16 {
     #[target_feature(enable = "avx512f,avx512dq")]
     unsafe fn max_index16(rows: &[f32], hw: usize) -> ([f32; LANES], [u32; LANES]) {
         assert!(rows.len() >= LANES * hw && hw >= 1);
-        let beats = |v, b| crate::backend::cpu::pool_2x2::beats(v, b);
-        // Position 0 of each row starts the fold; positions 1.. step by tiles, then one by one.
-        let mut best = _mm512_set_ps(
-            rows[15 * hw],
-            rows[14 * hw],
-            rows[13 * hw],
-            rows[12 * hw],
-            rows[11 * hw],
-            rows[10 * hw],
-            rows[9 * hw],
-            rows[8 * hw],
-            rows[7 * hw],
-            rows[6 * hw],
-            rows[5 * hw],
-            rows[4 * hw],
-            rows[3 * hw],
-            rows[2 * hw],
-            rows[hw],
-            rows[0],
-        );
-        let mut at = _mm512_setzero_si512();
-        let p = rows.as_ptr();
-        let tiles_end = 1 + (hw - 1) / LANES * LANES;
-        for i0 in (1..tiles_end).step_by(LANES) {
-            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
-            for (k, v) in crate::backend::cpu::tile16::tile(r).into_iter().enumerate() {
-                let take = beats(v, best);
-                best = _mm512_mask_blend_ps(take, best, v);
-                at = _mm512_mask_blend_epi32(take, at, _mm512_set1_epi32((i0 + k) as i32));
-            }
+        use crate::backend::cpu::pool_2x2::beats;
+        // The later run's winner replaces the earlier's where it beats it: associative over
+        // adjacent runs (the first NaN, else the greatest value, +0 over -0, the first of
+        // equals), so a tile's sixteen positions combine as a tree of neighbours, four steps
+        // deep, before one step into the running winner. Starting from -inf at index 0 gives
+        // the fold from position 0: its value beats -inf, or is -inf itself at index 0.
+        // Macros, not closures: a closure is not compiled with this function's target features,
+        // and stayed out of line, its vectors passed through memory.
+        macro_rules! step {
+            ($earlier:expr, $later:expr) => {{
+                let ((m, i), (v, j)): ((__m512, __m512i), (__m512, __m512i)) = ($earlier, $later);
+                let take = beats(v, m);
+                (
+                    _mm512_mask_blend_ps(take, m, v),
+                    _mm512_mask_blend_epi32(take, i, j),
+                )
+            }};
         }
+        let mut best = (_mm512_set1_ps(f32::NEG_INFINITY), _mm512_setzero_si512());
+        let p = rows.as_ptr();
+        macro_rules! tile {
+            ($i0:expr) => {{
+                let i0: usize = $i0;
+                let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
+                let v = crate::backend::cpu::tile16::tile(r);
+                let mut t: [(__m512, __m512i); LANES] =
+                    std::array::from_fn(|k| (v[k], _mm512_set1_epi32((i0 + k) as i32)));
+                let mut width = LANES;
+                while width > 1 {
+                    width /= 2;
+                    for k in 0..width {
+                        t[k] = step!(t[2 * k], t[2 * k + 1]);
+                    }
+                }
+                t[0]
+            }};
+        }
+        let whole = hw / LANES * LANES;
+        for i0 in (0..whole).step_by(LANES) {
+            best = step!(best, tile!(i0));
+        }
+        // The last positions (fewer than 16) from a tile of the row's last 16: the positions
+        // it repeats were folded already and cannot beat the winner they lost to or are.
+        let rest = if hw >= LANES && whole < hw {
+            best = step!(best, tile!(hw - LANES));
+            hw
+        } else {
+            whole
+        };
         let mut b = [0f32; LANES];
         let mut a = [0u32; LANES];
-        _mm512_storeu_ps(b.as_mut_ptr(), best);
-        _mm512_storeu_si512(a.as_mut_ptr().cast(), at);
-        for i in tiles_end..hw {
+        _mm512_storeu_ps(b.as_mut_ptr(), best.0);
+        _mm512_storeu_si512(a.as_mut_ptr().cast(), best.1);
+        for i in rest..hw {
             for l in 0..LANES {
                 let v = rows[l * hw + i];
                 if crate::backend::cpu::pool::beats(v, b[l]) {
@@ -398,6 +416,48 @@ mod fold16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `max_index_rows` (on AVX-512, 16 x 16 tiles, the last positions from an overlapping
+    /// tile) against the left fold of `pool::beats` one position at a time: values and indices,
+    /// bit for bit, on rows drawn from few values (ties, signed zeros, NaN payloads).
+    #[test]
+    fn max_index_rows_keeps_the_left_folds_bits_and_indices() {
+        let values = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::NEG_INFINITY,
+            f32::from_bits(0x7fc0_0001),
+            f32::from_bits(0xffc0_0002),
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for hw in [1, 5, 16, 17, 20, 32, 33, 40, 95, 128, 131] {
+            for round in 0..100 {
+                let kinds = if round % 4 == 0 { values.len() } else { 5 };
+                let rows: Vec<f32> = (0..LANES * hw)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        values[(state % kinds as u64) as usize]
+                    })
+                    .collect();
+                let (best, at) = max_index_rows(&rows, hw);
+                for l in 0..LANES {
+                    let row = &rows[l * hw..][..hw];
+                    let (mut m, mut i) = (row[0], 0);
+                    for (k, &v) in row.iter().enumerate().skip(1) {
+                        if crate::backend::cpu::pool::beats(v, m) {
+                            (m, i) = (v, k);
+                        }
+                    }
+                    let got = (best[l].to_bits(), at[l]);
+                    assert_eq!(got, (m.to_bits(), i), "hw {hw} round {round} row {l}");
+                }
+            }
+        }
+    }
 
     /// `max_rows` (on AVX-512, tiles combined as trees) against the left fold one value at a
     /// time, bit for bit: rows drawn from few values, so ties of +0 and -0 (the first stays) and
