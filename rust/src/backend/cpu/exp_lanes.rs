@@ -15,14 +15,8 @@ impl ExpRow for f32 {
     fn exp_row(v: &mut [Self]) {
         #[cfg(target_arch = "x86_64")]
         if super::simd::has_avx512() {
-            let mut chunks = v.chunks_exact_mut(16);
-            for c in &mut chunks {
-                // SAFETY: AVX-512F was just detected; `c` holds exactly 16 f32.
-                unsafe { avx512::exp16(c) };
-            }
-            for x in chunks.into_remainder() {
-                *x = expf_select(*x);
-            }
+            // SAFETY: AVX-512F was just detected.
+            unsafe { avx512::exp_all(v) };
             return;
         }
         super::simd::widest(|| {
@@ -39,7 +33,23 @@ mod avx512 {
     use crate::lane_math::expf::{HALF, INV_LN2, LN2_HI, LN2_LO, P1, P2};
     use std::arch::x86_64::*;
 
+    /// `exp16` over every whole 16 of `v`, the rest by `expf_select`: one function compiled
+    /// for AVX-512, so `exp16` inlines into the loop (its constants set up once, no call per
+    /// vector).
     #[target_feature(enable = "avx512f")]
+    pub unsafe fn exp_all(v: &mut [f32]) {
+        let mut chunks = v.chunks_exact_mut(16);
+        for c in &mut chunks {
+            // SAFETY: this function's features are exp16's; `c` holds exactly 16 f32.
+            unsafe { exp16(c) };
+        }
+        for x in chunks.into_remainder() {
+            *x = super::expf_select(*x);
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
     pub unsafe fn exp16(v: &mut [f32]) {
         debug_assert_eq!(v.len(), 16);
         let f = _mm512_set1_ps;

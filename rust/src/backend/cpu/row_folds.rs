@@ -179,9 +179,20 @@ mod fold16 {
                 a = _mm512_add_ps(a, term(v));
             }
         }
+        // The last positions (fewer than 16) from a tile of each row's last 16, adding only
+        // those not yet added, in order; rows shorter than that one by one.
+        let mut rest = whole;
+        if hw >= LANES && whole < hw {
+            let i0 = hw - LANES;
+            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
+            for v in &crate::backend::cpu::tile16::tile(r)[whole - i0..] {
+                a = _mm512_add_ps(a, term(*v));
+            }
+            rest = hw;
+        }
         let mut out = [0f32; LANES];
         _mm512_storeu_ps(out.as_mut_ptr(), a);
-        for i in whole..hw {
+        for i in rest..hw {
             for (l, o) in out.iter_mut().enumerate() {
                 let v = terms[l * hw + i];
                 *o += if negate { -v } else { v };
@@ -308,9 +319,27 @@ mod fold16 {
             }
             m = step(m, v[0]);
         }
+        // The last positions (fewer than 16) from a tile of each row's last 16: the positions
+        // it repeats end where the fold stands, so their winner is the running maximum itself
+        // (the last NaN of the suffix is the last so far) or loses to it; rows shorter than
+        // that one by one.
+        let mut rest = whole;
+        if hw >= LANES && whole < hw {
+            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + hw - LANES)));
+            let mut v = crate::backend::cpu::tile16::tile(r);
+            let mut width = LANES;
+            while width > 1 {
+                width /= 2;
+                for k in 0..width {
+                    v[k] = step(v[2 * k], v[2 * k + 1]);
+                }
+            }
+            m = step(m, v[0]);
+            rest = hw;
+        }
         let mut out = [0f32; LANES];
         _mm512_storeu_ps(out.as_mut_ptr(), m);
-        for i in whole..hw {
+        for i in rest..hw {
             for (l, o) in out.iter_mut().enumerate() {
                 let v = rows[l * hw + i];
                 if v > *o || v.is_nan() {
@@ -416,6 +445,40 @@ mod fold16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fold_rows` (on AVX-512, 16 x 16 tiles, the last positions from a partial tile) against
+    /// each row's left fold one term at a time, bit for bit: terms of many magnitudes, so any
+    /// change of order shows in the rounding.
+    #[test]
+    fn fold_rows_keeps_each_rows_left_fold() {
+        let mut state = 0x1234_5678_9abc_def1u64;
+        for hw in [1, 5, 16, 17, 31, 40, 95, 128, 131] {
+            for negate in [false, true] {
+                let terms: Vec<f32> = (0..LANES * hw)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        let m = (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                        m * f32::powi(2.0, (state % 24) as i32 - 12)
+                    })
+                    .collect();
+                let acc: [f32; LANES] = std::array::from_fn(|l| l as f32 * 0.37 - 3.0);
+                let got = fold_rows(acc, &terms, hw, negate);
+                for l in 0..LANES {
+                    let mut want = acc[l];
+                    for &t in &terms[l * hw..][..hw] {
+                        want += if negate { -t } else { t };
+                    }
+                    assert_eq!(
+                        got[l].to_bits(),
+                        want.to_bits(),
+                        "hw {hw} negate {negate} row {l}"
+                    );
+                }
+            }
+        }
+    }
 
     /// `max_index_rows` (on AVX-512, 16 x 16 tiles, the last positions from an overlapping
     /// tile) against the left fold of `pool::beats` one position at a time: values and indices,
