@@ -1,9 +1,10 @@
 //! The f32 unary ops whose kernels are not the op table's formula run lane by lane: GELU and
 //! erf (lanes sorted by erf's range, `erf_lanes.rs`), sin and cos (`lane_math/sincosf.rs`, a
-//! scalar libm pass for the few arguments too large for the vector reduction), and sigmoid
-//! and SiLU (the exponentials of a block on the 16-lane intrinsics of `exp_lanes.rs`, then the
-//! rest of the formula). Each computes exactly the table formula's operations, so the bits are
-//! the formula's.
+//! scalar libm pass for the few arguments too large for the vector reduction), and sigmoid,
+//! SiLU, softplus, logsigmoid and elu's gradient (the exponentials of a block on the 16-lane intrinsics of
+//! `exp_lanes.rs`, then the rest of the formula in a second loop: one loop of exp and log1p
+//! together was latency bound, 3x slower). Each computes exactly the table formula's
+//! operations, so the bits are the formula's.
 
 use super::erf_lanes;
 use super::simd::wide_fn;
@@ -19,11 +20,14 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu(x, fast)),
         UnaryOp::Erf => Some(erf_lanes::erf(x)),
-        UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sigmoid | UnaryOp::Silu => {
-            Some(chunked(x.len(), |at, out| {
-                forward_into(op, &x[at..][..out.len()], out, fast);
-            }))
-        }
+        UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Sigmoid
+        | UnaryOp::Silu
+        | UnaryOp::Softplus { .. }
+        | UnaryOp::Logsigmoid => Some(chunked(x.len(), |at, out| {
+            forward_into(op, &x[at..][..out.len()], out, fast);
+        })),
         _ => None,
     }
 }
@@ -44,9 +48,27 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
             exp_of_negated(x, out);
             finish_silu(x, out);
         }
+        // The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`.
+        UnaryOp::Softplus { beta, threshold } => {
+            let (beta, threshold) = (f32::from_f64(beta), f32::from_f64(threshold));
+            out.iter_mut().zip(x).for_each(|(o, &v)| *o = v * beta);
+            <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+            finish_softplus(x, out, beta, threshold);
+        }
+        // The table's `min(x, 0) - log1p(exp(-|x|))`.
+        UnaryOp::Logsigmoid => {
+            exp_of_negated_abs(x, out);
+            finish_logsigmoid(x, out);
+        }
         _ => return false,
     }
     true
+}
+
+/// `out[i] = exp(-|x[i]|)`.
+fn exp_of_negated_abs(x: &[f32], out: &mut [f32]) {
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = -v.abs());
+    <f32 as super::exp_lanes::ExpRow>::exp_row(out);
 }
 
 /// `out[i] = exp(-x[i])`.
@@ -75,7 +97,55 @@ fn silu_grad_body<T: Float>(x: &[T], g: &[T], e: &mut [T]) {
     }
 }
 
+#[inline(always)]
+fn softplus_body<T: Float>(x: &[T], e: &mut [T], beta: T, threshold: T) {
+    for (v, &x) in e.iter_mut().zip(x) {
+        let soft = v.log1p() / beta;
+        *v = if x * beta > threshold { x } else { soft };
+    }
+}
+
+#[inline(always)]
+fn softplus_grad_body<T: Float>(x: &[T], g: &[T], e: &mut [T], beta: T, threshold: T) {
+    for ((v, &x), &g) in e.iter_mut().zip(x).zip(g) {
+        let slope = g * (T::ONE / (T::ONE + *v));
+        *v = if x * beta > threshold { g } else { slope };
+    }
+}
+
+#[inline(always)]
+fn logsigmoid_body<T: Float>(x: &[T], e: &mut [T]) {
+    for (v, &x) in e.iter_mut().zip(x) {
+        *v = (if x < T::ZERO { x } else { T::ZERO }) - v.log1p();
+    }
+}
+
+#[inline(always)]
+fn logsigmoid_grad_body<T: Float>(x: &[T], g: &[T], e: &mut [T]) {
+    for ((z, &x), &g) in e.iter_mut().zip(x).zip(g) {
+        let (max_deriv, sign) = if x < T::ZERO {
+            (T::ONE, T::ONE)
+        } else {
+            (T::ZERO, -T::ONE)
+        };
+        *z = g * (max_deriv - sign * (*z / (T::ONE + *z)));
+    }
+}
+
+#[inline(always)]
+fn elu_grad_body<T: Float>(x: &[T], g: &[T], e: &mut [T], alpha: T) {
+    for ((v, &x), &g) in e.iter_mut().zip(x).zip(g) {
+        let below = g * (alpha * *v);
+        *v = if x > T::ZERO { g } else { below };
+    }
+}
+
 wide_fn!(fn finish_sigmoid<T: Float>(e: &mut [T]) = sigmoid_body);
+wide_fn!(fn finish_elu_grad<T: Float>(x: &[T], g: &[T], e: &mut [T], alpha: T) = elu_grad_body);
+wide_fn!(fn finish_softplus<T: Float>(x: &[T], e: &mut [T], beta: T, threshold: T) = softplus_body);
+wide_fn!(fn finish_softplus_grad<T: Float>(x: &[T], g: &[T], e: &mut [T], beta: T, threshold: T) = softplus_grad_body);
+wide_fn!(fn finish_logsigmoid<T: Float>(x: &[T], e: &mut [T]) = logsigmoid_body);
+wide_fn!(fn finish_logsigmoid_grad<T: Float>(x: &[T], g: &[T], e: &mut [T]) = logsigmoid_grad_body);
 wide_fn!(fn finish_silu_grad<T: Float>(x: &[T], g: &[T], e: &mut [T]) = silu_grad_body);
 wide_fn!(fn finish_silu<T: Float>(x: &[T], e: &mut [T]) = silu_body);
 
@@ -83,7 +153,12 @@ wide_fn!(fn finish_silu<T: Float>(x: &[T], e: &mut [T]) = silu_body);
 pub fn grad(op: UnaryOp, x: &[f32], g: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu_grad(x, g, fast)),
-        UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Silu => Some(chunked(x.len(), |at, out| {
+        UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Silu
+        | UnaryOp::Softplus { .. }
+        | UnaryOp::Logsigmoid
+        | UnaryOp::Elu { .. } => Some(chunked(x.len(), |at, out| {
             let n = out.len();
             grad_into(op, &x[at..][..n], &g[at..][..n], out, fast);
         })),
@@ -110,6 +185,24 @@ pub fn grad_into(op: UnaryOp, x: &[f32], g: &[f32], out: &mut [f32], fast: bool)
         UnaryOp::Silu => {
             exp_of_negated(x, out);
             finish_silu_grad(x, g, out);
+        }
+        // The table's `x * beta > threshold ? g : g * (1 / (1 + exp(-(x * beta))))`.
+        UnaryOp::Softplus { beta, threshold } => {
+            let (beta, threshold) = (f32::from_f64(beta), f32::from_f64(threshold));
+            out.iter_mut().zip(x).for_each(|(o, &v)| *o = -(v * beta));
+            <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+            finish_softplus_grad(x, g, out, beta, threshold);
+        }
+        // The table's `x > 0 ? g : g * (alpha * exp(x))`.
+        UnaryOp::Elu { alpha } => {
+            out.copy_from_slice(x);
+            <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+            finish_elu_grad(x, g, out, f32::from_f64(alpha));
+        }
+        // The table's z = exp(-|x|), `g * (max_deriv - sign * (z / (1 + z)))`.
+        UnaryOp::Logsigmoid => {
+            exp_of_negated_abs(x, out);
+            finish_logsigmoid_grad(x, g, out);
         }
         _ => return false,
     }
@@ -178,6 +271,100 @@ mod tests {
                 assert_eq!(d[i].to_bits(), want.to_bits(), "SiLU gradient at {v:?}");
             }
         }
+    }
+
+    /// softplus (two parameter pairs) and logsigmoid, forward and gradient, and elu's gradient
+    /// (two alphas), against their table
+    /// formulas written with libm, bit for bit, past one chunk and on the special values.
+    #[test]
+    fn softplus_and_logsigmoid_give_the_table_formulas_bits() {
+        let mut x: Vec<f32> = (0..20_000)
+            .map(|i| (i as f32 - 10_000.0) * 0.0113)
+            .collect();
+        x.extend([
+            0.0,
+            -0.0,
+            20.0,
+            20.001,
+            88.8,
+            -104.0,
+            1e-30,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        x.extend([
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::from_bits(0xffc1_2345),
+        ]);
+        let g: Vec<f32> = (0..x.len()).map(|i| 1.5 - i as f32 * 1e-4).collect();
+        let same = |got: &[f32], want: &dyn Fn(usize) -> f32, what: &str| {
+            for (i, &v) in x.iter().enumerate() {
+                let w = want(i);
+                if w.is_nan() {
+                    // Two NaNs meeting in one operation may come out with either payload.
+                    assert!(got[i].is_nan(), "{what} at {v:?}");
+                } else {
+                    assert_eq!(got[i].to_bits(), w.to_bits(), "{what} at {v:?}");
+                }
+            }
+        };
+        for (beta, threshold) in [(1.0f32, 20.0f32), (2.0, 3.0)] {
+            let op = UnaryOp::Softplus {
+                beta: beta as f64,
+                threshold: threshold as f64,
+            };
+            let y = forward(op, &x, false).expect("a lane kernel");
+            let f = |i: usize| {
+                let v = x[i];
+                if v * beta > threshold {
+                    v
+                } else {
+                    libm::log1pf(libm::expf(v * beta)) / beta
+                }
+            };
+            same(&y, &f, "softplus");
+            let d = grad(op, &x, &g, false).expect("a lane kernel");
+            let df = |i: usize| {
+                let v = x[i];
+                if v * beta > threshold {
+                    g[i]
+                } else {
+                    g[i] * (1.0 / (1.0 + libm::expf(-(v * beta))))
+                }
+            };
+            same(&d, &df, "softplus gradient");
+        }
+        for alpha in [1.0f32, 0.3] {
+            let d = grad(
+                UnaryOp::Elu {
+                    alpha: alpha as f64,
+                },
+                &x,
+                &g,
+                false,
+            )
+            .expect("a lane kernel");
+            let df = |i: usize| {
+                if x[i] > 0.0 {
+                    g[i]
+                } else {
+                    g[i] * (alpha * libm::expf(x[i]))
+                }
+            };
+            same(&d, &df, "elu gradient");
+        }
+        let y = forward(UnaryOp::Logsigmoid, &x, false).expect("a lane kernel");
+        let f = |i: usize| x[i].min(0.0) - libm::log1pf(libm::expf(-x[i].abs()));
+        same(&y, &f, "logsigmoid");
+        let d = grad(UnaryOp::Logsigmoid, &x, &g, false).expect("a lane kernel");
+        let df = |i: usize| {
+            let z = libm::expf(-x[i].abs());
+            let (m, s) = if x[i] < 0.0 { (1.0, 1.0) } else { (0.0, -1.0) };
+            g[i] * (m - s * (z / (1.0 + z)))
+        };
+        same(&d, &df, "logsigmoid gradient");
     }
 
     #[test]
