@@ -5,7 +5,8 @@
 //! where one formula needs one to five; sorting keeps each lane's IEEE operations exactly those
 //! of the scalar call, so the bits are libm's (erf_lanes.rs tests them).
 
-use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_grad_from_erf};
+use super::exp_lanes::ExpRow;
+use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_grad_from_erf_exp, pdf_arg};
 use crate::lane_math::erff::{erff_near, erff_select, erff_small};
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
@@ -154,8 +155,14 @@ pub unsafe fn gelu_grad(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
         }
         // SAFETY: as in `gelu`.
         unsafe { erf_block(&z[..n], &mut e[..n], &mut streams) };
+        // The density's exponentials in a loop of their own (a chain beside the rest was too
+        // long to overlap), `z` reused for them.
         for i in 0..n {
-            ob[i].write(gelu_grad_from_erf(gb[i], xb[i], e[i]));
+            z[i] = pdf_arg(xb[i]);
+        }
+        f32::exp_row(&mut z[..n]);
+        for i in 0..n {
+            ob[i].write(gelu_grad_from_erf_exp(gb[i], xb[i], e[i], z[i]));
         }
     }
 }

@@ -19,7 +19,20 @@ pub fn gelu_from_erf(x: f32, e: f32) -> f32 {
 /// `g` times GELU's derivative, from x and erf(x / sqrt 2).
 #[inline(always)]
 pub fn gelu_grad_from_erf(g: f32, x: f32, e: f32) -> f32 {
+    gelu_grad_from_erf_exp(g, x, e, expf_select(pdf_arg(x)))
+}
+
+/// The argument of the exponential in GELU's derivative (the normal density's), -(x² / 2).
+#[inline(always)]
+pub fn pdf_arg(x: f32) -> f32 {
+    -(0.5 * x * x)
+}
+
+/// `gelu_grad_from_erf` given also `ex`, the exponential of `pdf_arg(x)` (for a kernel that
+/// takes the exponentials of a block in a loop of their own).
+#[inline(always)]
+pub fn gelu_grad_from_erf_exp(g: f32, x: f32, e: f32, ex: f32) -> f32 {
     let cdf = 0.5 * (1.0 + e);
-    let pdf = 0.398_942_280_401_432_7_f64 as f32 * expf_select(-(0.5 * x * x));
+    let pdf = 0.398_942_280_401_432_7_f64 as f32 * ex;
     g * (cdf + x * pdf)
 }
