@@ -303,7 +303,12 @@ mod fold16 {
         };
         let whole = hw / LANES * LANES;
         let p = rows.as_ptr();
-        for i0 in (0..whole).step_by(LANES) {
+        // The last positions (fewer than 16) from a tile of each row's last 16: the positions
+        // it repeats end where the fold stands, so their winner is the running maximum itself
+        // (the last NaN of the suffix is the last so far) or loses to it; rows shorter than
+        // that one by one.
+        let last = (hw >= LANES && whole < hw).then_some(hw - LANES);
+        for i0 in (0..whole).step_by(LANES).chain(last) {
             let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
             // The step is associative over adjacent runs (the later run's winner beats the
             // earlier's when greater or NaN: the last NaN, else the first greatest value), so
@@ -319,24 +324,7 @@ mod fold16 {
             }
             m = step(m, v[0]);
         }
-        // The last positions (fewer than 16) from a tile of each row's last 16: the positions
-        // it repeats end where the fold stands, so their winner is the running maximum itself
-        // (the last NaN of the suffix is the last so far) or loses to it; rows shorter than
-        // that one by one.
-        let mut rest = whole;
-        if hw >= LANES && whole < hw {
-            let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + hw - LANES)));
-            let mut v = crate::backend::cpu::tile16::tile(r);
-            let mut width = LANES;
-            while width > 1 {
-                width /= 2;
-                for k in 0..width {
-                    v[k] = step(v[2 * k], v[2 * k + 1]);
-                }
-            }
-            m = step(m, v[0]);
-            rest = hw;
-        }
+        let rest = if last.is_some() { hw } else { whole };
         let mut out = [0f32; LANES];
         _mm512_storeu_ps(out.as_mut_ptr(), m);
         for i in rest..hw {
@@ -414,17 +402,13 @@ mod fold16 {
             }};
         }
         let whole = hw / LANES * LANES;
-        for i0 in (0..whole).step_by(LANES) {
-            best = step!(best, tile!(i0));
-        }
         // The last positions (fewer than 16) from a tile of the row's last 16: the positions
         // it repeats were folded already and cannot beat the winner they lost to or are.
-        let rest = if hw >= LANES && whole < hw {
-            best = step!(best, tile!(hw - LANES));
-            hw
-        } else {
-            whole
-        };
+        let last = (hw >= LANES && whole < hw).then_some(hw - LANES);
+        for i0 in (0..whole).step_by(LANES).chain(last) {
+            best = step!(best, tile!(i0));
+        }
+        let rest = if last.is_some() { hw } else { whole };
         let mut b = [0f32; LANES];
         let mut a = [0u32; LANES];
         _mm512_storeu_ps(b.as_mut_ptr(), best.0);
@@ -446,6 +430,14 @@ mod fold16 {
 mod tests {
     use super::*;
 
+    /// The next value of a xorshift64 stream.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
     /// `fold_rows` (on AVX-512, 16 x 16 tiles, the last positions from a partial tile) against
     /// each row's left fold one term at a time, bit for bit: terms of many magnitudes, so any
     /// change of order shows in the rounding.
@@ -456,11 +448,9 @@ mod tests {
             for negate in [false, true] {
                 let terms: Vec<f32> = (0..LANES * hw)
                     .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        let m = (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-                        m * f32::powi(2.0, (state % 24) as i32 - 12)
+                        let r = xorshift(&mut state);
+                        let m = (r >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                        m * f32::powi(2.0, (r % 24) as i32 - 12)
                     })
                     .collect();
                 let acc: [f32; LANES] = std::array::from_fn(|l| l as f32 * 0.37 - 3.0);
@@ -499,12 +489,7 @@ mod tests {
             for round in 0..100 {
                 let kinds = if round % 4 == 0 { values.len() } else { 5 };
                 let rows: Vec<f32> = (0..LANES * hw)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        values[(state % kinds as u64) as usize]
-                    })
+                    .map(|_| values[(xorshift(&mut state) % kinds as u64) as usize])
                     .collect();
                 let (best, at) = max_index_rows(&rows, hw);
                 for l in 0..LANES {
@@ -545,12 +530,7 @@ mod tests {
                 // Few NaNs in most rounds, so rows without one are common too.
                 let kinds = if round % 4 == 0 { values.len() } else { 7 };
                 let rows: Vec<f32> = (0..LANES * hw)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        values[(state % kinds as u64) as usize]
-                    })
+                    .map(|_| values[(xorshift(&mut state) % kinds as u64) as usize])
                     .collect();
                 let got = max_rows(&rows, hw);
                 for (l, g) in got.iter().enumerate() {
