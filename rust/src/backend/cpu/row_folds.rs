@@ -307,7 +307,7 @@ mod fold16 {
         // it repeats end where the fold stands, so their winner is the running maximum itself
         // (the last NaN of the suffix is the last so far) or loses to it; rows shorter than
         // that one by one.
-        let last = (hw >= LANES && whole < hw).then_some(hw - LANES);
+        let last = (hw >= LANES && whole < hw).then(|| hw - LANES);
         for i0 in (0..whole).step_by(LANES).chain(last) {
             let r = std::array::from_fn(|l| _mm512_loadu_ps(p.add(l * hw + i0)));
             // The step is associative over adjacent runs (the later run's winner beats the
@@ -404,7 +404,7 @@ mod fold16 {
         let whole = hw / LANES * LANES;
         // The last positions (fewer than 16) from a tile of the row's last 16: the positions
         // it repeats were folded already and cannot beat the winner they lost to or are.
-        let last = (hw >= LANES && whole < hw).then_some(hw - LANES);
+        let last = (hw >= LANES && whole < hw).then(|| hw - LANES);
         for i0 in (0..whole).step_by(LANES).chain(last) {
             best = step!(best, tile!(i0));
         }
