@@ -4,6 +4,7 @@
 
 use crate::autograd::record::{first, Attr, Record};
 use crate::ops::elementwise::check_same_dtype;
+use crate::ops::reduce::reduced_shape;
 use crate::{Error, Result, Shape, Tensor};
 
 /// The product of `x` along `axis` (None: every element, as one flattened axis), the axis
@@ -26,7 +27,11 @@ pub fn prod(x: &Tensor, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
         axis: ax,
         keepdim,
     };
-    Ok(Tensor::from_op(p, reduced(x.shape(), ax, keepdim), op))
+    Ok(Tensor::from_op(
+        p,
+        reduced_shape(x.shape(), ax, keepdim),
+        op,
+    ))
 }
 
 /// [outer, len, inner] around `axis`; all of the tensor as one row for None.
@@ -38,26 +43,6 @@ pub(crate) fn lanes(shape: &Shape, axis: Option<usize>) -> [usize; 3] {
         }
         None => [1, shape.numel(), 1],
     }
-}
-
-/// `shape` reduced along `axis` (every axis for None): dropped, or kept with size 1.
-pub(crate) fn reduced(shape: &Shape, axis: Option<usize>, keep: bool) -> Shape {
-    let dims = shape.dims();
-    Shape(match (axis, keep) {
-        (None, true) => vec![1; dims.len()],
-        (None, false) => vec![],
-        (Some(a), true) => dims
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| if i == a { 1 } else { d })
-            .collect(),
-        (Some(a), false) => dims
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != a)
-            .map(|(_, &d)| d)
-            .collect(),
-    })
 }
 
 /// The product of `x` along `axis` (None: all).
