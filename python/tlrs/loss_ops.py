@@ -91,11 +91,33 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
             raise TypeError("cross_entropy: expected int64 class labels or float probabilities, got a bool Tensor")
         if plain_options:
             return _core.cross_entropy_probs(input, target)
+        if weight is None and reduction == "mean" and input.ndim <= 2 and target.shape == input.shape:
+            # Smoothed probabilities (PyTorch's t * (1 - eps) + eps / C), then the one op.
+            classes = _class_count(input)
+            smoothed = _core.add(_core.mul(target, _scalar(1 - label_smoothing, input)),
+                                 _scalar(label_smoothing / classes, input))
+            return _core.cross_entropy_probs(input, smoothed)
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     labels = _labels(target)
     if plain_options:
         return _core.cross_entropy_indices(input, labels.reshape(-1).tolist(), ignore)
+    if weight is None and reduction == "mean" and label_smoothing > 0 and not (labels == ignore_index).any():
+        return _smoothed_labels(input, labels, label_smoothing)
     return _cross_entropy_labels(input, labels, weight, ignore_index, reduction, label_smoothing)
+
+
+def _smoothed_labels(input: Tensor, labels: np.ndarray, label_smoothing: float) -> Tensor:
+    """Label smoothing with no row ignored, averaged: cross-entropy against the smoothed
+    one-hot rows (1 - eps at the label, plus eps / C everywhere), one recorded op. The same
+    loss as PyTorch's (1 - eps) * nll + eps / C * (-sum of log-probabilities), rounded its own
+    way."""
+    x, safe, _ = _label_rows(input, labels, -1, "cross_entropy")
+    rows, classes = x.shape
+    off = label_smoothing / classes
+    target = np.full((rows, classes), off, dtype=x.dtype)
+    target[np.arange(rows), safe] = (1 - label_smoothing) + off
+    t = _core.tensor_from_numpy(target)
+    return _core.cross_entropy_probs(x, t if x.device == "cpu" else t.to(x.device))
 
 
 def _ignore_index(value: Any) -> int:

@@ -306,6 +306,14 @@ def _var(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Div", [ss, dof], out)
 
 
+def _cross_entropy_probs(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """-mean over rows of ReduceSum(p * LogSoftmax(x)) along the class axis (the last)."""
+    x, p = ins
+    logp = em.add("LogSoftmax", [x], axis=-1)
+    per_row = em.add("ReduceSum", [em.add("Mul", [p, logp]), em.ints([-1])], keepdims=0)
+    return em.add("Neg", [em.add("ReduceMean", [per_row], keepdims=0)], out)
+
+
 def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     axis = n.attrs["axis"]  # None: a 0-d tensor, its own running sum
     if axis is None:
@@ -445,6 +453,7 @@ EMITTERS: dict[str, Emit] = {
     "cumsum": _cumsum,
     "logsumexp": _logsumexp,
     "var": _var,
+    "cross_entropy_probs": _cross_entropy_probs,
     "prod": _reduce("ReduceProd"),
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,

@@ -74,6 +74,8 @@ declare_ops! {
     NllLoss(loss::NllLoss),
     /// Cross-entropy of logits at class labels (log-softmax and nll in one op).
     CrossEntropy(loss::CrossEntropy),
+    /// Cross-entropy of logits against probability targets.
+    CrossEntropyProbs(crate::ops::cross_entropy_probs::CrossEntropyProbs),
     /// logsumexp along one axis.
     LogSumExp(logsumexp::LogSumExp),
     /// The variance along one axis or over all elements.

@@ -117,6 +117,42 @@ pub trait BackendStorage: Sized {
         self.softmax_grad(&nll, rows, classes, 1, true)
     }
 
+    /// Cross-entropy of the logits `self` against probability targets `p` (both [rows,
+    /// classes]): the log-probabilities (log-softmax over each row), and the loss, the rows'
+    /// -(sum_j p_j * logp_j) (each a left fold from 0 in index order) summed from 0 in row
+    /// order, divided by `rows` (one element). This default runs the operations one by one; the
+    /// CPU the same ones a block of rows at a time, so the same bits.
+    fn cross_entropy_probs(&self, p: &Self, rows: usize, classes: usize) -> Result<(Self, Self)> {
+        let shape = Shape(vec![rows, classes]);
+        let logp = self.softmax(rows, classes, 1, true)?;
+        let terms = p.binary(BinaryOp::Mul, &shape, &logp, &shape, &shape)?;
+        let per_row = terms.sum(&shape, Some(1))?.unary(UnaryOp::Neg)?;
+        let loss = per_row.sum(&Shape(vec![rows]), None)?.binary_scalar(
+            BinaryOp::Div,
+            rows as f64,
+            false,
+        )?;
+        Ok((logp, loss))
+    }
+    /// The gradient of `cross_entropy_probs` for the logits, from the log-probabilities
+    /// `self`, the targets `p` and the loss's gradient `g` (one element): with w = -(g / rows),
+    /// log-softmax's gradient of w * p. The CPU runs it a block of rows at a time, the same
+    /// bits.
+    fn cross_entropy_probs_grad(
+        &self,
+        p: &Self,
+        g: &Self,
+        rows: usize,
+        classes: usize,
+    ) -> Result<Self> {
+        let shape = Shape(vec![rows, classes]);
+        let w = g
+            .binary_scalar(BinaryOp::Div, rows as f64, false)?
+            .unary(UnaryOp::Neg)?;
+        let d = w.binary(BinaryOp::Mul, &Shape(vec![]), p, &shape, &shape)?;
+        self.softmax_grad(&d, rows, classes, 1, true)
+    }
+
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
     /// conv2d, then `act` on each output.
     fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims, act: Activation) -> Result<Self>;

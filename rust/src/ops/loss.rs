@@ -3,9 +3,8 @@
 
 use crate::autograd::record::{first, Attr, Record};
 use crate::geometry::IGNORED_ROW;
-use crate::ops::elementwise::{check_same_device, check_same_dtype, mul, neg, sub};
-use crate::ops::reduce::{mean, sum};
-use crate::ops::softmax::log_softmax;
+use crate::ops::elementwise::{check_same_device, check_same_dtype, mul, sub};
+use crate::ops::reduce::mean;
 use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -35,22 +34,7 @@ pub fn cross_entropy_ignoring(
 ) -> Result<Tensor> {
     check_rows("cross_entropy", input, "logits")?;
     match target {
-        Target::Probs(p) => {
-            let logp = log_softmax(input, -1)?;
-            crate::ops::elementwise::check_same_dtype("cross_entropy", &[input, p])?;
-            if p.shape() != input.shape() {
-                return Err(Error::shape(
-                    "cross_entropy",
-                    format!(
-                        "expected a target of shape {} (one-hot or probabilities), got {}",
-                        input.shape(),
-                        p.shape()
-                    ),
-                ));
-            }
-            let per_row = neg(&sum(&mul(p, &logp)?, Some(-1), false)?)?;
-            mean(&per_row, None, false)
-        }
+        Target::Probs(p) => crate::ops::cross_entropy_probs::cross_entropy_probs(input, p),
         labels => {
             let labels = row_labels("cross_entropy", input, labels, ignore_index)?;
             cross_entropy_from(input, labels)

@@ -7,6 +7,7 @@ pub mod axes;
 pub mod compare;
 pub mod conv;
 pub mod convert;
+pub mod cross_entropy_probs;
 pub mod dropout;
 pub mod elementwise;
 pub mod fused;

@@ -281,6 +281,35 @@ impl Storage {
         on_one_device!("cross_entropy", (self, g), |logp, g| logp
             .cross_entropy_grad(g, rows, classes, target))
     }
+    /// The log-probabilities of the logits `self` and the cross-entropy against `p`.
+    pub fn cross_entropy_probs(
+        &self,
+        p: &Storage,
+        rows: usize,
+        classes: usize,
+    ) -> Result<(Storage, Storage)> {
+        match (self, p) {
+            (Storage::Cpu(x), Storage::Cpu(p)) => {
+                let (logp, loss) = x.cross_entropy_probs(p, rows, classes)?;
+                Ok((Storage::Cpu(logp), Storage::Cpu(loss)))
+            }
+            (Storage::Cuda(x), Storage::Cuda(pc)) if x.ordinal() == pc.ordinal() => {
+                let (logp, loss) = x.cross_entropy_probs(pc, rows, classes)?;
+                Ok((Storage::Cuda(logp), Storage::Cuda(loss)))
+            }
+            _ => Err(device_mismatch("cross_entropy", self, p)),
+        }
+    }
+    pub fn cross_entropy_probs_grad(
+        &self,
+        p: &Storage,
+        g: &Storage,
+        rows: usize,
+        classes: usize,
+    ) -> Result<Storage> {
+        on_one_device!("cross_entropy", (self, p, g), |logp, p, g| logp
+            .cross_entropy_probs_grad(p, g, rows, classes))
+    }
     pub fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |g| g
             .nll_grad(rows, classes, target))

@@ -9,6 +9,7 @@ mod conv_act_tests;
 #[cfg(target_arch = "x86_64")]
 mod conv_direct;
 pub mod conv_grad;
+mod cross_entropy_probs;
 pub mod elementwise;
 pub mod erf_lanes;
 #[cfg(target_arch = "x86_64")]

@@ -49,7 +49,12 @@ pub(super) const ROWS: usize = LANES;
 /// scalar bits), then each row is summed in index order, so every bit is the strided form's.
 /// Writes every element of `out` (which may start uninitialised).
 #[inline(always)]
-fn softmax_rows_body<T: ExpRow>(x: &[T], out: &mut [MaybeUninit<T>], len: usize, log: bool) {
+pub(super) fn softmax_rows_body<T: ExpRow>(
+    x: &[T],
+    out: &mut [MaybeUninit<T>],
+    len: usize,
+    log: bool,
+) {
     for (x, out) in x.chunks(ROWS * len).zip(out.chunks_mut(ROWS * len)) {
         let m = max_rows(x, len);
         for (r, (out, x)) in out

@@ -447,6 +447,20 @@ impl BackendStorage for CpuStorage {
         )))
     }
 
+    fn cross_entropy_probs(&self, p: &Self, rows: usize, classes: usize) -> Result<(Self, Self)> {
+        super::cross_entropy_probs::on_storage(self, p, rows, classes)
+    }
+
+    fn cross_entropy_probs_grad(
+        &self,
+        p: &Self,
+        g: &Self,
+        rows: usize,
+        classes: usize,
+    ) -> Result<Self> {
+        super::cross_entropy_probs::grad_on_storage(self, p, g, rows, classes)
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }

@@ -1,0 +1,89 @@
+//! Cross-entropy of logits against probability targets (one-hot rows, soft labels, a teacher's
+//! probabilities), averaged over the rows, as one recorded op: log-softmax, p * logp, the row
+//! sums and their mean in one pass on the CPU, and a gradient of two passes' work in one
+//! (`backend/cpu/cross_entropy_probs.rs`) where the composition of recorded ops took five.
+
+use crate::autograd::record::{need, Record};
+use crate::ops::elementwise::{check_same_device, check_same_dtype, div, mul, neg};
+use crate::{Error, Result, Shape, Tensor};
+
+/// -mean over rows of sum_j p[r, j] * log_softmax(x)[r, j], for logits `x` [N, C] or [C] and
+/// targets `p` of the same shape. The rows' sums fold in index order, the mean sums the rows
+/// in order and divides once.
+pub fn cross_entropy_probs(x: &Tensor, p: &Tensor) -> Result<Tensor> {
+    check_same_dtype("cross_entropy", &[x, p])?;
+    check_same_device("cross_entropy", x, p)?;
+    if p.shape() != x.shape() {
+        return Err(Error::shape(
+            "cross_entropy",
+            format!(
+                "expected a target of shape {} (one-hot or probabilities), got {}",
+                x.shape(),
+                p.shape()
+            ),
+        ));
+    }
+    let (rows, classes) = rows_and_classes(x);
+    let (logp, loss) = x
+        .storage()
+        .cross_entropy_probs(p.storage(), rows, classes)?;
+    let logp = Tensor::from_storage(logp, x.shape().clone())?;
+    let op = CrossEntropyProbs {
+        x: x.clone(),
+        p: p.clone(),
+        logp,
+    };
+    Ok(Tensor::from_op(loss, Shape::scalar(), op))
+}
+
+fn rows_and_classes(x: &Tensor) -> (usize, usize) {
+    match x.dims() {
+        [rows, classes] => (*rows, *classes),
+        [classes] => (1, *classes),
+        _ => unreachable!("cross_entropy checks the rank first"),
+    }
+}
+
+/// Cross-entropy against probabilities; the log-probabilities are kept for the gradient.
+#[derive(Clone)]
+pub struct CrossEntropyProbs {
+    pub x: Tensor,
+    pub p: Tensor,
+    pub logp: Tensor,
+}
+
+impl Record for CrossEntropyProbs {
+    crate::autograd::record::named!("cross_entropy_probs");
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x, &self.p]
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        check_same_device("cross_entropy", &self.logp, g)?;
+        check_same_dtype("cross_entropy", &[&self.logp, g])?;
+        let (rows, classes) = rows_and_classes(&self.x);
+        let gx = self.logp.storage().cross_entropy_probs_grad(
+            self.p.storage(),
+            g.storage(),
+            rows,
+            classes,
+        )?;
+        let gx = Tensor::from_storage(gx, self.x.shape().clone())?;
+        // The targets' gradient: -(g / rows) * logp.
+        let gp = if need(&self.p) {
+            let w = neg(&div(g, &Tensor::scalar(rows as f64, g.dtype()))?)?;
+            Some(mul(&w, &self.logp)?)
+        } else {
+            None
+        };
+        Ok(vec![Some(gx), gp])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        match xs {
+            [x, p] => cross_entropy_probs(x, p),
+            _ => Err(Error::arg(
+                "graph",
+                "cross_entropy_probs replays on two inputs",
+            )),
+        }
+    }
+}
