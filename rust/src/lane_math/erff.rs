@@ -156,6 +156,26 @@ pub fn erff_far(x: f32) -> f32 {
     }
 }
 
+/// erff on |x| >= 1.25 alone (the far range, the saturated one from 6 on, infinities and NaN):
+/// `erff_select`'s choice among those, without the two nearer ranges' formulas and divisions.
+#[inline(always)]
+pub fn erff_rest(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let negative = bits >> 31 != 0;
+    let ix = bits & 0x7fff_ffff;
+    let far = erff_far(x);
+    let one = 1.0 - f32::from_bits(0x0380_0000); // |x| >= 6: 1 - 2^-120
+    if ix >= 0x7f80_0000 {
+        1.0 - 2.0 * (negative as u32 as f32) + 1.0 / x
+    } else if ix < 0x40c0_0000 {
+        far
+    } else if negative {
+        -one
+    } else {
+        one
+    }
+}
+
 /// `libm::erff(x)`, bit for bit, written without branches: every range's formula, one chosen.
 #[inline(always)]
 pub fn erff_select(x: f32) -> f32 {

@@ -1,13 +1,14 @@
 //! libm's erf (and GELU on it) with each lane running only its own range's formula: per block,
 //! AVX-512 compress stores sort the arguments by erf's range (|z| < 0.84375, < 1.25, the rest),
 //! each range's formula runs on its packed lanes (`lane_math::erff`), and expand loads put the
-//! results back in place. `erff_select` computes all ranges for every lane, seven divisions
-//! where one formula needs one to five; sorting keeps each lane's IEEE operations exactly those
-//! of the scalar call, so the bits are libm's (erf_lanes.rs tests them).
+//! results back in place (the rest with `erff_rest`: the far range, the saturated one, inf and
+//! NaN). `erff_select` computes all ranges for every lane, seven divisions where one formula
+//! needs one to five; sorting keeps each lane's IEEE operations exactly those of the scalar
+//! call, so the bits are libm's (erf_lanes.rs tests them).
 
 use super::exp_lanes::ExpRow;
 use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_grad_from_erf_exp, pdf_arg};
-use crate::lane_math::erff::{erff_near, erff_select, erff_small};
+use crate::lane_math::erff::{erff_near, erff_rest, erff_select, erff_small};
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
@@ -70,7 +71,7 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32], streams: &mut Streams) {
         *v = erff_near(*v);
     }
     for v in &mut rest[..nr.next_multiple_of(16)] {
-        *v = erff_select(*v);
+        *v = erff_rest(*v);
     }
     let (mut ps, mut pn, mut pr) = (0usize, 0usize, 0usize);
     for (j, &(ks, kn)) in masks.iter().enumerate().take(vectors) {
