@@ -18,6 +18,7 @@ pub mod exp_lanes;
 pub mod f32_lane_ops;
 mod f32_view;
 mod f64_lane_ops;
+mod fold_f32;
 pub mod fused;
 mod gelu_f32;
 pub mod gemm_ref;
