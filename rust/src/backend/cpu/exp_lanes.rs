@@ -4,11 +4,45 @@
 
 use crate::dtype::Float;
 pub use crate::lane_math::expf::expf_select;
+use std::mem::MaybeUninit;
+
+/// What `exp_from` applies to each value before the exponential: nothing, a negation, or a
+/// negation of the absolute value (sign-bit operations, exact for every value, NaN included).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pre {
+    Same,
+    Neg,
+    NegAbs,
+}
+
+impl Pre {
+    /// The sign-bit operation on `v`: Rust's `-v` and `-v.abs()`.
+    #[inline(always)]
+    pub fn apply<T: Float>(self, v: T) -> T {
+        match self {
+            Pre::Same => v,
+            Pre::Neg => -v,
+            Pre::NegAbs => -v.abs(),
+        }
+    }
+}
 
 /// Rows whose exponential has a vector form with the scalar bits.
 pub trait ExpRow: Float {
     /// `v[i] = v[i].exp()` for every i, with `Float::exp`'s bits.
     fn exp_row(v: &mut [Self]);
+
+    /// `dst[i] = pre(src[i]).exp()` (equal lengths): `exp_row` of the transformed copy, in one
+    /// pass where the vector form reads `src` itself. Returns `dst`, every element written.
+    fn exp_from<'a>(src: &[Self], dst: &'a mut [MaybeUninit<Self>], pre: Pre) -> &'a mut [Self] {
+        for (d, &v) in dst.iter_mut().zip(src) {
+            d.write(pre.apply(v));
+        }
+        // SAFETY: every element of dst was just written (equal lengths).
+        let dst = unsafe { super::uninit::assume_init(dst) };
+        Self::exp_row(dst);
+        dst
+    }
 }
 
 impl ExpRow for f32 {
@@ -24,6 +58,29 @@ impl ExpRow for f32 {
                 *x = expf_select(*x);
             }
         })
+    }
+
+    fn exp_from<'a>(src: &[Self], dst: &'a mut [MaybeUninit<Self>], pre: Pre) -> &'a mut [Self] {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_avx512() {
+            // The sign bit flipped (Neg) or set (NegAbs).
+            let (flip, set) = match pre {
+                Pre::Same => (0, 0),
+                Pre::Neg => (0x8000_0000, 0),
+                Pre::NegAbs => (0, 0x8000_0000),
+            };
+            // SAFETY: AVX-512F was just detected.
+            unsafe { avx512::exp_all_from(&src[..dst.len()], dst, flip, set) };
+            // SAFETY: exp_all_from writes every element of dst.
+            return unsafe { super::uninit::assume_init(dst) };
+        }
+        for (d, &v) in dst.iter_mut().zip(src) {
+            d.write(pre.apply(v));
+        }
+        // SAFETY: every element of dst was just written (equal lengths).
+        let dst = unsafe { super::uninit::assume_init(dst) };
+        Self::exp_row(dst);
+        dst
     }
 }
 
@@ -48,13 +105,50 @@ mod avx512 {
         }
     }
 
+    /// `exp16_of` of `src` with each value's sign bit XORed with `flip`, then ORed with `set`,
+    /// into `dst` (equal lengths, every element written); the rest by `expf_select`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn exp_all_from(
+        src: &[f32],
+        dst: &mut [std::mem::MaybeUninit<f32>],
+        flip: u32,
+        set: u32,
+    ) {
+        let n = dst.len().min(src.len());
+        let whole = n / 16 * 16;
+        let (f, s) = (
+            _mm512_set1_epi32(flip as i32),
+            _mm512_set1_epi32(set as i32),
+        );
+        for at in (0..whole).step_by(16) {
+            // SAFETY: at + 16 <= n <= both lengths; MaybeUninit<f32> has f32's layout.
+            unsafe {
+                let bits = _mm512_castps_si512(_mm512_loadu_ps(src.as_ptr().add(at)));
+                let x = _mm512_castsi512_ps(_mm512_or_si512(_mm512_xor_si512(bits, f), s));
+                _mm512_storeu_ps(dst.as_mut_ptr().add(at).cast(), exp16_of(x));
+            }
+        }
+        for (d, &v) in dst[whole..n].iter_mut().zip(&src[whole..n]) {
+            d.write(super::expf_select(f32::from_bits(
+                (v.to_bits() ^ flip) | set,
+            )));
+        }
+    }
+
     #[target_feature(enable = "avx512f")]
     #[inline]
     pub unsafe fn exp16(v: &mut [f32]) {
         debug_assert_eq!(v.len(), 16);
+        let y = exp16_of(_mm512_loadu_ps(v.as_ptr()));
+        _mm512_storeu_ps(v.as_mut_ptr(), y);
+    }
+
+    /// `expf_select` of each of the 16 lanes of `x`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub unsafe fn exp16_of(x: __m512) -> __m512 {
         let f = _mm512_set1_ps;
         let i = _mm512_set1_epi32;
-        let x = _mm512_loadu_ps(v.as_ptr());
         let bits = _mm512_castps_si512(x);
         let hx = _mm512_and_si512(bits, i(0x7fff_ffff));
         let neg = _mm512_cmplt_epi32_mask(bits, i(0));
@@ -90,8 +184,7 @@ mod avx512 {
         out = _mm512_mask_blend_ps(tiny, out, _mm512_add_ps(f(1.0), x));
         out = _mm512_mask_blend_ps(under, out, f(0.0));
         out = _mm512_mask_blend_ps(over, out, _mm512_mul_ps(x, f(f32::from_bits(0x7f00_0000))));
-        out = _mm512_mask_blend_ps(nan, out, x);
-        _mm512_storeu_ps(v.as_mut_ptr(), out);
+        _mm512_mask_blend_ps(nan, out, x)
     }
 }
 
@@ -132,6 +225,33 @@ mod tests {
             );
         }
         xs.len()
+    }
+
+    #[test]
+    fn exp_from_is_libm_of_the_sign_operation() {
+        // Every sign-bit operation on a sweep of all f32 (NaN payloads and signed zeros
+        // included), lengths with and without a partial vector.
+        let xs: Vec<f32> = (0..=u32::MAX)
+            .step_by(40_009)
+            .map(f32::from_bits)
+            .chain([0.0, -0.0, f32::NAN, -f32::NAN, f32::from_bits(0x7fc1_2345)])
+            .collect();
+        for pre in [Pre::Same, Pre::Neg, Pre::NegAbs] {
+            for n in [xs.len(), 17, 16, 3] {
+                let mut out = vec![MaybeUninit::uninit(); n];
+                let got = f32::exp_from(&xs[..n], &mut out, pre);
+                for (&x, &v) in xs.iter().zip(got.iter()) {
+                    let arg = match pre {
+                        Pre::Same => x,
+                        Pre::Neg => f32::from_bits(x.to_bits() ^ 0x8000_0000),
+                        Pre::NegAbs => f32::from_bits(x.to_bits() | 0x8000_0000),
+                    };
+                    let want = libm::expf(arg).to_bits();
+                    assert_eq!(v.to_bits(), want, "{pre:?} at {x:e} ({:#x})", x.to_bits());
+                    assert_eq!(pre.apply(x).to_bits(), arg.to_bits(), "{pre:?} on {x:e}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! operations, so the bits are the formula's.
 
 use super::erf_lanes;
+use super::exp_lanes::{ExpRow, Pre};
 use super::simd::wide_fn;
 use super::uninit::filled;
 use crate::dtype::Float;
@@ -65,16 +66,21 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
     true
 }
 
-/// `out[i] = exp(-|x[i]|)`.
+/// `out[i] = exp(-|x[i]|)`, the negation on the exponential's own pass.
 fn exp_of_negated_abs(x: &[f32], out: &mut [f32]) {
-    out.iter_mut().zip(x).for_each(|(o, &v)| *o = -v.abs());
-    <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+    exp_into(x, out, Pre::NegAbs);
 }
 
-/// `out[i] = exp(-x[i])`.
+/// `out[i] = exp(-x[i])`, the negation on the exponential's own pass.
 fn exp_of_negated(x: &[f32], out: &mut [f32]) {
-    out.iter_mut().zip(x).for_each(|(o, &v)| *o = -v);
-    <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+    exp_into(x, out, Pre::Neg);
+}
+
+fn exp_into(x: &[f32], out: &mut [f32], pre: Pre) {
+    // SAFETY: f32 and MaybeUninit<f32> share a layout; exp_from writes every element, so
+    // `out` stays initialised.
+    let out = unsafe { &mut *(out as *mut [f32] as *mut [std::mem::MaybeUninit<f32>]) };
+    <f32 as ExpRow>::exp_from(x, out, pre);
 }
 
 // `for` loops in these bodies: `for_each` stayed out of line, compiled without the wide

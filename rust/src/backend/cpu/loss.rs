@@ -1,8 +1,8 @@
 //! The negative log-likelihood over class indices (cross-entropy's last step) and its gradient:
 //! one left fold over the counted rows, divided once by their count.
 
-use super::exp_lanes::ExpRow;
-use super::uninit::{assume_init, filled};
+use super::exp_lanes::{ExpRow, Pre};
+use super::uninit::filled;
 use crate::dtype::Float;
 use crate::geometry::IGNORED_ROW;
 
@@ -44,12 +44,8 @@ pub fn cross_entropy_grad<T: ExpRow>(logp: &[T], g: T, classes: usize, target: &
     let per = (ROWS_PER_CHUNK * classes).max(1);
     filled(logp.len(), per, logp.len() * 16, |ci, out| {
         let at = ci * per;
-        for (o, &v) in out.iter_mut().zip(&logp[at..]) {
-            o.write(v);
-        }
-        // SAFETY: every element was just written.
-        let out = unsafe { assume_init(out) };
-        T::exp_row(out);
+        let n = out.len();
+        let out = T::exp_from(&logp[at..][..n], out, Pre::Same);
         for (r, row) in out.chunks_mut(classes).enumerate() {
             let t = target[at / classes + r];
             let gt = if t == IGNORED_ROW {

@@ -3,7 +3,7 @@
 //! independent, so groups of them run across threads (an exponential is tens of operations:
 //! attention's 8×4×16×16 scores are worth spreading) without changing a bit.
 
-use super::exp_lanes::ExpRow;
+use super::exp_lanes::{ExpRow, Pre};
 use super::parallel::for_each_chunk;
 use super::row_folds::{fold_rows, max_rows, LANES};
 use super::simd::wide_fn;
@@ -101,16 +101,6 @@ wide_fn!(
     ) = softmax_grad_rows_body
 );
 
-/// `out` as a copy of `src` (equal lengths).
-#[inline(always)]
-fn fill_from<'a, T: Copy>(out: &'a mut [MaybeUninit<T>], src: &[T]) -> &'a mut [T] {
-    for (o, &v) in out.iter_mut().zip(src) {
-        o.write(v);
-    }
-    // SAFETY: every element was just written (equal lengths).
-    unsafe { assume_init(out) }
-}
-
 pub fn softmax<T: ExpRow>(x: &[T], outer: usize, len: usize, inner: usize, log: bool) -> Vec<T> {
     debug_assert_eq!(x.len(), outer * len * inner);
     if inner == 1 && len > 0 {
@@ -170,9 +160,9 @@ pub(super) fn softmax_grad_rows_body<T: ExpRow>(
         .zip(out.chunks_mut(block))
     {
         // The terms of each row's sum (g, or g * y), folded sixteen rows at a time; log-softmax
-        // starts `out` from y, whose exponentials it takes.
+        // starts `out` as the exponentials of y.
         let out = if log {
-            fill_from(out, y)
+            T::exp_from(y, out, Pre::Same)
         } else {
             for ((o, &g), &y) in out.iter_mut().zip(g).zip(y) {
                 o.write(g * y);
@@ -181,9 +171,6 @@ pub(super) fn softmax_grad_rows_body<T: ExpRow>(
             unsafe { assume_init(out) }
         };
         let s = fold_rows([T::ZERO; ROWS], if log { g } else { out }, len, false);
-        if log {
-            T::exp_row(out);
-        }
         let rows = out
             .chunks_exact_mut(len)
             .zip(y.chunks_exact(len))
