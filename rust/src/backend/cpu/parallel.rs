@@ -157,7 +157,13 @@ pub fn for_chunks<A: Send>(
     work: usize,
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
-    chunks_in_groups(out, per, CLAIM_ELEMS.div_ceil(per.max(1)), work, f);
+    // A claim is at least CLAIM_ELEMS, and a large output goes in about two claims per thread:
+    // each thread then streams through long runs of memory that the hardware prefetcher
+    // follows, where short interleaved claims left a memory-bound loop (a map, an add) as slow
+    // on two threads as on one.
+    let chunks = out.len().div_ceil(per.max(1));
+    let streams = chunks.div_ceil(2 * num_threads());
+    chunks_in_groups(out, per, CLAIM_ELEMS.div_ceil(per.max(1)).max(streams), work, f);
 }
 
 /// As `for_chunks`, one item per chunk however small (for chunks whose work is heavy, such as
