@@ -157,13 +157,19 @@ pub fn for_chunks<A: Send>(
     work: usize,
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
-    // A claim is at least CLAIM_ELEMS, and a large output goes in about two claims per thread:
-    // each thread then streams through long runs of memory that the hardware prefetcher
-    // follows, where short interleaved claims left a memory-bound loop (a map, an add) as slow
-    // on two threads as on one.
-    let chunks = out.len().div_ceil(per.max(1));
-    let streams = chunks.div_ceil(2 * num_threads());
-    chunks_in_groups(out, per, CLAIM_ELEMS.div_ceil(per.max(1)).max(streams), work, f);
+    let group = claim_group(out.len().div_ceil(per.max(1)), per);
+    chunks_in_groups(out, per, group, work, f);
+}
+
+/// Chunks of `per` elements per claim, out of `chunks`: at least CLAIM_ELEMS elements, and a
+/// large output in about two claims per thread. Each thread then streams through long runs of
+/// memory that the hardware prefetcher follows; short interleaved claims left a memory-bound
+/// loop (a map, an add) as slow on two threads as on one.
+fn claim_group(chunks: usize, per: usize) -> usize {
+    CLAIM_ELEMS
+        .div_ceil(per.max(1))
+        .max(chunks.div_ceil(2 * num_threads()))
+        .max(1)
 }
 
 /// As `for_chunks`, one item per chunk however small (for chunks whose work is heavy, such as
@@ -244,7 +250,8 @@ pub fn for_chunks_many<A: Send, S>(
         .iter_mut()
         .map(|o| Disjoint(o.as_mut_ptr(), len))
         .collect();
-    let (chunks, group) = (len.div_ceil(per), CLAIM_ELEMS.div_ceil(per).max(1));
+    let chunks = len.div_ceil(per);
+    let group = claim_group(chunks, per);
     team_for(chunks.div_ceil(group), work, |gi| {
         super::simd::widest(|| {
             let mut s = scratch();
