@@ -161,6 +161,25 @@ def test_cross_entropy_options(shape, reduction):
         ops.cross_entropy(tlrs.tensor(x), np.full(label_shape, 4), reduction=reduction)
 
 
+@pytest.mark.parametrize("shape", [[5, 4], [3, 4, 2, 3], [4]])
+def test_cross_entropy_label_smoothing_with_every_label_counted(shape):
+    # The one-op path (smoothed one-hot rows): labels as a list, an int32 array and an int64
+    # tensor; probability targets smoothed too.
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-3, 3, size=shape)
+    label_shape = [] if len(shape) == 1 else [shape[0], *shape[2:]]
+    labels = rng.integers(0, 4, size=label_shape)
+    F = torch.nn.functional
+    for smooth in (0.1, 1.0):
+        want = torch_grads(lambda a: F.cross_entropy(a, torch.tensor(labels), label_smoothing=smooth), x)
+        for target in (labels.tolist(), labels.astype(np.int32), tlrs.tensor(labels)):
+            got = grads(lambda a: ops.cross_entropy(a, target, label_smoothing=smooth), x)
+            for g, t in zip(got, want):
+                np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-14)
+    with pytest.raises(IndexError, match="out of range"):
+        ops.cross_entropy(tlrs.tensor(x), np.full(label_shape, 4), label_smoothing=0.1)
+
+
 @pytest.mark.parametrize("groups,padding", [(2, 1), (4, "same"), (1, "valid"), (4, (0, 0))])
 def test_grouped_and_depthwise_convolution(groups, padding):
     rng = np.random.default_rng(5)

@@ -437,6 +437,8 @@ def cross_entropy_indices(x: Tensor, target: Sequence[int], ignore_index: int | 
     """Mean cross-entropy of logits `x` against class indices."""
 def cross_entropy_probs(x: Tensor, target: Tensor) -> Tensor:
     """Mean cross-entropy of logits `x` against target probabilities."""
+def cross_entropy_smoothed(x: Tensor, target: Any, label_smoothing: float) -> Tensor:
+    """Mean cross-entropy of logits `x` with label smoothing at class indices (none ignored)."""
 def nll_loss_index_tensor(logp: Tensor, target: Tensor, ignore_index: int | None = None) -> Tensor:
     """Mean negative log-likelihood of log-probabilities `logp` at int64 class indices."""
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

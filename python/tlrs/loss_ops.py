@@ -112,12 +112,7 @@ def _smoothed_labels(input: Tensor, labels: np.ndarray, label_smoothing: float) 
     loss as PyTorch's (1 - eps) * nll + eps / C * (-sum of log-probabilities), rounded its own
     way."""
     x, safe, _ = _label_rows(input, labels, -1, "cross_entropy")
-    rows, classes = x.shape
-    off = label_smoothing / classes
-    target = np.full((rows, classes), off, dtype=x.dtype)
-    target[np.arange(rows), safe] = (1 - label_smoothing) + off
-    t = _core.tensor_from_numpy(target)
-    return _core.cross_entropy_probs(x, t if x.device == "cpu" else t.to(x.device))
+    return _core.cross_entropy_smoothed(x, np.ascontiguousarray(safe, dtype=np.int64), label_smoothing)
 
 
 def _ignore_index(value: Any) -> int:

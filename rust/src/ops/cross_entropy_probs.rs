@@ -5,7 +5,7 @@
 
 use crate::autograd::record::{need, Record};
 use crate::ops::elementwise::{check_same_device, check_same_dtype, div, mul, neg};
-use crate::{Error, Result, Shape, Tensor};
+use crate::{DType, Error, Result, Shape, Tensor};
 
 /// -mean over rows of sum_j p[r, j] * log_softmax(x)[r, j], for logits `x` [N, C] or [C] and
 /// targets `p` of the same shape. The rows' sums fold in index order, the mean sums the rows
@@ -34,6 +34,60 @@ pub fn cross_entropy_probs(x: &Tensor, p: &Tensor) -> Result<Tensor> {
         logp,
     };
     Ok(Tensor::from_op(loss, Shape::scalar(), op))
+}
+
+/// Cross-entropy with label smoothing `epsilon` at class `labels` (one per row, none ignored),
+/// averaged: `cross_entropy_probs` against the smoothed one-hot rows, (1 - eps) + eps / C at a
+/// row's label and eps / C elsewhere (each rounded once from f64). PyTorch's loss,
+/// (1 - eps) * nll + eps / C * (-sum of the log-probabilities), rounded its own way.
+pub fn cross_entropy_smoothed(x: &Tensor, labels: &[i64], epsilon: f64) -> Result<Tensor> {
+    crate::ops::elementwise::float_only("cross_entropy", &[x])?;
+    if x.rank() != 1 && x.rank() != 2 {
+        return Err(Error::shape(
+            "cross_entropy",
+            format!("expected logits of shape [N, C] or [C], got {}", x.shape()),
+        ));
+    }
+    let (rows, classes) = rows_and_classes(x);
+    if labels.len() != rows {
+        return Err(Error::shape(
+            "cross_entropy",
+            format!(
+                "expected {rows} class indices for input {}, got {}",
+                x.shape(),
+                labels.len()
+            ),
+        ));
+    }
+    let at = |r: usize, &l: &i64| match usize::try_from(l) {
+        Ok(c) if c < classes => Ok(r * classes + c),
+        _ => Err(Error::Index {
+            op: "cross_entropy",
+            index: l,
+            bound: classes,
+        }),
+    };
+    let hot: Vec<usize> = labels
+        .iter()
+        .enumerate()
+        .map(|(r, l)| at(r, l))
+        .collect::<Result<_>>()?;
+    let off = epsilon / classes as f64;
+    let on = (1.0 - epsilon) + off;
+    let target = match x.dtype() {
+        DType::F32 => {
+            let mut t = vec![off as f32; rows * classes];
+            hot.iter().for_each(|&i| t[i] = on as f32);
+            Tensor::from_vec_f32(t, x.shape().clone())?
+        }
+        _ => {
+            let mut t = vec![off; rows * classes];
+            hot.iter().for_each(|&i| t[i] = on);
+            Tensor::from_vec_f64(t, x.shape().clone())?
+        }
+    };
+    // Built on the host, then where the logits are (the same tensor when that is the host).
+    cross_entropy_probs(x, &target.to_device(x.device())?)
 }
 
 fn rows_and_classes(x: &Tensor) -> (usize, usize) {

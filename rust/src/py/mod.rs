@@ -74,6 +74,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::cumsum,
         ops::cross_entropy_indices,
         ops::cross_entropy_probs,
+        ops::cross_entropy_smoothed,
         ops::nll_loss_index_tensor,
         ops::linear,
         ops::grad,

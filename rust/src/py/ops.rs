@@ -265,6 +265,22 @@ pub fn cross_entropy_probs(py: Python<'_>, x: PyRef<'_, T>, target: PyRef<'_, T>
     run(py, move || ops::cross_entropy(&x, ops::Target::Probs(&t)))
 }
 
+/// Cross-entropy with label smoothing at class indices (none ignored; a 1-d int64 array),
+/// averaged.
+#[pyfunction]
+pub fn cross_entropy_smoothed(
+    py: Python<'_>,
+    x: PyRef<'_, T>,
+    target: numpy::PyReadonlyArray1<'_, i64>,
+    label_smoothing: f64,
+) -> PyResult<T> {
+    // Copied before the interpreter lock is released (Python may write the array meanwhile).
+    let (x, labels) = (x.inner.clone(), target.as_slice()?.to_vec());
+    run(py, move || {
+        crate::ops::cross_entropy_probs::cross_entropy_smoothed(&x, &labels, label_smoothing)
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (x, weight, bias=None))]
 pub fn linear(
