@@ -19,8 +19,9 @@
 #[cfg(target_arch = "x86_64")]
 use super::simd::has_avx512;
 
-/// Values per block (a multiple of 16): one tie pass each.
-const BLOCK: usize = 128;
+/// Values per block at most (a multiple of 16): one tie pass each; a block ends early at the
+/// first vector that leaves the binade.
+const BLOCK: usize = 512;
 /// Ties a block takes at most (the margin its sums keep inside the binade, in units).
 const MAX_TIES: i32 = 16;
 
@@ -66,9 +67,9 @@ mod avx512 {
             // SAFETY: this function's features; `block` holds a multiple of 16 values.
             match unsafe { in_units(s, block, &mut prefix) } {
                 (t, 0) => {
-                    // The sum is about to leave its binade (or cannot use units): plain for a
-                    // few vectors, where a random walk tends to cross back and forth.
-                    let n = block.len().min(64);
+                    // The sum is about to leave its binade (or cannot use units): plain for two
+                    // vectors, where a random walk tends to cross back and forth.
+                    let n = block.len().min(32);
                     s = plain(t, &block[..n]);
                     at += n;
                 }
@@ -116,6 +117,7 @@ mod avx512 {
         let (inv, half) = (_mm512_set1_ps(inv_u), _mm512_set1_ps(0.5));
         let (zero, last) = (_mm512_setzero_si512(), _mm512_set1_epi32(15));
         let mut carry = _mm512_set1_epi32(start);
+        let mut checked = vectors;
         for (j, m) in masks.iter_mut().enumerate().take(vectors) {
             // SAFETY: 16 * j + 16 <= block.len() <= BLOCK.
             let v = unsafe { _mm512_loadu_ps(block.as_ptr().add(16 * j)) };
@@ -139,10 +141,15 @@ mod avx512 {
             // SAFETY: as the load above.
             unsafe { _mm512_storeu_si512(prefix.as_mut_ptr().add(16 * j).cast(), p) };
             *m = (tie, out);
+            if out != 0 {
+                // The sum leaves its binade here: the vectors after it are not taken.
+                checked = j + 1;
+                break;
+            }
         }
         // The leading vectors that passed, with MAX_TIES ties at most among them.
         let (mut used, mut ties) = (0usize, 0i32);
-        for &(tie, bad) in &masks[..vectors] {
+        for &(tie, bad) in &masks[..checked] {
             ties += tie.count_ones() as i32;
             if bad != 0 || ties > MAX_TIES {
                 break;
