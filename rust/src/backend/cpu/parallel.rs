@@ -157,18 +157,22 @@ pub fn for_chunks<A: Send>(
     work: usize,
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
-    let group = claim_group(out.len().div_ceil(per.max(1)), per);
+    let group = claim_group(out.len(), per, work);
     chunks_in_groups(out, per, group, work, f);
 }
 
-/// Chunks of `per` elements per claim, out of `chunks`: at least CLAIM_ELEMS elements, and a
-/// large output in about two claims per thread. Each thread then streams through long runs of
-/// memory that the hardware prefetcher follows; short interleaved claims left a memory-bound
-/// loop (a map, an add) as slow on two threads as on one.
-fn claim_group(chunks: usize, per: usize) -> usize {
+/// Chunks of `per` elements per claim, for an output of `len` elements costing `work`: at least
+/// CLAIM_ELEMS elements touched, and at most about a quarter of the output per claim on two
+/// threads. An output element may cost many (a reduction's row): the minimum counts the work,
+/// else a reduction to a few thousand values was one claim, on one thread. A large output goes
+/// in long runs, which the hardware prefetcher follows; short interleaved claims left a
+/// memory-bound loop (a map, an add) as slow on two threads as on one.
+fn claim_group(len: usize, per: usize, work: usize) -> usize {
+    let per = per.max(1);
+    let per_element = (work / len.max(1)).max(1);
     CLAIM_ELEMS
-        .div_ceil(per.max(1))
-        .max(chunks.div_ceil(2 * num_threads()))
+        .div_ceil(per.saturating_mul(per_element))
+        .max(len.div_ceil(per).div_ceil(2 * num_threads()))
         .max(1)
 }
 
@@ -251,7 +255,7 @@ pub fn for_chunks_many<A: Send, S>(
         .map(|o| Disjoint(o.as_mut_ptr(), len))
         .collect();
     let chunks = len.div_ceil(per);
-    let group = claim_group(chunks, per);
+    let group = claim_group(len, per, work);
     team_for(chunks.div_ceil(group), work, |gi| {
         super::simd::widest(|| {
             let mut s = scratch();
