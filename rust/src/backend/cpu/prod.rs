@@ -32,8 +32,47 @@ fn halve<T: Float>(buf: &mut [T], n: usize, inner: usize) -> usize {
     h + n % 2
 }
 
+/// Rows of a last-axis product (inner = 1) whose short levels run together: each row halves on
+/// its own while it has `SHORT` values or more (whole vectors), then the rows' remaining values
+/// are transposed into one block whose lanes are the rows, and the short levels (8, 4, 2, 1 ...
+/// values, one vector or less per row) multiply whole vectors of 16 rows. Each lane still runs
+/// its own row's tree, so the bits are the row's.
+const ROW_GROUP: usize = 16;
+const SHORT: usize = 32;
+
+/// `prod` over the last axis of [outer, len] (inner = 1), `ROW_GROUP` rows at a time.
+fn prod_rows<T: Float>(x: &[T], outer: usize, len: usize) -> Vec<T> {
+    let per = blocks_per_chunk(len, ROW_GROUP);
+    filled(outer, per * ROW_GROUP, x.len(), |ci, out| {
+        let (mut row, mut short) = (vec![T::ZERO; len], vec![T::ZERO; SHORT * ROW_GROUP]);
+        for (o, out) in out.chunks_mut(ROW_GROUP).enumerate() {
+            let (r0, lanes) = ((ci * per + o) * ROW_GROUP, out.len());
+            let mut n = len;
+            for r in 0..lanes {
+                row.copy_from_slice(&x[(r0 + r) * len..][..len]);
+                n = len;
+                while n >= SHORT {
+                    n = halve(&mut row, n, 1);
+                }
+                for (l, &v) in row[..n].iter().enumerate() {
+                    short[l * lanes + r] = v;
+                }
+            }
+            while n > 1 {
+                n = halve(&mut short, n, lanes);
+            }
+            for (o, &v) in out.iter_mut().zip(&short[..lanes]) {
+                o.write(v);
+            }
+        }
+    })
+}
+
 /// The product per (outer, inner) lane; `len` >= 1.
 pub fn prod<T: Float>(x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
+    if inner == 1 && outer > 1 {
+        return prod_rows(x, outer, len);
+    }
     let per = blocks_per_chunk(len, inner);
     let block = len * inner;
     filled(outer * inner, per * inner, x.len(), |ci, out| {
@@ -158,6 +197,12 @@ mod tests {
             [2, 13, 3],
             [1, 1000, 1],
             [4, 6, 5],
+            // Rows in groups of 16: whole groups, a partial last group, rows long and short.
+            [37, 9, 1],
+            [32, 128, 1],
+            [17, 300, 1],
+            [20, 31, 1],
+            [18, 32, 1],
         ] {
             let [outer, len, inner] = dims;
             let x: Vec<f64> = (0..outer * len * inner)
