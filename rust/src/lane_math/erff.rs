@@ -179,23 +179,14 @@ pub fn erff_rest(x: f32) -> f32 {
 /// `libm::erff(x)`, bit for bit, written without branches: every range's formula, one chosen.
 #[inline(always)]
 pub fn erff_select(x: f32) -> f32 {
-    let bits = x.to_bits();
-    let negative = bits >> 31 != 0;
-    let ix = bits & 0x7fff_ffff;
-    let (small, near, far) = (erff_small(x), erff_near(x), erff_far(x));
-    let one = 1.0 - f32::from_bits(0x0380_0000); // |x| >= 6: 1 - 2^-120
-    if ix >= 0x7f80_0000 {
-        1.0 - 2.0 * (negative as u32 as f32) + 1.0 / x
-    } else if ix < 0x3f58_0000 {
+    let ix = x.to_bits() & 0x7fff_ffff;
+    let (small, near, rest) = (erff_small(x), erff_near(x), erff_rest(x));
+    if ix < 0x3f58_0000 {
         small
     } else if ix < 0x3fa0_0000 {
         near
-    } else if ix < 0x40c0_0000 {
-        far
-    } else if negative {
-        -one
     } else {
-        one
+        rest
     }
 }
 
