@@ -4,7 +4,8 @@
 //! composition of slices, multiplies and concatenations that `BackendStorage::prod`'s default
 //! runs (as CUDA does), here in place, one block of the axis at a time. The gradient runs the
 //! tree back from the top, each pair's product rule (g * b for a, g * a for b), so zeros need no
-//! special case.
+//! special case. One long lane (a product over all elements) goes level by level instead, each
+//! level's products (and on the way down its gradients) spread over the threads.
 
 use super::uninit::filled;
 use crate::dtype::Float;
@@ -68,10 +69,48 @@ fn prod_rows<T: Float>(x: &[T], outer: usize, len: usize) -> Vec<T> {
     })
 }
 
+/// Elements of one level a thread's claim holds at least (a level of one long lane).
+const LEVEL_CHUNK: usize = 1 << 13;
+
+/// The next level of one lane `a` (n values): y[i] = a[i] * a[i + h] for i < h = n / 2, the odd
+/// last value carried as y[h]. Every product stands alone, so a long level spreads over the
+/// threads.
+fn next_level<T: Float>(a: &[T]) -> Vec<T> {
+    let (n, h) = (a.len(), a.len() / 2);
+    filled(h + n % 2, LEVEL_CHUNK, n, |ci, out| {
+        let start = ci * LEVEL_CHUNK;
+        let pairs = out.len().min(h.saturating_sub(start));
+        let (lo, hi) = (&a[start..][..pairs], &a[start + h..][..pairs]);
+        for ((o, &p), &q) in out[..pairs].iter_mut().zip(lo).zip(hi) {
+            o.write(p * q);
+        }
+        for o in &mut out[pairs..] {
+            o.write(a[2 * h]);
+        }
+    })
+}
+
+/// Every level of one lane, `x` first, down to the single product.
+fn lane_levels<T: Float>(x: &[T]) -> Vec<Vec<T>> {
+    let mut levels = vec![next_level(x)];
+    while let Some(top) = levels.last().filter(|l| l.len() > 1) {
+        let next = next_level(top);
+        levels.push(next);
+    }
+    levels
+}
+
 /// The product per (outer, inner) lane; `len` >= 1.
 pub fn prod<T: Float>(x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
     if inner == 1 && outer > 1 {
         return prod_rows(x, outer, len);
+    }
+    if outer == 1 && inner == 1 {
+        let mut level = next_level(x);
+        while level.len() > 1 {
+            level = next_level(&level);
+        }
+        return level;
     }
     let per = blocks_per_chunk(len, inner);
     let block = len * inner;
@@ -93,6 +132,9 @@ pub fn prod<T: Float>(x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
 /// The gradient of `prod` for `x`, given `g` per lane: every level's values, then from the top
 /// g_a = g * b and g_b = g * a for each pair, the carried entry's gradient passed down.
 pub fn prod_grad<T: Float>(x: &[T], g: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
+    if outer == 1 && inner == 1 {
+        return one_lane_grad(x, g[0]);
+    }
     let per = blocks_per_chunk(len, inner);
     let block = len * inner;
     // Rows per level and where each level starts in the levels buffer: the same for every block.
@@ -148,6 +190,50 @@ pub fn prod_grad<T: Float>(x: &[T], g: &[T], [outer, len, inner]: [usize; 3]) ->
     })
 }
 
+/// `prod_grad` of one long lane: its levels, then down the tree a level at a time, each
+/// level's gradients spread over the threads (each value's stands alone).
+fn one_lane_grad<T: Float>(x: &[T], g: T) -> Vec<T> {
+    let levels = lane_levels(x);
+    let mut grad = vec![g];
+    let below_top = levels.iter().rev().skip(1).map(Vec::as_slice);
+    for level in below_top.chain(std::iter::once(x)) {
+        grad = level_grad(level, &grad);
+    }
+    grad
+}
+
+/// The gradient of a level `a` (n values) from its next level's gradient `up`: g * a[i + h] for
+/// a[i], g * a[i] for a[i + h], the carried value's passed down.
+fn level_grad<T: Float>(a: &[T], up: &[T]) -> Vec<T> {
+    let (n, h) = (a.len(), a.len() / 2);
+    filled(n, LEVEL_CHUNK, n, |ci, out| {
+        // This chunk's indices in the first half [0, h) (g * a[i + h]), in the second [h, 2h)
+        // (g * a[i - h]), and the carried value's (2h, n odd).
+        let (start, end) = (ci * LEVEL_CHUNK, ci * LEVEL_CHUNK + out.len());
+        let first = end.min(h).saturating_sub(start);
+        let b0 = start.max(h);
+        let second = end.min(2 * h).saturating_sub(b0);
+        let (lo, rest) = out.split_at_mut(first);
+        let (mid, carry) = rest.split_at_mut(second);
+        if first > 0 {
+            let (g, b) = (&up[start..][..first], &a[start + h..][..first]);
+            for ((o, &g), &b) in lo.iter_mut().zip(g).zip(b) {
+                o.write(g * b);
+            }
+        }
+        if second > 0 {
+            let k = b0 - h;
+            let (g, b) = (&up[k..][..second], &a[k..][..second]);
+            for ((o, &g), &b) in mid.iter_mut().zip(g).zip(b) {
+                o.write(g * b);
+            }
+        }
+        for o in carry {
+            o.write(up[h]);
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +282,8 @@ mod tests {
             [5, 128, 1],
             [2, 13, 3],
             [1, 1000, 1],
+            // One long lane: levels spread over the threads.
+            [1, 70_001, 1],
             [4, 6, 5],
             // Rows in groups of 16: whole groups, a partial last group, rows long and short.
             [37, 9, 1],
