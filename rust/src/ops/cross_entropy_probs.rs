@@ -42,12 +42,7 @@ pub fn cross_entropy_probs(x: &Tensor, p: &Tensor) -> Result<Tensor> {
 /// (1 - eps) * nll + eps / C * (-sum of the log-probabilities), rounded its own way.
 pub fn cross_entropy_smoothed(x: &Tensor, labels: &[i64], epsilon: f64) -> Result<Tensor> {
     crate::ops::elementwise::float_only("cross_entropy", &[x])?;
-    if x.rank() != 1 && x.rank() != 2 {
-        return Err(Error::shape(
-            "cross_entropy",
-            format!("expected logits of shape [N, C] or [C], got {}", x.shape()),
-        ));
-    }
+    crate::ops::loss::check_rows("cross_entropy", x, "logits")?;
     let (rows, classes) = rows_and_classes(x);
     if labels.len() != rows {
         return Err(Error::shape(
@@ -115,13 +110,18 @@ impl Record for CrossEntropyProbs {
         check_same_device("cross_entropy", &self.logp, g)?;
         check_same_dtype("cross_entropy", &[&self.logp, g])?;
         let (rows, classes) = rows_and_classes(&self.x);
-        let gx = self.logp.storage().cross_entropy_probs_grad(
-            self.p.storage(),
-            g.storage(),
-            rows,
-            classes,
-        )?;
-        let gx = Tensor::from_storage(gx, self.x.shape().clone())?;
+        // Each input's gradient only where it wants one (targets usually do not).
+        let gx = if need(&self.x) {
+            let s = self.logp.storage().cross_entropy_probs_grad(
+                self.p.storage(),
+                g.storage(),
+                rows,
+                classes,
+            )?;
+            Some(Tensor::from_storage(s, self.x.shape().clone())?)
+        } else {
+            None
+        };
         // The targets' gradient: -(g / rows) * logp.
         let gp = if need(&self.p) {
             let w = neg(&div(g, &Tensor::scalar(rows as f64, g.dtype()))?)?;
@@ -129,7 +129,7 @@ impl Record for CrossEntropyProbs {
         } else {
             None
         };
-        Ok(vec![Some(gx), gp])
+        Ok(vec![gx, gp])
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
         match xs {

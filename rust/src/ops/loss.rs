@@ -74,7 +74,7 @@ pub fn nll_loss_ignoring(
     nll_at_labels("nll_loss", logp, target, ignore_index)
 }
 
-fn check_rows(name: &'static str, input: &Tensor, what: &str) -> Result<()> {
+pub(crate) fn check_rows(name: &'static str, input: &Tensor, what: &str) -> Result<()> {
     if input.rank() != 1 && input.rank() != 2 {
         return Err(Error::shape(
             name,
