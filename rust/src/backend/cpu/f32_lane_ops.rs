@@ -3,12 +3,15 @@
 //! scalar libm pass for the few arguments too large for the vector reduction), and sigmoid,
 //! SiLU, softplus, logsigmoid and elu's gradient (the exponentials of a block on the 16-lane intrinsics of
 //! `exp_lanes.rs`, then the rest of the formula in a second loop: one loop of exp and log1p
-//! together was latency bound, 3x slower). Each computes exactly the table formula's
-//! operations, so the bits are the formula's.
+//! together was latency bound, 3x slower), and ELU (its expm1 and exp only on the lanes that
+//! use them, `elu_lanes.rs`). Each computes exactly the table formula's operations, so the bits
+//! are the formula's.
 
+#[cfg(target_arch = "x86_64")]
+use super::elu_lanes;
 use super::erf_lanes;
 use super::exp_lanes::{ExpRow, Pre};
-use super::simd::wide_fn;
+use super::simd::{has_avx512, wide_fn};
 use super::uninit::filled;
 use crate::dtype::Float;
 use crate::lane_math::sincosf::{cosf_slice, sinf_slice};
@@ -27,6 +30,9 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
         | UnaryOp::Silu
         | UnaryOp::Softplus { .. }
         | UnaryOp::Logsigmoid => Some(chunked(x.len(), |at, out| {
+            forward_into(op, &x[at..][..out.len()], out, fast);
+        })),
+        UnaryOp::Elu { .. } if has_avx512() => Some(chunked(x.len(), |at, out| {
             forward_into(op, &x[at..][..out.len()], out, fast);
         })),
         _ => None,
@@ -61,6 +67,12 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
             exp_of_negated_abs(x, out);
             finish_logsigmoid(x, out);
         }
+        // The table's `x > 0 ? x : alpha * expm1(x)`, expm1 on the lanes that use it.
+        #[cfg(target_arch = "x86_64")]
+        UnaryOp::Elu { alpha } if has_avx512() => {
+            // SAFETY: AVX-512 was just detected; x and out have the block's length.
+            unsafe { elu_lanes::elu(x, f32::from_f64(alpha), out) };
+        }
         _ => return false,
     }
     true
@@ -74,6 +86,19 @@ fn exp_of_negated_abs(x: &[f32], out: &mut [f32]) {
 /// `out[i] = exp(-x[i])`, the negation on the exponential's own pass.
 fn exp_of_negated(x: &[f32], out: &mut [f32]) {
     exp_into(x, out, Pre::Neg);
+}
+
+/// `out[i] = exp(x[i])` where !(x[i] > 0), the lanes ELU's gradient uses: only there where
+/// AVX-512 packs them (`elu_lanes.rs`), any finite value on the other lanes.
+fn exps_for_elu(x: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: AVX-512 was just detected; x and out have the block's length.
+        unsafe { elu_lanes::elu_exps(x, out) };
+        return;
+    }
+    out.copy_from_slice(x);
+    <f32 as super::exp_lanes::ExpRow>::exp_row(out);
 }
 
 fn exp_into(x: &[f32], out: &mut [f32], pre: Pre) {
@@ -208,8 +233,7 @@ pub fn grad_into(op: UnaryOp, x: &[f32], g: &[f32], out: &mut [f32], fast: bool)
         }
         // The table's `x > 0 ? g : g * (alpha * exp(x))`.
         UnaryOp::Elu { alpha } => {
-            out.copy_from_slice(x);
-            <f32 as super::exp_lanes::ExpRow>::exp_row(out);
+            exps_for_elu(x, out);
             finish_elu_grad(x, g, out, f32::from_f64(alpha));
         }
         // The table's z = exp(-|x|), `g * (max_deriv - sign * (z / (1 + z)))`.

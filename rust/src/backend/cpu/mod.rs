@@ -11,6 +11,8 @@ mod conv_direct;
 pub mod conv_grad;
 mod cross_entropy_probs;
 pub mod elementwise;
+#[cfg(target_arch = "x86_64")]
+mod elu_lanes;
 pub mod erf_lanes;
 #[cfg(target_arch = "x86_64")]
 mod erf_sorted;
