@@ -15,6 +15,11 @@
 //! vector fails (a zero, subnormal, tiny or non-finite sum; a non-finite or large term; a sum
 //! leaving its binade), a few vectors run the plain fold and units start again from the new
 //! sum: the result is always the plain fold's (the tests compare them bit for bit).
+//!
+//! A sum whose terms never shrink it (a loss's: squares, absolute values) first tries each
+//! block as a growing sum: every term a whole number of units >= 0 and no tie, so the sums
+//! rise and stay in the binade when the last one does; then the block's total in units is all
+//! it needs, without the prefix sums (`grown`, a third of the work per vector).
 
 #[cfg(target_arch = "x86_64")]
 use super::simd::has_avx512;
@@ -55,6 +60,69 @@ mod avx512 {
     use super::{plain, BLOCK, MAX_TIES};
     use std::arch::x86_64::*;
 
+    /// What `grown` made of a block.
+    enum Grown {
+        /// The block's sum.
+        To(f32),
+        /// Every term grows the sum, but past its binade (or the sum is no positive normal).
+        PastTheBinade,
+        /// A term is a tie, whose rounding needs the sum before it.
+        Tie,
+        /// A term would shrink the sum or is not finite.
+        NotGrowing,
+    }
+
+    /// `s + x0 + x1 + ...` over all of `block` (a multiple of 16 values) where s > 0 and every
+    /// term rounds to a whole number of units >= 0, none a tie: then the sums only grow, so all
+    /// stay in the binade when the last does, and only the total of the units is needed (no
+    /// prefix sums, no tie pass: a third of `in_units`' operations per vector).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    unsafe fn grown(s: f32, block: &[f32]) -> Grown {
+        if s < 0.0 {
+            return Grown::NotGrowing; // a sum of growing terms from 0 is never negative
+        }
+        let bits = s.to_bits();
+        let biased = bits >> 23; // the sign bit is clear but for -0, which fails below
+                                 // As in_units: s a positive normal with a normal 1/u, S in [2^23 + 1, 2^24 - 1].
+        let start = ((bits & 0x007f_ffff) | 0x0080_0000) as i32;
+        if !(23..0xff).contains(&biased) || start == 1 << 23 {
+            return Grown::PastTheBinade;
+        }
+        let room = (1 << 24) - 1 - start;
+        let inv = _mm512_set1_ps(f32::from_bits((277 - biased) << 23));
+        let half = _mm512_set1_ps(0.5);
+        let (mut total, mut any) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        let mut ties = 0u16;
+        for j in 0..block.len() / 16 {
+            // SAFETY: 16 * j + 16 <= block.len().
+            let v = unsafe { _mm512_loadu_ps(block.as_ptr().add(16 * j)) };
+            let y = _mm512_mul_ps(v, inv);
+            let r = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(y);
+            ties |= _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(_mm512_sub_ps(y, r)), half);
+            let q = _mm512_cvtps_epi32(r);
+            total = _mm512_add_epi32(total, q);
+            any = _mm512_or_si512(any, q);
+        }
+        // Every unit count in [0, 2^24) (a negative, large or non-finite term sets a bit from
+        // 2^24 up: non-finite ones convert to i32::MIN), so a lane's total (BLOCK / 16 of them)
+        // stays below 2^29, and a lane past `room` already leaves the binade.
+        if _mm512_reduce_or_epi32(any) as u32 >= 1 << 24 {
+            return Grown::NotGrowing;
+        }
+        if ties != 0 {
+            return Grown::Tie;
+        }
+        if _mm512_cmpgt_epi32_mask(total, _mm512_set1_epi32(room)) != 0 {
+            return Grown::PastTheBinade;
+        }
+        let units = _mm512_reduce_add_epi32(total); // 16 lanes <= room < 2^23: no overflow
+        if units > room {
+            return Grown::PastTheBinade;
+        }
+        // start + units <= 2^24 - 1: exact in f32; times u, a power of two, exact.
+        Grown::To((start + units) as f32 / f32::from_bits((277 - biased) << 23))
+    }
+
     /// The fold over whole vectors of 16 in units while they stay in a binade, a vector that
     /// leaves it plain (then units again from the new sum), the last partial vector plain.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
@@ -62,8 +130,24 @@ mod avx512 {
         let whole = x.len() / 16 * 16;
         let (mut s, mut fast, mut at) = (acc, 0, 0);
         let mut prefix = [0i32; BLOCK];
+        // Whether to try a block as a growing sum first: until a block holds a term that
+        // would shrink it (or a tie), as a loss's terms never do.
+        let mut growing = true;
         while at < whole {
             let block = &x[at..whole.min(at + BLOCK)];
+            if growing {
+                // SAFETY: this function's features; `block` holds a multiple of 16 values.
+                match unsafe { grown(s, block) } {
+                    Grown::To(t) => {
+                        s = t;
+                        at += block.len();
+                        fast += 1;
+                        continue;
+                    }
+                    Grown::PastTheBinade | Grown::Tie => {}
+                    Grown::NotGrowing => growing = false,
+                }
+            }
             // SAFETY: this function's features; `block` holds a multiple of 16 values.
             match unsafe { in_units(s, block, &mut prefix) } {
                 (t, 0) => {
@@ -278,6 +362,26 @@ mod tests {
                     check(sign * (bottom + d as f32), &down, "past 2^23 and back");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_growing_sum_that_fills_its_binade_to_the_last_unit_or_past_it() {
+        // Terms of one unit from 2^24 - d: d of them reach 2^24 (then each + 1 is a tie that
+        // stays there); 64 - d zeros after them stay inside. Exact totals, checked by the plain
+        // fold: the blocks take the growing path where they end inside the binade.
+        let top = 2.0f32.powi(24);
+        for d in [1, 2, 5, 63, 64, 65] {
+            let ones = vec![1.0f32; 64];
+            check(top - d as f32, &ones, "growing past 2^24");
+            let mut some = vec![1.0f32; d.min(64)];
+            some.resize(64, 0.0);
+            check(top - 64.0, &some, "growing to the binade's last unit");
+            check(
+                top - 64.0 - 0.5 * d as f32,
+                &[vec![0.5f32; 64], some].concat(),
+                "halves",
+            );
         }
     }
 
