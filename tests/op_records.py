@@ -134,6 +134,11 @@ def _cross_entropy_probs(p, x):
     return ops.cross_entropy(_mixed(p, x), ops.softmax(x * p[0], 1))
 
 
+def _mse_loss(p, x):
+    # The target depends on the parameters too, so its gradient is checked as well.
+    return ops.mse_loss(_mixed(p, x), x * p[1])
+
+
 def _nll_loss(p, x):
     labels = tlrs.tensor(np.array([i % 4 for i in range(x.shape[0])]))
     return ops.nll_loss(ops.log_softmax(_mixed(p, x), 1), labels)
@@ -181,6 +186,7 @@ CASES: dict[str, Case] = {
     "cross_entropy": Case(_cross_entropy, [[4], [4]], onnx=False),
     "nll_loss": Case(_nll_loss, [[4], [4]], onnx=False),
     "cross_entropy_probs": Case(_cross_entropy_probs, [[4], [4]]),
+    "mse_loss": Case(_mse_loss, [[4], [4]]),
     "conv2d": Case(lambda p, x: _flat(ops.conv2d(_image(p, x), p[2], p[3], 1, 1), x),
                    [[16], [16], [2, 1, 3, 3], [2]], features=16),
     "max_pool2d": Case(lambda p, x: _flat(ops.max_pool2d(_image(p, x), 2, 1, 1), x), [[16], [16]], features=16),

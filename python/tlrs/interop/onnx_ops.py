@@ -314,6 +314,12 @@ def _cross_entropy_probs(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Neg", [em.add("ReduceMean", [per_row], keepdims=0)], out)
 
 
+def _mse_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """ReduceMean over all elements of (x - t) * (x - t)."""
+    d = em.add("Sub", ins)
+    return em.add("ReduceMean", [em.add("Mul", [d, d])], out, keepdims=0)
+
+
 def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     axis = n.attrs["axis"]  # None: a 0-d tensor, its own running sum
     if axis is None:
@@ -454,6 +460,7 @@ EMITTERS: dict[str, Emit] = {
     "logsumexp": _logsumexp,
     "var": _var,
     "cross_entropy_probs": _cross_entropy_probs,
+    "mse_loss": _mse_loss,
     "prod": _reduce("ReduceProd"),
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,

@@ -153,6 +153,23 @@ pub trait BackendStorage: Sized {
         self.softmax_grad(&d, rows, classes, 1, true)
     }
 
+    /// mse_loss's sum: over all elements of `shape`, (self - t)², each difference and square
+    /// rounded, summed as `sum` sums a whole tensor (one element). This default runs the three
+    /// ops; the CPU the same operations in one pass, so the same bits.
+    fn squared_error_sum(&self, t: &Self, shape: &Shape) -> Result<Self> {
+        let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
+        let sq = d.binary(BinaryOp::Mul, shape, &d, shape, shape)?;
+        sq.sum(shape, None)
+    }
+    /// mse_loss's gradient for `self` from the mean's gradient `w` (one element, g / count):
+    /// with d = self - t, (w * d) + (w * d), mul's gradients for the two operands of d * d
+    /// accumulated, as the recorded ops give it. The CPU runs it in one pass.
+    fn squared_error_grad(&self, t: &Self, w: &Self, shape: &Shape) -> Result<Self> {
+        let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
+        let p = w.binary(BinaryOp::Mul, &Shape(vec![]), &d, shape, shape)?;
+        p.binary(BinaryOp::Add, shape, &p, shape, shape)
+    }
+
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].
     /// conv2d, then `act` on each output.
     fn conv2d(&self, w: &Self, b: Option<&Self>, d: ConvDims, act: Activation) -> Result<Self>;

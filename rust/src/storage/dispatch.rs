@@ -310,6 +310,15 @@ impl Storage {
         on_one_device!("cross_entropy", (self, p, g), |logp, p, g| logp
             .cross_entropy_probs_grad(p, g, rows, classes))
     }
+    /// mse_loss's sum of squared differences of `self` and `t` (one element).
+    pub fn squared_error_sum(&self, t: &Storage, shape: &Shape) -> Result<Storage> {
+        on_one_device!("mse_loss", (self, t), |x, t| x.squared_error_sum(t, shape))
+    }
+    /// mse_loss's gradient for `self` from the mean's gradient `w` (one element).
+    pub fn squared_error_grad(&self, t: &Storage, w: &Storage, shape: &Shape) -> Result<Storage> {
+        on_one_device!("mse_loss", (self, t, w), |x, t, w| x
+            .squared_error_grad(t, w, shape))
+    }
     pub fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |g| g
             .nll_grad(rows, classes, target))

@@ -44,6 +44,7 @@ mod row_folds;
 pub mod simd;
 pub mod softmax;
 pub mod sort;
+mod squared_error;
 pub mod storage;
 pub mod storage_ops;
 pub mod table_kernels;

@@ -461,6 +461,30 @@ impl BackendStorage for CpuStorage {
         super::cross_entropy_probs::grad_on_storage(self, p, g, rows, classes)
     }
 
+    fn squared_error_sum(&self, t: &Self, _shape: &Shape) -> Result<Self> {
+        use super::squared_error as se;
+        if super::parallel::fast_kernels() {
+            return map_cpu2!("mse_loss", self, t, |x, t| vec![rk::sum_fast(
+                &se::squared_errors(x, t)
+            )]);
+        }
+        map_cpu2!("mse_loss", self, t, |x, t| vec![se::squared_error_sum(
+            x, t
+        )])
+    }
+
+    fn squared_error_grad(&self, t: &Self, w: &Self, _shape: &Shape) -> Result<Self> {
+        // The one element as f64 (exact from either float), back to the kernel's type.
+        let w: f64 = match w {
+            CpuStorage::F32(w) => w[0] as f64,
+            CpuStorage::F64(w) => w[0],
+            other => return Err(crate::error::not_float("mse_loss", other.dtype())),
+        };
+        map_cpu2!("mse_loss", self, t, |x, t| {
+            super::squared_error::squared_error_grad(x, t, crate::dtype::Float::from_f64(w))
+        })
+    }
+
     fn softmax(&self, outer: usize, len: usize, inner: usize, log: bool) -> Result<Self> {
         Ok(map_cpu!(self, |v| sk::softmax(v, outer, len, inner, log)))
     }
