@@ -212,29 +212,31 @@ def test_cross_entropy_probs_and_mse_grads():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fast", [False, True])
-def test_mse_loss_op_has_the_bits_of_its_composition(dtype, fast):
-    # The one recorded op against mean((x - t) * (x - t)) of recorded ops: loss and both
-    # gradients bit for bit, past fold_f32's blocks, a sum growing through binades, with an
-    # infinity and a NaN in a second run. Fast kernels change the sum's order in both alike.
+@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "huber"])
+def test_difference_losses_have_the_bits_of_their_composition(dtype, fast, loss):
+    # Each one-op loss against mean(term(x - t)) of recorded ops: loss and both gradients bit
+    # for bit, past fold_f32's blocks, a sum growing through binades, with an infinity and a
+    # NaN in a second run. Fast kernels change the sum's order in both alike.
+    one_op, term = {
+        "mse": (ops.mse_loss, lambda d: ops.mul(d, d)),
+        "smooth_l1": (lambda x, t: ops.smooth_l1_loss(x, t, beta=0.7), lambda d: ops.smooth_l1(d, 0.7)),
+        "huber": (lambda x, t: ops.huber_loss(x, t, delta=1.3), lambda d: ops.huber(d, 1.3)),
+    }[loss]
     rng = np.random.default_rng(23)
     for special in (False, True):
         a = rng.standard_normal([37, 301]).astype(dtype)
         b = (rng.standard_normal([37, 301]) * 0.5).astype(dtype)
         if special:
             a[3, 7], a[20, 100] = np.inf, np.nan
-        got, want = [], []
+        results = []
         for fused in (True, False):
             x, t = (tlrs.from_numpy(np.ascontiguousarray(v), requires_grad=True) for v in (a, b))
             with tlrs.fast_kernels(fast):
-                if fused:
-                    loss = ops.mse_loss(x, t)
-                else:
-                    d = ops.sub(x, t)
-                    loss = ops.mean(ops.mul(d, d))
-                gx, gt = tlrs.grad(loss, [x, t])
-            (got if fused else want).append([loss.numpy(), gx.numpy(), gt.numpy()])
-        for g, w in zip(got[0], want[0]):
-            np.testing.assert_array_equal(np.atleast_1d(g).view(np.uint8), np.atleast_1d(w).view(np.uint8))
+                out = one_op(x, t) if fused else ops.mean(term(ops.sub(x, t)))
+                gx, gt = tlrs.grad(out, [x, t])
+            results.append([np.atleast_1d(v.numpy()).view(np.uint8) for v in (out, gx, gt)])
+        for got, want in zip(*results):
+            np.testing.assert_array_equal(got, want)
 
 
 def test_composite_graph_grads():

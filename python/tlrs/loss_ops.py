@@ -334,6 +334,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     _pointwise(input, target, "smooth_l1_loss")
+    if reduction == "mean":
+        return _core.smooth_l1_loss(input, target, float(beta))  # one op, the same bits
     return _reduce_all(_core.smooth_l1(_core.sub(input, target), float(beta)), reduction)
 
 
@@ -346,5 +348,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not delta > 0:
         raise ValueError(f"huber_loss: delta must be a number > 0, got {delta!r}")
     _pointwise(input, target, "huber_loss")
+    if reduction == "mean" and weight is None:
+        return _core.huber_loss(input, target, float(delta))  # one op, the same bits
     loss = _core.huber(_core.sub(input, target), float(delta))
     return _reduce_all(_weighted(loss, weight, "huber_loss", same_shape=True), reduction)

@@ -42,6 +42,27 @@ impl ConvDims {
     }
 }
 
+/// The elementwise term of a loss of d = input - target that is averaged as one op: d * d
+/// (mse_loss), or the op table's smooth_l1 or huber at d (smooth_l1_loss, huber_loss).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DifferenceTerm {
+    Square,
+    SmoothL1 { beta: f64 },
+    Huber { delta: f64 },
+}
+
+impl DifferenceTerm {
+    /// The op table's op for the term, None for the square (a product, not a table op).
+    pub fn table_op(self) -> Option<crate::op_table::UnaryOp> {
+        use crate::op_table::UnaryOp;
+        match self {
+            DifferenceTerm::Square => None,
+            DifferenceTerm::SmoothL1 { beta } => Some(UnaryOp::SmoothL1 { beta }),
+            DifferenceTerm::Huber { delta } => Some(UnaryOp::Huber { delta }),
+        }
+    }
+}
+
 /// What a convolution applies to each output after its bias: nothing, or ReLU. The compiled
 /// backend's fusion pass (graph/fuse_conv.rs) moves a ReLU that is a convolution's only reader
 /// into it, so the value is clamped while the kernel still holds it.

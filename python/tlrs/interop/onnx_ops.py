@@ -320,6 +320,16 @@ def _mse_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("ReduceMean", [em.add("Mul", [d, d])], out, keepdims=0)
 
 
+def _smooth_l1_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """ReduceMean over all elements of the smooth_l1 term at x - t (the node has its beta)."""
+    return em.add("ReduceMean", [_smooth_l1(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
+
+
+def _huber_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """ReduceMean over all elements of the huber term at x - t (the node has its delta)."""
+    return em.add("ReduceMean", [_huber(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
+
+
 def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     axis = n.attrs["axis"]  # None: a 0-d tensor, its own running sum
     if axis is None:
@@ -461,6 +471,8 @@ EMITTERS: dict[str, Emit] = {
     "var": _var,
     "cross_entropy_probs": _cross_entropy_probs,
     "mse_loss": _mse_loss,
+    "smooth_l1_loss": _smooth_l1_loss,
+    "huber_loss": _huber_loss,
     "prod": _reduce("ReduceProd"),
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,

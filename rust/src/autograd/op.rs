@@ -76,8 +76,8 @@ declare_ops! {
     CrossEntropy(loss::CrossEntropy),
     /// Cross-entropy of logits against probability targets.
     CrossEntropyProbs(crate::ops::cross_entropy_probs::CrossEntropyProbs),
-    /// Mean squared error (difference, square and mean in one op).
-    MseLoss(loss::MseLoss),
+    /// mse, smooth L1 or Huber loss (difference, term and mean in one op).
+    DifferenceLoss(crate::ops::difference_loss::DifferenceLoss),
     /// logsumexp along one axis.
     LogSumExp(logsumexp::LogSumExp),
     /// The variance along one axis or over all elements.

@@ -5,7 +5,7 @@
 //!
 //! Operands arrive checked: one device, one dtype, shapes that broadcast to `out`.
 
-use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, DifferenceTerm, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -153,21 +153,38 @@ pub trait BackendStorage: Sized {
         self.softmax_grad(&d, rows, classes, 1, true)
     }
 
-    /// mse_loss's sum: over all elements of `shape`, (self - t)², each difference and square
-    /// rounded, summed as `sum` sums a whole tensor (one element). This default runs the three
-    /// ops; the CPU the same operations in one pass, so the same bits.
-    fn squared_error_sum(&self, t: &Self, shape: &Shape) -> Result<Self> {
+    /// A difference loss's sum (mse_loss, smooth_l1_loss, huber_loss): over all elements of
+    /// `shape`, term(self - t), each difference and term rounded, summed as `sum` sums a whole
+    /// tensor (one element). This default runs the three ops; the CPU the same operations in
+    /// one pass, so the same bits.
+    fn difference_loss_sum(&self, t: &Self, term: DifferenceTerm, shape: &Shape) -> Result<Self> {
         let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
-        let sq = d.binary(BinaryOp::Mul, shape, &d, shape, shape)?;
-        sq.sum(shape, None)
+        let terms = match term.table_op() {
+            None => d.binary(BinaryOp::Mul, shape, &d, shape, shape)?,
+            Some(op) => d.unary(op)?,
+        };
+        terms.sum(shape, None)
     }
-    /// mse_loss's gradient for `self` from the mean's gradient `w` (one element, g / count):
-    /// with d = self - t, (w * d) + (w * d), mul's gradients for the two operands of d * d
-    /// accumulated, as the recorded ops give it. The CPU runs it in one pass.
-    fn squared_error_grad(&self, t: &Self, w: &Self, shape: &Shape) -> Result<Self> {
+    /// That loss's gradient for `self` from the mean's gradient `w` (one element, g / count),
+    /// as the recorded ops give it: with d = self - t, (w * d) + (w * d) for the square (mul's
+    /// gradients for its two operands, accumulated), else the table op's gradient at d with
+    /// upstream w. The CPU runs it in one pass.
+    fn difference_loss_grad(
+        &self,
+        t: &Self,
+        w: &Self,
+        term: DifferenceTerm,
+        shape: &Shape,
+    ) -> Result<Self> {
         let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
-        let p = w.binary(BinaryOp::Mul, &Shape(vec![]), &d, shape, shape)?;
-        p.binary(BinaryOp::Add, shape, &p, shape, shape)
+        match term.table_op() {
+            None => {
+                let p = w.binary(BinaryOp::Mul, &Shape(vec![]), &d, shape, shape)?;
+                p.binary(BinaryOp::Add, shape, &p, shape, shape)
+            }
+            // Both table ops' gradients read their input: d stands for the output too.
+            Some(op) => d.unary_grad(op, &d, &w.broadcast_to(&Shape(vec![]), shape)?),
+        }
     }
 
     /// Cross-correlation of `self` [N, C, H, W] with `w` [OC, C, KH, KW], plus `b` [OC].

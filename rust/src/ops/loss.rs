@@ -1,10 +1,10 @@
-//! Losses: cross-entropy (class indices, or one-hot / probability targets) and mean squared
-//! error, both averaged over the batch as PyTorch's default `reduction="mean"`.
+//! Losses: cross-entropy over class indices and the negative log-likelihood, averaged over the
+//! batch as PyTorch's default `reduction="mean"` (probability targets: cross_entropy_probs.rs;
+//! mse, smooth L1 and Huber: difference_loss.rs).
 
-use crate::autograd::record::{first, need, Attr, Record};
+use crate::autograd::record::{first, Attr, Record};
 use crate::geometry::IGNORED_ROW;
-use crate::op_table::BinaryOp;
-use crate::ops::elementwise::{check_same_device, check_same_dtype, div, neg};
+use crate::ops::elementwise::{check_same_device, check_same_dtype};
 use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -183,72 +183,6 @@ pub(crate) fn nll_grad(logp: &Tensor, idx: &[usize], g: &Tensor) -> Result<Tenso
     let c = logp.dims()[logp.rank() - 1];
     let s = g.storage().nll_grad(idx.len(), c, idx)?;
     Tensor::from_storage(s, logp.shape().clone())
-}
-
-/// Mean of (input - target)² over all elements; the shapes must be equal. One recorded op
-/// with the bits of `mean(mul(d, d))` for d = `sub(input, target)`: the squares summed in the
-/// whole-tensor sum's order, then divided once by the count; the gradient that composition's.
-pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    crate::ops::elementwise::float_only("mse_loss", &[input, target])?;
-    check_same_dtype("mse_loss", &[input, target])?;
-    check_same_device("mse_loss", input, target)?;
-    if input.shape() != target.shape() {
-        return Err(Error::shape(
-            "mse_loss",
-            format!(
-                "input and target shapes differ: {} vs {}",
-                input.shape(),
-                target.shape()
-            ),
-        ));
-    }
-    let count = input.numel() as f64;
-    let s = input
-        .storage()
-        .squared_error_sum(target.storage(), input.shape())?
-        .binary_scalar(BinaryOp::Div, count, false)?;
-    let op = MseLoss {
-        x: input.clone(),
-        t: target.clone(),
-    };
-    Ok(Tensor::from_op(s, Shape::scalar(), op))
-}
-
-/// mse_loss as one op.
-#[derive(Clone)]
-pub struct MseLoss {
-    pub x: Tensor,
-    pub t: Tensor,
-}
-
-impl Record for MseLoss {
-    crate::autograd::record::named!("mse_loss");
-    fn inputs(&self) -> Vec<&Tensor> {
-        vec![&self.x, &self.t]
-    }
-    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        check_same_device("mse_loss", &self.x, g)?;
-        check_same_dtype("mse_loss", &[&self.x, g])?;
-        if !need(&self.x) && !need(&self.t) {
-            return Ok(vec![None, None]);
-        }
-        // The mean's gradient g / count, then the square's and the difference's: sub passes
-        // it to the input and its negation to the target.
-        let w = div(g, &Tensor::scalar(self.x.numel() as f64, g.dtype()))?;
-        let gx =
-            self.x
-                .storage()
-                .squared_error_grad(self.t.storage(), w.storage(), self.x.shape())?;
-        let gx = Tensor::from_storage(gx, self.x.shape().clone())?;
-        let gt = if need(&self.t) { Some(neg(&gx)?) } else { None };
-        Ok(vec![need(&self.x).then_some(gx), gt])
-    }
-    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        match xs {
-            [x, t] => mse_loss(x, t),
-            _ => Err(Error::arg("graph", "mse_loss replays on two inputs")),
-        }
-    }
 }
 
 /// A loss's class labels: each row's checked index (`IGNORED_ROW` where it is `ignore_index`),

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod conv;
 pub mod convert;
 pub mod cross_entropy_probs;
+pub mod difference_loss;
 pub mod dropout;
 pub mod elementwise;
 pub mod fused;
@@ -33,11 +34,12 @@ pub use pool::{
     avg_pool2d, avg_pool2d_with, max_pool2d, max_pool2d_indices, max_pool2d_with, PoolSpec,
 };
 // Every op of the elementwise table, plus binary/unary, pow and clamp.
+pub use difference_loss::{huber_loss, mse_loss, smooth_l1_loss};
 pub use elementwise::*;
 pub use index::{embedding, gather, masked_fill, scatter_add};
 pub use layout::{concat, contiguous, flatten, index_select, permute, reshape, slice, transpose};
 pub use logsumexp::logsumexp;
-pub use loss::{cross_entropy, cross_entropy_ignoring, mse_loss, nll_loss_ignoring, Target};
+pub use loss::{cross_entropy, cross_entropy_ignoring, nll_loss_ignoring, Target};
 pub use matmul::{linear, matmul, matmul_t};
 pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};
 pub use prod::prod;

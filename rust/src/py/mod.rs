@@ -50,6 +50,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::full,
         ops::matmul,
         ops::mse_loss,
+        ops::smooth_l1_loss,
+        ops::huber_loss,
         ops::pow,
         ops::clamp,
         ops::sum,

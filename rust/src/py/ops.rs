@@ -60,6 +60,17 @@ macro_rules! binary_fns {
 }
 binary_fns!(matmul, mse_loss);
 
+macro_rules! difference_loss_fns {
+    ($($name:ident($param:ident)),*) => {$(
+        #[pyfunction]
+        pub fn $name(py: Python<'_>, a: PyRef<'_, T>, b: PyRef<'_, T>, $param: f64) -> PyResult<T> {
+            let (a, b) = (a.inner.clone(), b.inner.clone());
+            run(py, move || ops::$name(&a, &b, $param))
+        }
+    )*};
+}
+difference_loss_fns!(smooth_l1_loss(beta), huber_loss(delta));
+
 #[pyfunction]
 pub fn pow(py: Python<'_>, x: PyRef<'_, T>, exponent: f64) -> PyResult<T> {
     let x = x.inner.clone();

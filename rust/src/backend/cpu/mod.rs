@@ -10,6 +10,7 @@ mod conv_act_tests;
 mod conv_direct;
 pub mod conv_grad;
 mod cross_entropy_probs;
+mod difference_loss;
 pub mod elementwise;
 #[cfg(target_arch = "x86_64")]
 mod elu_lanes;
@@ -44,7 +45,6 @@ mod row_folds;
 pub mod simd;
 pub mod softmax;
 pub mod sort;
-mod squared_error;
 pub mod storage;
 pub mod storage_ops;
 pub mod table_kernels;

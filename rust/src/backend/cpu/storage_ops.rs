@@ -10,7 +10,7 @@ use super::storage::{CpuElem, CpuStorage};
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
 use crate::dtype::lit;
-use crate::geometry::{Activation, ConvDims, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, DifferenceTerm, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
 use crate::{map_cpu, map_cpu2, map_cpu_any, DType, Result, Shape};
@@ -461,27 +461,31 @@ impl BackendStorage for CpuStorage {
         super::cross_entropy_probs::grad_on_storage(self, p, g, rows, classes)
     }
 
-    fn squared_error_sum(&self, t: &Self, _shape: &Shape) -> Result<Self> {
-        use super::squared_error as se;
+    fn difference_loss_sum(&self, t: &Self, term: DifferenceTerm, _: &Shape) -> Result<Self> {
+        use super::difference_loss as dl;
         if super::parallel::fast_kernels() {
-            return map_cpu2!("mse_loss", self, t, |x, t| vec![rk::sum_fast(
-                &se::squared_errors(x, t)
-            )]);
+            return map_cpu2!("loss", self, t, |x, t| vec![rk::sum_fast(&dl::all_terms(
+                x, t, term
+            ))]);
         }
-        map_cpu2!("mse_loss", self, t, |x, t| vec![se::squared_error_sum(
-            x, t
-        )])
+        map_cpu2!("loss", self, t, |x, t| vec![dl::sum(x, t, term)])
     }
 
-    fn squared_error_grad(&self, t: &Self, w: &Self, _shape: &Shape) -> Result<Self> {
+    fn difference_loss_grad(
+        &self,
+        t: &Self,
+        w: &Self,
+        term: DifferenceTerm,
+        _: &Shape,
+    ) -> Result<Self> {
         // The one element as f64 (exact from either float), back to the kernel's type.
         let w: f64 = match w {
             CpuStorage::F32(w) => w[0] as f64,
             CpuStorage::F64(w) => w[0],
-            other => return Err(crate::error::not_float("mse_loss", other.dtype())),
+            other => return Err(crate::error::not_float("loss", other.dtype())),
         };
-        map_cpu2!("mse_loss", self, t, |x, t| {
-            super::squared_error::squared_error_grad(x, t, crate::dtype::Float::from_f64(w))
+        map_cpu2!("loss", self, t, |x, t| {
+            super::difference_loss::grad(x, t, crate::dtype::Float::from_f64(w), term)
         })
     }
 

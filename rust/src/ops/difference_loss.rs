@@ -1,0 +1,129 @@
+//! The losses of d = input - target averaged over all elements, each one recorded op with the
+//! bits of its composition `mean(term(sub(input, target)))`: mse_loss (term d * d, a `mul`),
+//! smooth_l1_loss and huber_loss (the op table's smooth_l1 and huber). The CPU sums the terms
+//! and computes the gradient in one pass each (`backend/cpu/difference_loss.rs`).
+
+use crate::autograd::record::{need, Attr, Record};
+use crate::geometry::DifferenceTerm;
+use crate::op_table::BinaryOp;
+use crate::ops::elementwise::{check_same_device, check_same_dtype, div, float_only, neg};
+use crate::{Error, Result, Shape, Tensor};
+
+/// Mean of (input - target)² over all elements; the shapes must be equal.
+pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    difference_loss(input, target, DifferenceTerm::Square)
+}
+
+/// Mean of smooth_l1(input - target, beta) over all elements (beta > 0); equal shapes.
+pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
+    if beta <= 0.0 || !beta.is_finite() {
+        return Err(Error::arg(
+            "smooth_l1_loss",
+            format!("expected beta > 0, got {beta}"),
+        ));
+    }
+    difference_loss(input, target, DifferenceTerm::SmoothL1 { beta })
+}
+
+/// Mean of huber(input - target, delta) over all elements (delta > 0); equal shapes.
+pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor> {
+    if delta <= 0.0 || !delta.is_finite() {
+        return Err(Error::arg(
+            "huber_loss",
+            format!("expected delta > 0, got {delta}"),
+        ));
+    }
+    difference_loss(input, target, DifferenceTerm::Huber { delta })
+}
+
+fn name(term: DifferenceTerm) -> &'static str {
+    match term {
+        DifferenceTerm::Square => "mse_loss",
+        DifferenceTerm::SmoothL1 { .. } => "smooth_l1_loss",
+        DifferenceTerm::Huber { .. } => "huber_loss",
+    }
+}
+
+/// The terms summed as a whole tensor is, then divided once by the count (`mean`'s steps).
+fn difference_loss(input: &Tensor, target: &Tensor, term: DifferenceTerm) -> Result<Tensor> {
+    let what = name(term);
+    float_only(what, &[input, target])?;
+    check_same_dtype(what, &[input, target])?;
+    check_same_device(what, input, target)?;
+    if input.shape() != target.shape() {
+        return Err(Error::shape(
+            what,
+            format!(
+                "input and target shapes differ: {} vs {}",
+                input.shape(),
+                target.shape()
+            ),
+        ));
+    }
+    let s = input
+        .storage()
+        .difference_loss_sum(target.storage(), term, input.shape())?
+        .binary_scalar(BinaryOp::Div, input.numel() as f64, false)?;
+    let op = DifferenceLoss {
+        x: input.clone(),
+        t: target.clone(),
+        term,
+    };
+    Ok(Tensor::from_op(s, Shape::scalar(), op))
+}
+
+/// A difference loss as one op.
+#[derive(Clone)]
+pub struct DifferenceLoss {
+    pub x: Tensor,
+    pub t: Tensor,
+    pub term: DifferenceTerm,
+}
+
+impl Record for DifferenceLoss {
+    fn name(&self) -> &'static str {
+        name(self.term)
+    }
+    fn names() -> Vec<&'static str> {
+        vec!["mse_loss", "smooth_l1_loss", "huber_loss"]
+    }
+    fn inputs(&self) -> Vec<&Tensor> {
+        vec![&self.x, &self.t]
+    }
+    fn attributes(&self) -> Vec<(&'static str, Attr)> {
+        match self.term {
+            DifferenceTerm::Square => vec![],
+            DifferenceTerm::SmoothL1 { beta } => vec![("beta", Attr::Float(Some(beta)))],
+            DifferenceTerm::Huber { delta } => vec![("delta", Attr::Float(Some(delta)))],
+        }
+    }
+    fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let what = name(self.term);
+        check_same_device(what, &self.x, g)?;
+        check_same_dtype(what, &[&self.x, g])?;
+        if !need(&self.x) && !need(&self.t) {
+            return Ok(vec![None, None]);
+        }
+        // The mean's gradient g / count, then the term's and the difference's: sub passes it
+        // to the input and its negation to the target.
+        let w = div(g, &Tensor::scalar(self.x.numel() as f64, g.dtype()))?;
+        let gx = self.x.storage().difference_loss_grad(
+            self.t.storage(),
+            w.storage(),
+            self.term,
+            self.x.shape(),
+        )?;
+        let gx = Tensor::from_storage(gx, self.x.shape().clone())?;
+        let gt = if need(&self.t) { Some(neg(&gx)?) } else { None };
+        Ok(vec![need(&self.x).then_some(gx), gt])
+    }
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        match xs {
+            [x, t] => difference_loss(x, t, self.term),
+            _ => Err(Error::arg(
+                "graph",
+                "a difference loss replays on two inputs",
+            )),
+        }
+    }
+}
