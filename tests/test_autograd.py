@@ -212,27 +212,33 @@ def test_cross_entropy_probs_and_mse_grads():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fast", [False, True])
-@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "huber"])
-def test_difference_losses_have_the_bits_of_their_composition(dtype, fast, loss):
-    # Each one-op loss against mean(term(x - t)) of recorded ops: loss and both gradients bit
-    # for bit, past fold_f32's blocks, a sum growing through binades, with an infinity and a
-    # NaN in a second run. Fast kernels change the sum's order in both alike.
-    one_op, term = {
-        "mse": (ops.mse_loss, lambda d: ops.mul(d, d)),
-        "smooth_l1": (lambda x, t: ops.smooth_l1_loss(x, t, beta=0.7), lambda d: ops.smooth_l1(d, 0.7)),
-        "huber": (lambda x, t: ops.huber_loss(x, t, delta=1.3), lambda d: ops.huber(d, 1.3)),
+@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "huber", "bce_with_logits"])
+def test_pointwise_losses_have_the_bits_of_their_composition(dtype, fast, loss):
+    # Each one-op loss against its composition of recorded ops (mean(term(x - t)), or for
+    # the logits mean((1 - t) * x - logsigmoid(x))): loss and both gradients bit for bit, past
+    # fold_f32's blocks, a sum growing through binades, with an infinity and a NaN in the
+    # input (and a NaN in the target) in a second run. Fast kernels change the sum's order in
+    # both alike.
+    def bce(x, t):
+        return ops.sub(ops.mul(ops.sub(tlrs.tensor(np.array(1.0, dtype)), t), x), ops.logsigmoid(x))
+
+    one_op, composed = {
+        "mse": (ops.mse_loss, lambda x, t: ops.mul(ops.sub(x, t), ops.sub(x, t))),
+        "smooth_l1": (lambda x, t: ops.smooth_l1_loss(x, t, beta=0.7), lambda x, t: ops.smooth_l1(ops.sub(x, t), 0.7)),
+        "huber": (lambda x, t: ops.huber_loss(x, t, delta=1.3), lambda x, t: ops.huber(ops.sub(x, t), 1.3)),
+        "bce_with_logits": (ops.binary_cross_entropy_with_logits, bce),
     }[loss]
     rng = np.random.default_rng(23)
     for special in (False, True):
-        a = rng.standard_normal([37, 301]).astype(dtype)
-        b = (rng.standard_normal([37, 301]) * 0.5).astype(dtype)
+        a = (rng.standard_normal([37, 301]) * 3).astype(dtype)
+        b = rng.uniform(0, 1, [37, 301]).astype(dtype)
         if special:
-            a[3, 7], a[20, 100] = np.inf, np.nan
+            a[3, 7], a[20, 100], b[30, 200] = np.inf, np.nan, np.nan
         results = []
         for fused in (True, False):
             x, t = (tlrs.from_numpy(np.ascontiguousarray(v), requires_grad=True) for v in (a, b))
             with tlrs.fast_kernels(fast):
-                out = one_op(x, t) if fused else ops.mean(term(ops.sub(x, t)))
+                out = one_op(x, t) if fused else ops.mean(composed(x, t))
                 gx, gt = tlrs.grad(out, [x, t])
             results.append([np.atleast_1d(v.numpy()).view(np.uint8) for v in (out, gx, gt)])
         for got, want in zip(*results):

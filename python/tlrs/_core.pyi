@@ -394,6 +394,8 @@ def smooth_l1_loss(a: Tensor, b: Tensor, beta: float) -> Tensor:
     """Mean of smooth_l1(a - b, beta) over all elements (a scalar), beta > 0."""
 def huber_loss(a: Tensor, b: Tensor, delta: float) -> Tensor:
     """Mean of huber(a - b, delta) over all elements (a scalar), delta > 0."""
+def binary_cross_entropy_with_logits(a: Tensor, b: Tensor) -> Tensor:
+    """Mean of (1 - b) * a - logsigmoid(a) over all elements (a scalar): logits a, targets b."""
 def pow(x: Tensor, exponent: float) -> Tensor:
     """Elementwise x ** exponent."""
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:

@@ -298,6 +298,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     what = "binary_cross_entropy_with_logits"
     reduction = _reduction(reduction, size_average, reduce, what)
     _pointwise(input, target, what)
+    if reduction == "mean" and weight is None and pos_weight is None:
+        return _core.binary_cross_entropy_with_logits(input, target)  # one op, the same bits
     one = _scalar(1.0, input)
     ls = _core.logsigmoid(input)
     if pos_weight is not None:

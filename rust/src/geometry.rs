@@ -42,23 +42,26 @@ impl ConvDims {
     }
 }
 
-/// The elementwise term of a loss of d = input - target that is averaged as one op: d * d
-/// (mse_loss), or the op table's smooth_l1 or huber at d (smooth_l1_loss, huber_loss).
+/// The elementwise term of a loss averaged over all elements as one op: of d = input -
+/// target, d * d (mse_loss) or the op table's smooth_l1 or huber at d (smooth_l1_loss,
+/// huber_loss); or of logits x and targets t, (1 - t) * x - logsigmoid(x)
+/// (binary_cross_entropy_with_logits).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum DifferenceTerm {
+pub enum LossTerm {
     Square,
     SmoothL1 { beta: f64 },
     Huber { delta: f64 },
+    BceWithLogits,
 }
 
-impl DifferenceTerm {
-    /// The op table's op for the term, None for the square (a product, not a table op).
+impl LossTerm {
+    /// The op table's op the term applies to d = input - target, None for the others.
     pub fn table_op(self) -> Option<crate::op_table::UnaryOp> {
         use crate::op_table::UnaryOp;
         match self {
-            DifferenceTerm::Square => None,
-            DifferenceTerm::SmoothL1 { beta } => Some(UnaryOp::SmoothL1 { beta }),
-            DifferenceTerm::Huber { delta } => Some(UnaryOp::Huber { delta }),
+            LossTerm::SmoothL1 { beta } => Some(UnaryOp::SmoothL1 { beta }),
+            LossTerm::Huber { delta } => Some(UnaryOp::Huber { delta }),
+            LossTerm::Square | LossTerm::BceWithLogits => None,
         }
     }
 }

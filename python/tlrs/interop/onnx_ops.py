@@ -325,6 +325,13 @@ def _smooth_l1_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("ReduceMean", [_smooth_l1(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
 
 
+def _bce_with_logits(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """ReduceMean over all elements of (1 - t) * x - logsigmoid(x)."""
+    x, t = ins
+    kept = em.add("Mul", [em.add("Sub", [em.scalar(1.0, n.dtype), t]), x])
+    return em.add("ReduceMean", [em.add("Sub", [kept, _logsigmoid(em, n, [x], "")])], out, keepdims=0)
+
+
 def _huber_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     """ReduceMean over all elements of the huber term at x - t (the node has its delta)."""
     return em.add("ReduceMean", [_huber(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
@@ -473,6 +480,7 @@ EMITTERS: dict[str, Emit] = {
     "mse_loss": _mse_loss,
     "smooth_l1_loss": _smooth_l1_loss,
     "huber_loss": _huber_loss,
+    "binary_cross_entropy_with_logits": _bce_with_logits,
     "prod": _reduce("ReduceProd"),
     "sum_to_shape": _sum_to_shape,
     "broadcast_to": _broadcast_to,

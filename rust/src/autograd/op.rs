@@ -77,7 +77,7 @@ declare_ops! {
     /// Cross-entropy of logits against probability targets.
     CrossEntropyProbs(crate::ops::cross_entropy_probs::CrossEntropyProbs),
     /// mse, smooth L1 or Huber loss (difference, term and mean in one op).
-    DifferenceLoss(crate::ops::difference_loss::DifferenceLoss),
+    PointwiseLoss(crate::ops::pointwise_loss::PointwiseLoss),
     /// logsumexp along one axis.
     LogSumExp(logsumexp::LogSumExp),
     /// The variance along one axis or over all elements.

@@ -5,7 +5,7 @@
 //!
 //! Operands arrive checked: one device, one dtype, shapes that broadcast to `out`.
 
-use crate::geometry::{Activation, ConvDims, DifferenceTerm, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, LossTerm, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Result, Shape};
 
@@ -153,37 +153,58 @@ pub trait BackendStorage: Sized {
         self.softmax_grad(&d, rows, classes, 1, true)
     }
 
-    /// A difference loss's sum (mse_loss, smooth_l1_loss, huber_loss): over all elements of
-    /// `shape`, term(self - t), each difference and term rounded, summed as `sum` sums a whole
-    /// tensor (one element). This default runs the three ops; the CPU the same operations in
-    /// one pass, so the same bits.
-    fn difference_loss_sum(&self, t: &Self, term: DifferenceTerm, shape: &Shape) -> Result<Self> {
-        let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
-        let terms = match term.table_op() {
-            None => d.binary(BinaryOp::Mul, shape, &d, shape, shape)?,
-            Some(op) => d.unary(op)?,
+    /// A pointwise loss's sum (`LossTerm`): over all elements of `shape`, the term of `self`
+    /// and `t`, each operation rounded, summed as `sum` sums a whole tensor (one element).
+    /// This default runs the ops one by one; the CPU the same operations in one pass, so the
+    /// same bits.
+    fn pointwise_loss_sum(&self, t: &Self, term: LossTerm, shape: &Shape) -> Result<Self> {
+        let terms = match term {
+            LossTerm::BceWithLogits => {
+                // ((1 - t) * x) - logsigmoid(x)
+                let kept = t.binary_scalar(BinaryOp::Sub, 1.0, true)?;
+                let a = kept.binary(BinaryOp::Mul, shape, self, shape, shape)?;
+                let ls = self.unary(UnaryOp::Logsigmoid)?;
+                a.binary(BinaryOp::Sub, shape, &ls, shape, shape)?
+            }
+            _ => {
+                let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
+                match term.table_op() {
+                    None => d.binary(BinaryOp::Mul, shape, &d, shape, shape)?,
+                    Some(op) => d.unary(op)?,
+                }
+            }
         };
         terms.sum(shape, None)
     }
     /// That loss's gradient for `self` from the mean's gradient `w` (one element, g / count),
     /// as the recorded ops give it: with d = self - t, (w * d) + (w * d) for the square (mul's
-    /// gradients for its two operands, accumulated), else the table op's gradient at d with
-    /// upstream w. The CPU runs it in one pass.
-    fn difference_loss_grad(
+    /// gradients for its two operands, accumulated), or the table op's gradient at d with
+    /// upstream w; for the logits, w * (1 - t) plus logsigmoid's gradient with upstream -w.
+    /// The CPU runs it in one pass.
+    fn pointwise_loss_grad(
         &self,
         t: &Self,
         w: &Self,
-        term: DifferenceTerm,
+        term: LossTerm,
         shape: &Shape,
     ) -> Result<Self> {
+        let scalar = Shape(vec![]);
+        if term == LossTerm::BceWithLogits {
+            let up = w.unary(UnaryOp::Neg)?.broadcast_to(&scalar, shape)?;
+            // logsigmoid's gradient reads its input: x stands for the output too.
+            let from_ls = self.unary_grad(UnaryOp::Logsigmoid, self, &up)?;
+            let kept = t.binary_scalar(BinaryOp::Sub, 1.0, true)?;
+            let from_mul = w.binary(BinaryOp::Mul, &scalar, &kept, shape, shape)?;
+            return from_mul.binary(BinaryOp::Add, shape, &from_ls, shape, shape);
+        }
         let d = self.binary(BinaryOp::Sub, shape, t, shape, shape)?;
         match term.table_op() {
             None => {
-                let p = w.binary(BinaryOp::Mul, &Shape(vec![]), &d, shape, shape)?;
+                let p = w.binary(BinaryOp::Mul, &scalar, &d, shape, shape)?;
                 p.binary(BinaryOp::Add, shape, &p, shape, shape)
             }
             // Both table ops' gradients read their input: d stands for the output too.
-            Some(op) => d.unary_grad(op, &d, &w.broadcast_to(&Shape(vec![]), shape)?),
+            Some(op) => d.unary_grad(op, &d, &w.broadcast_to(&scalar, shape)?),
         }
     }
 

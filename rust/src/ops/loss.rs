@@ -1,6 +1,6 @@
 //! Losses: cross-entropy over class indices and the negative log-likelihood, averaged over the
 //! batch as PyTorch's default `reduction="mean"` (probability targets: cross_entropy_probs.rs;
-//! mse, smooth L1 and Huber: difference_loss.rs).
+//! mse, smooth L1 and Huber: pointwise_loss.rs).
 
 use crate::autograd::record::{first, Attr, Record};
 use crate::geometry::IGNORED_ROW;

@@ -52,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::mse_loss,
         ops::smooth_l1_loss,
         ops::huber_loss,
+        ops::binary_cross_entropy_with_logits,
         ops::pow,
         ops::clamp,
         ops::sum,

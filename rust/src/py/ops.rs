@@ -58,9 +58,9 @@ macro_rules! binary_fns {
         }
     )*};
 }
-binary_fns!(matmul, mse_loss);
+binary_fns!(matmul, mse_loss, binary_cross_entropy_with_logits);
 
-macro_rules! difference_loss_fns {
+macro_rules! pointwise_loss_fns {
     ($($name:ident($param:ident)),*) => {$(
         #[pyfunction]
         pub fn $name(py: Python<'_>, a: PyRef<'_, T>, b: PyRef<'_, T>, $param: f64) -> PyResult<T> {
@@ -69,7 +69,7 @@ macro_rules! difference_loss_fns {
         }
     )*};
 }
-difference_loss_fns!(smooth_l1_loss(beta), huber_loss(delta));
+pointwise_loss_fns!(smooth_l1_loss(beta), huber_loss(delta));
 
 #[pyfunction]
 pub fn pow(py: Python<'_>, x: PyRef<'_, T>, exponent: f64) -> PyResult<T> {

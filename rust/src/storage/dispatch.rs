@@ -4,7 +4,7 @@
 
 use super::{device_mismatch, winners_elsewhere, CpuStorage, CudaStorage, Storage, Winners};
 use crate::backend::BackendStorage;
-use crate::geometry::{Activation, ConvDims, DifferenceTerm, PlaneDims, PoolDims, ScoreRows};
+use crate::geometry::{Activation, ConvDims, LossTerm, PlaneDims, PoolDims, ScoreRows};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::{Error, Result, Shape};
 use std::sync::Arc;
@@ -311,25 +311,25 @@ impl Storage {
             .cross_entropy_probs_grad(p, g, rows, classes))
     }
     /// A difference loss's sum of term(self - t) (one element).
-    pub fn difference_loss_sum(
+    pub fn pointwise_loss_sum(
         &self,
         t: &Storage,
-        term: DifferenceTerm,
+        term: LossTerm,
         shape: &Shape,
     ) -> Result<Storage> {
         on_one_device!("loss", (self, t), |x, t| x
-            .difference_loss_sum(t, term, shape))
+            .pointwise_loss_sum(t, term, shape))
     }
     /// That loss's gradient for `self` from the mean's gradient `w` (one element).
-    pub fn difference_loss_grad(
+    pub fn pointwise_loss_grad(
         &self,
         t: &Storage,
         w: &Storage,
-        term: DifferenceTerm,
+        term: LossTerm,
         shape: &Shape,
     ) -> Result<Storage> {
         on_one_device!("loss", (self, t, w), |x, t, w| x
-            .difference_loss_grad(t, w, term, shape))
+            .pointwise_loss_grad(t, w, term, shape))
     }
     pub fn nll_grad(&self, rows: usize, classes: usize, target: &[usize]) -> Result<Storage> {
         on_one_device!("cross_entropy", (self), |g| g

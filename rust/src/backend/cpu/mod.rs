@@ -10,7 +10,6 @@ mod conv_act_tests;
 mod conv_direct;
 pub mod conv_grad;
 mod cross_entropy_probs;
-mod difference_loss;
 pub mod elementwise;
 #[cfg(target_arch = "x86_64")]
 mod elu_lanes;
@@ -35,6 +34,7 @@ pub mod norm;
 mod outer;
 pub mod parallel;
 pub mod peak;
+mod pointwise_loss;
 pub mod pool;
 #[cfg(target_arch = "x86_64")]
 mod pool_2x2;

@@ -10,7 +10,7 @@ use super::storage::{CpuElem, CpuStorage};
 use super::table_kernels as tk;
 use crate::backend::storage_ops::BackendStorage;
 use crate::dtype::lit;
-use crate::geometry::{Activation, ConvDims, DifferenceTerm, MatmulDims, PoolDims};
+use crate::geometry::{Activation, ConvDims, LossTerm, MatmulDims, PoolDims};
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_strides;
 use crate::{map_cpu, map_cpu2, map_cpu_any, DType, Result, Shape};
@@ -461,23 +461,17 @@ impl BackendStorage for CpuStorage {
         super::cross_entropy_probs::grad_on_storage(self, p, g, rows, classes)
     }
 
-    fn difference_loss_sum(&self, t: &Self, term: DifferenceTerm, _: &Shape) -> Result<Self> {
-        use super::difference_loss as dl;
+    fn pointwise_loss_sum(&self, t: &Self, term: LossTerm, _: &Shape) -> Result<Self> {
+        use super::pointwise_loss as pl;
         if super::parallel::fast_kernels() {
-            return map_cpu2!("loss", self, t, |x, t| vec![rk::sum_fast(&dl::all_terms(
+            return map_cpu2!("loss", self, t, |x, t| vec![rk::sum_fast(&pl::all_terms(
                 x, t, term
             ))]);
         }
-        map_cpu2!("loss", self, t, |x, t| vec![dl::sum(x, t, term)])
+        map_cpu2!("loss", self, t, |x, t| vec![pl::sum(x, t, term)])
     }
 
-    fn difference_loss_grad(
-        &self,
-        t: &Self,
-        w: &Self,
-        term: DifferenceTerm,
-        _: &Shape,
-    ) -> Result<Self> {
+    fn pointwise_loss_grad(&self, t: &Self, w: &Self, term: LossTerm, _: &Shape) -> Result<Self> {
         // The one element as f64 (exact from either float), back to the kernel's type.
         let w: f64 = match w {
             CpuStorage::F32(w) => w[0] as f64,
@@ -485,7 +479,7 @@ impl BackendStorage for CpuStorage {
             other => return Err(crate::error::not_float("loss", other.dtype())),
         };
         map_cpu2!("loss", self, t, |x, t| {
-            super::difference_loss::grad(x, t, crate::dtype::Float::from_f64(w), term)
+            super::pointwise_loss::grad(x, t, crate::dtype::Float::from_f64(w), term)
         })
     }
 

@@ -1,42 +1,68 @@
-//! The losses of d = input - target averaged as one op (mse_loss, smooth_l1_loss, huber_loss),
-//! their sum and gradient in one pass each where the recorded ops took three: the operations
-//! of `sub`, the term (`mul` of d by itself, or the op table's smooth_l1 or huber) and the
-//! whole-tensor sum (for the gradient, the mean's, the term's and sub's gradients) in their
-//! order, so the bits of the ops they replace.
+//! The losses averaged over all elements as one op (mse_loss, smooth_l1_loss, huber_loss,
+//! binary_cross_entropy_with_logits), their sum and gradient in one pass each where the
+//! recorded ops took three to five: the operations of the composition (`sub`, then `mul` of d
+//! by itself or the op table's smooth_l1 or huber at d; or `sub(1, t)`, `mul` by x and `sub`
+//! of logsigmoid(x)) and the whole-tensor sum, and for the gradient the mean's and theirs, in
+//! their order, so the bits of the ops they replace.
 
 use super::f32_view::as_f32;
 use super::table_kernels::{unary_block, unary_grad_block};
 use super::uninit::{fill_with, filled};
 use crate::dtype::Float;
-use crate::geometry::DifferenceTerm;
+use crate::geometry::LossTerm;
+use crate::op_table::UnaryOp;
 
 /// Values per block: the differences and terms of one stay in L1.
 const BLOCK: usize = 2048;
 /// Elements per thread claim of the gradient.
 const CHUNK: usize = 1 << 13;
 
-/// The terms of one block: `d[i] = x[i] - t[i]`, then the term of each into `out`.
+/// `d[i] = x[i] - t[i]`.
 #[inline(always)]
-fn terms<T: Float>(x: &[T], t: &[T], term: DifferenceTerm, d: &mut [T], out: &mut [T]) {
+fn differences<T: Float>(x: &[T], t: &[T], d: &mut [T]) {
     super::simd::widest(|| {
         for ((d, &a), &b) in d.iter_mut().zip(x).zip(t) {
             *d = a - b;
         }
     });
-    match term.table_op() {
-        None => super::simd::widest(|| {
-            for (o, &d) in out.iter_mut().zip(d.iter()) {
-                *o = d * d;
-            }
-        }),
-        Some(op) => unary_block(op, d, out),
+}
+
+/// The terms of one block into `out`, `d` a scratch block of the same length.
+#[inline(always)]
+fn terms<T: Float>(x: &[T], t: &[T], term: LossTerm, d: &mut [T], out: &mut [T]) {
+    match term {
+        LossTerm::Square => {
+            differences(x, t, d);
+            super::simd::widest(|| {
+                for (o, &d) in out.iter_mut().zip(d.iter()) {
+                    *o = d * d;
+                }
+            })
+        }
+        LossTerm::SmoothL1 { .. } | LossTerm::Huber { .. } => {
+            differences(x, t, d);
+            unary_block(term.table_op().expect("a table op's term"), d, out);
+        }
+        // ((1 - t) * x) - logsigmoid(x), logsigmoid on its lanes first.
+        LossTerm::BceWithLogits => {
+            unary_block(UnaryOp::Logsigmoid, x, d);
+            super::simd::widest(|| {
+                for (((o, &ls), &x), &t) in out.iter_mut().zip(d.iter()).zip(x).zip(t) {
+                    *o = (T::ONE - t) * x - ls;
+                }
+            })
+        }
     }
 }
 
-/// Sum over i of term(x[i] - t[i]), each difference and term rounded, folded left from 0 in
+/// Sum over i of the terms of x[i] and t[i], each operation rounded, folded left from 0 in
 /// index order (`reduce::sum_all`'s fold; in f32 `fold_f32`'s, block after block).
-pub fn sum<T: Float>(x: &[T], t: &[T], term: DifferenceTerm) -> T {
+pub fn sum<T: Float>(x: &[T], t: &[T], term: LossTerm) -> T {
     debug_assert_eq!(x.len(), t.len());
+    if term == LossTerm::BceWithLogits {
+        // Transcendental terms: computed on all threads first, then folded (the same fold).
+        return super::reduce::sum_all(&all_terms(x, t, term));
+    }
     let (mut d, mut y) = ([T::ZERO; BLOCK], [T::ZERO; BLOCK]);
     let mut acc = T::ZERO;
     for (xb, tb) in x.chunks(BLOCK).zip(t.chunks(BLOCK)) {
@@ -50,8 +76,8 @@ pub fn sum<T: Float>(x: &[T], t: &[T], term: DifferenceTerm) -> T {
     acc
 }
 
-/// The terms term(x[i] - t[i]), for the fast kernels' own sum.
-pub fn all_terms<T: Float>(x: &[T], t: &[T], term: DifferenceTerm) -> Vec<T> {
+/// The terms of x[i] and t[i], for the fast kernels' own sum.
+pub fn all_terms<T: Float>(x: &[T], t: &[T], term: LossTerm) -> Vec<T> {
     filled(x.len(), CHUNK, x.len(), |ci, o| {
         let (x, t) = (&x[ci * CHUNK..][..o.len()], &t[ci * CHUNK..][..o.len()]);
         let o = fill_with(o, T::ZERO);
@@ -66,37 +92,52 @@ pub fn all_terms<T: Float>(x: &[T], t: &[T], term: DifferenceTerm) -> Vec<T> {
     })
 }
 
-/// The loss's gradient for x from the mean's gradient `w` (g / count), d = x - t: for the
-/// square, mul's gradient for each operand of d * d is w * d, and the two accumulate into
-/// their sum; for a table op, its gradient at d with upstream w (both are formulas of the
-/// input d, not of the output).
-pub fn grad<T: Float>(x: &[T], t: &[T], w: T, term: DifferenceTerm) -> Vec<T> {
+/// The loss's gradient for x from the mean's gradient `w` (g / count), as the composition's
+/// rules give it. With d = x - t: for the square, mul's gradient for each operand of d * d is
+/// w * d, and the two accumulate into their sum; for a table op, its gradient at d with
+/// upstream w (smooth_l1's and huber's read the input d, not the output). For the logits:
+/// mul's for x, w * (1 - t), plus logsigmoid's at x with upstream -w (sub's for its right
+/// operand).
+pub fn grad<T: Float>(x: &[T], t: &[T], w: T, term: LossTerm) -> Vec<T> {
     filled(x.len(), CHUNK, x.len(), |ci, o| {
         let (x, t) = (&x[ci * CHUNK..][..o.len()], &t[ci * CHUNK..][..o.len()]);
         let o = fill_with(o, T::ZERO);
         let mut d = [T::ZERO; BLOCK];
-        let ws = [w; BLOCK];
+        let upstream = [if term == LossTerm::BceWithLogits {
+            -w
+        } else {
+            w
+        }; BLOCK];
         for ((xb, tb), ob) in x
             .chunks(BLOCK)
             .zip(t.chunks(BLOCK))
             .zip(o.chunks_mut(BLOCK))
         {
-            let n = xb.len();
-            let d = &mut d[..n];
-            super::simd::widest(|| {
-                for ((d, &a), &b) in d.iter_mut().zip(xb).zip(tb) {
-                    *d = a - b;
+            let (n, d) = (xb.len(), &mut d[..xb.len()]);
+            match term {
+                LossTerm::Square => {
+                    differences(xb, tb, d);
+                    super::simd::widest(|| {
+                        for (o, &d) in ob.iter_mut().zip(d.iter()) {
+                            let p = w * d;
+                            *o = p + p;
+                        }
+                    })
                 }
-            });
-            match term.table_op() {
-                None => super::simd::widest(|| {
-                    for (o, &d) in ob.iter_mut().zip(d.iter()) {
-                        let p = w * d;
-                        *o = p + p;
-                    }
-                }),
-                // d stands for the output too: smooth_l1's and huber's gradients read the input.
-                Some(op) => unary_grad_block(op, d, d, &ws[..n], ob),
+                LossTerm::SmoothL1 { .. } | LossTerm::Huber { .. } => {
+                    differences(xb, tb, d);
+                    let op = term.table_op().expect("a table op's term");
+                    unary_grad_block(op, d, d, &upstream[..n], ob);
+                }
+                LossTerm::BceWithLogits => {
+                    // logsigmoid's gradient reads its input x: x stands for the output too.
+                    unary_grad_block(UnaryOp::Logsigmoid, xb, xb, &upstream[..n], ob);
+                    super::simd::widest(|| {
+                        for (o, &t) in ob.iter_mut().zip(tb) {
+                            *o = w * (T::ONE - t) + *o;
+                        }
+                    })
+                }
             }
         }
     })
@@ -119,7 +160,7 @@ mod tests {
         for (&a, &b) in x.iter().zip(&t) {
             want += (a - b) * (a - b);
         }
-        let square = DifferenceTerm::Square;
+        let square = LossTerm::Square;
         assert_eq!(sum(&x, &t, square).to_bits(), want.to_bits());
         let (x64, t64): (Vec<f64>, Vec<f64>) = x
             .iter()
@@ -142,7 +183,7 @@ mod tests {
                 delta * (z - 0.5 * delta)
             };
         }
-        let huber = DifferenceTerm::Huber { delta: 1.5 };
+        let huber = LossTerm::Huber { delta: 1.5 };
         assert_eq!(sum(&x, &t, huber).to_bits(), want.to_bits());
         let mut y = x.clone();
         y[5_000] = f32::INFINITY;
