@@ -190,6 +190,7 @@ CASES: dict[str, Case] = {
     "smooth_l1_loss": Case(lambda p, x: ops.smooth_l1_loss(_mixed(p, x), x * p[1], beta=0.3), [[4], [4]]),
     "binary_cross_entropy_with_logits": Case(
         lambda p, x: ops.binary_cross_entropy_with_logits(_mixed(p, x), ops.sigmoid(x * p[1])), [[4], [4]]),
+    "l1_loss": Case(lambda p, x: ops.l1_loss(_mixed(p, x), x * p[1]), [[4], [4]]),
     "huber_loss": Case(lambda p, x: ops.huber_loss(_mixed(p, x), x * p[1], delta=0.4), [[4], [4]]),
     "conv2d": Case(lambda p, x: _flat(ops.conv2d(_image(p, x), p[2], p[3], 1, 1), x),
                    [[16], [16], [2, 1, 3, 3], [2]], features=16),

@@ -212,7 +212,7 @@ def test_cross_entropy_probs_and_mse_grads():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fast", [False, True])
-@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "huber", "bce_with_logits"])
+@pytest.mark.parametrize("loss", ["mse", "l1", "smooth_l1", "huber", "bce_with_logits"])
 def test_pointwise_losses_have_the_bits_of_their_composition(dtype, fast, loss):
     # Each one-op loss against its composition of recorded ops (mean(term(x - t)), or for
     # the logits mean((1 - t) * x - logsigmoid(x))): loss and both gradients bit for bit, past
@@ -224,6 +224,7 @@ def test_pointwise_losses_have_the_bits_of_their_composition(dtype, fast, loss):
 
     one_op, composed = {
         "mse": (ops.mse_loss, lambda x, t: ops.mul(ops.sub(x, t), ops.sub(x, t))),
+        "l1": (ops.l1_loss, lambda x, t: ops.abs(ops.sub(x, t))),
         "smooth_l1": (lambda x, t: ops.smooth_l1_loss(x, t, beta=0.7), lambda x, t: ops.smooth_l1(ops.sub(x, t), 0.7)),
         "huber": (lambda x, t: ops.huber_loss(x, t, delta=1.3), lambda x, t: ops.huber(ops.sub(x, t), 1.3)),
         "bce_with_logits": (ops.binary_cross_entropy_with_logits, bce),

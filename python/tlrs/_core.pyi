@@ -390,6 +390,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product a @ b."""
 def mse_loss(a: Tensor, b: Tensor) -> Tensor:
     """Mean squared error between a and b (a scalar)."""
+def l1_loss(a: Tensor, b: Tensor) -> Tensor:
+    """Mean of |a - b| over all elements (a scalar)."""
 def smooth_l1_loss(a: Tensor, b: Tensor, beta: float) -> Tensor:
     """Mean of smooth_l1(a - b, beta) over all elements (a scalar), beta > 0."""
 def huber_loss(a: Tensor, b: Tensor, delta: float) -> Tensor:

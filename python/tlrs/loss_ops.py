@@ -320,6 +320,8 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     'mean' divides by the weights' sum (PyTorch's). The gradient at 0 is 0 (sign(0))."""
     reduction = _reduction(reduction, size_average, reduce, "l1_loss")
     _pointwise(input, target, "l1_loss")
+    if reduction == "mean" and weight is None:
+        return _core.l1_loss(input, target)  # one op, the same bits
     loss = _weighted(_core.abs(_core.sub(input, target)), weight, "l1_loss", same_shape=True)
     if weight is not None and reduction == "mean":
         return _core.div(_core.sum(loss, None, False), _core.sum(weight, None, False))

@@ -43,12 +43,13 @@ impl ConvDims {
 }
 
 /// The elementwise term of a loss averaged over all elements as one op: of d = input -
-/// target, d * d (mse_loss) or the op table's smooth_l1 or huber at d (smooth_l1_loss,
-/// huber_loss); or of logits x and targets t, (1 - t) * x - logsigmoid(x)
+/// target, d * d (mse_loss) or the op table's abs, smooth_l1 or huber at d (l1_loss,
+/// smooth_l1_loss, huber_loss); or of logits x and targets t, (1 - t) * x - logsigmoid(x)
 /// (binary_cross_entropy_with_logits).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossTerm {
     Square,
+    Abs,
     SmoothL1 { beta: f64 },
     Huber { delta: f64 },
     BceWithLogits,
@@ -59,6 +60,7 @@ impl LossTerm {
     pub fn table_op(self) -> Option<crate::op_table::UnaryOp> {
         use crate::op_table::UnaryOp;
         match self {
+            LossTerm::Abs => Some(UnaryOp::Abs),
             LossTerm::SmoothL1 { beta } => Some(UnaryOp::SmoothL1 { beta }),
             LossTerm::Huber { delta } => Some(UnaryOp::Huber { delta }),
             LossTerm::Square | LossTerm::BceWithLogits => None,

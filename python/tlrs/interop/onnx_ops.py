@@ -320,6 +320,11 @@ def _mse_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("ReduceMean", [em.add("Mul", [d, d])], out, keepdims=0)
 
 
+def _l1_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    """ReduceMean over all elements of |x - t|."""
+    return em.add("ReduceMean", [em.add("Abs", [em.add("Sub", ins)])], out, keepdims=0)
+
+
 def _smooth_l1_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     """ReduceMean over all elements of the smooth_l1 term at x - t (the node has its beta)."""
     return em.add("ReduceMean", [_smooth_l1(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
@@ -478,6 +483,7 @@ EMITTERS: dict[str, Emit] = {
     "var": _var,
     "cross_entropy_probs": _cross_entropy_probs,
     "mse_loss": _mse_loss,
+    "l1_loss": _l1_loss,
     "smooth_l1_loss": _smooth_l1_loss,
     "huber_loss": _huber_loss,
     "binary_cross_entropy_with_logits": _bce_with_logits,

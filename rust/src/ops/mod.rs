@@ -41,7 +41,9 @@ pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, cross_entropy_ignoring, nll_loss_ignoring, Target};
 pub use matmul::{linear, matmul, matmul_t};
 pub use norm::{batch_norm_batch_stats, batch_norm_eval, batch_norm_per_image, layer_norm};
-pub use pointwise_loss::{binary_cross_entropy_with_logits, huber_loss, mse_loss, smooth_l1_loss};
+pub use pointwise_loss::{
+    binary_cross_entropy_with_logits, huber_loss, l1_loss, mse_loss, smooth_l1_loss,
+};
 pub use prod::prod;
 pub use reduce::{broadcast_to, max, mean, sum, sum_to_shape};
 pub use softmax::{log_softmax, softmax};

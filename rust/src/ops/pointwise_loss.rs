@@ -1,6 +1,7 @@
 //! Losses averaged over all elements of an input and a target of its shape, each one recorded
 //! op with the bits of its composition: `mean(term(sub(input, target)))` for mse_loss (term
-//! d * d, a `mul`), smooth_l1_loss and huber_loss (the op table's smooth_l1 and huber), and
+//! d * d, a `mul`), l1_loss, smooth_l1_loss and huber_loss (the op table's abs, smooth_l1 and
+//! huber), and
 //! `mean(sub(mul(sub(1, t), x), logsigmoid(x)))` for binary_cross_entropy_with_logits. The
 //! CPU sums the terms and computes the gradient in one pass each
 //! (`backend/cpu/pointwise_loss.rs`).
@@ -14,6 +15,11 @@ use crate::{Error, Result, Shape, Tensor};
 /// Mean of (input - target)² over all elements; the shapes must be equal.
 pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
     pointwise_loss(input, target, LossTerm::Square)
+}
+
+/// Mean of |input - target| over all elements; the shapes must be equal.
+pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    pointwise_loss(input, target, LossTerm::Abs)
 }
 
 /// Mean of smooth_l1(input - target, beta) over all elements (beta > 0); equal shapes.
@@ -48,6 +54,7 @@ fn name(term: LossTerm) -> &'static str {
     match term {
         LossTerm::BceWithLogits => "binary_cross_entropy_with_logits",
         LossTerm::Square => "mse_loss",
+        LossTerm::Abs => "l1_loss",
         LossTerm::SmoothL1 { .. } => "smooth_l1_loss",
         LossTerm::Huber { .. } => "huber_loss",
     }
@@ -96,6 +103,7 @@ impl Record for PointwiseLoss {
     fn names() -> Vec<&'static str> {
         vec![
             "mse_loss",
+            "l1_loss",
             "smooth_l1_loss",
             "huber_loss",
             "binary_cross_entropy_with_logits",
@@ -106,7 +114,7 @@ impl Record for PointwiseLoss {
     }
     fn attributes(&self) -> Vec<(&'static str, Attr)> {
         match self.term {
-            LossTerm::Square | LossTerm::BceWithLogits => vec![],
+            LossTerm::Square | LossTerm::Abs | LossTerm::BceWithLogits => vec![],
             LossTerm::SmoothL1 { beta } => vec![("beta", Attr::Float(Some(beta)))],
             LossTerm::Huber { delta } => vec![("delta", Attr::Float(Some(delta)))],
         }

@@ -50,6 +50,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::full,
         ops::matmul,
         ops::mse_loss,
+        ops::l1_loss,
         ops::smooth_l1_loss,
         ops::huber_loss,
         ops::binary_cross_entropy_with_logits,

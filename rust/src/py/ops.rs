@@ -58,7 +58,7 @@ macro_rules! binary_fns {
         }
     )*};
 }
-binary_fns!(matmul, mse_loss, binary_cross_entropy_with_logits);
+binary_fns!(matmul, mse_loss, l1_loss, binary_cross_entropy_with_logits);
 
 macro_rules! pointwise_loss_fns {
     ($($name:ident($param:ident)),*) => {$(

@@ -39,7 +39,7 @@ fn terms<T: Float>(x: &[T], t: &[T], term: LossTerm, d: &mut [T], out: &mut [T])
                 }
             })
         }
-        LossTerm::SmoothL1 { .. } | LossTerm::Huber { .. } => {
+        LossTerm::Abs | LossTerm::SmoothL1 { .. } | LossTerm::Huber { .. } => {
             differences(x, t, d);
             unary_block(term.table_op().expect("a table op's term"), d, out);
         }
@@ -95,7 +95,7 @@ pub fn all_terms<T: Float>(x: &[T], t: &[T], term: LossTerm) -> Vec<T> {
 /// The loss's gradient for x from the mean's gradient `w` (g / count), as the composition's
 /// rules give it. With d = x - t: for the square, mul's gradient for each operand of d * d is
 /// w * d, and the two accumulate into their sum; for a table op, its gradient at d with
-/// upstream w (smooth_l1's and huber's read the input d, not the output). For the logits:
+/// upstream w (abs's, smooth_l1's and huber's read the input d, not the output). For the logits:
 /// mul's for x, w * (1 - t), plus logsigmoid's at x with upstream -w (sub's for its right
 /// operand).
 pub fn grad<T: Float>(x: &[T], t: &[T], w: T, term: LossTerm) -> Vec<T> {
@@ -124,7 +124,7 @@ pub fn grad<T: Float>(x: &[T], t: &[T], w: T, term: LossTerm) -> Vec<T> {
                         }
                     })
                 }
-                LossTerm::SmoothL1 { .. } | LossTerm::Huber { .. } => {
+                LossTerm::Abs | LossTerm::SmoothL1 { .. } | LossTerm::Huber { .. } => {
                     differences(xb, tb, d);
                     let op = term.table_op().expect("a table op's term");
                     unary_grad_block(op, d, d, &upstream[..n], ob);
