@@ -147,11 +147,28 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     #[inline]
     pub unsafe fn exp16_of(x: __m512) -> __m512 {
+        let i = _mm512_set1_epi32;
+        let hx = _mm512_and_si512(_mm512_castps_si512(x), i(0x7fff_ffff));
+        // Every lane with 2^-14 < |x| <= 87 (no special case of libm's, k in [-126, 126]):
+        // the general formula alone, without the scaling steps and special cases' blends
+        // that pass its value through unchanged there.
+        let ordinary = _mm512_cmpgt_epi32_mask(hx, i(0x3900_0000))
+            & _mm512_cmple_epi32_mask(hx, i(0x42ae_0000));
+        if ordinary == 0xffff {
+            // SAFETY: this function's features.
+            return unsafe { exp16_ordinary(x, hx) };
+        }
+        // SAFETY: this function's features.
+        unsafe { exp16_any(x, hx) }
+    }
+
+    /// The range reduction and libm's formula of `exp16_any` up to y, and k.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn reduced(x: __m512, hx: __m512i) -> (__m512, __m512i) {
         let f = _mm512_set1_ps;
         let i = _mm512_set1_epi32;
-        let bits = _mm512_castps_si512(x);
-        let hx = _mm512_and_si512(bits, i(0x7fff_ffff));
-        let neg = _mm512_cmplt_epi32_mask(bits, i(0));
+        let neg = _mm512_cmplt_epi32_mask(_mm512_castps_si512(x), i(0));
         let half = _mm512_mask_blend_ps(neg, f(HALF), f(-HALF));
         let k_far = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(f(INV_LN2), x), half));
         let k_near = _mm512_mask_blend_epi32(neg, i(1), i(-1));
@@ -168,6 +185,29 @@ mod avx512 {
         let c = _mm512_sub_ps(r, _mm512_mul_ps(rr, p));
         let q = _mm512_div_ps(_mm512_mul_ps(r, c), _mm512_sub_ps(f(2.0), c));
         let y = _mm512_add_ps(f(1.0), _mm512_add_ps(_mm512_sub_ps(q, lo), hi));
+        (y, k)
+    }
+
+    /// `exp16_any` where every lane is ordinary (see `exp16_of`): y * 2^k, 2^k normal.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn exp16_ordinary(x: __m512, hx: __m512i) -> __m512 {
+        // SAFETY: this function's features.
+        let (y, k) = unsafe { reduced(x, hx) };
+        let scale = _mm512_slli_epi32::<23>(_mm512_add_epi32(k, _mm512_set1_epi32(0x7f)));
+        _mm512_mul_ps(y, _mm512_castsi512_ps(scale))
+    }
+
+    /// `expf_select` of each of the 16 lanes of `x`, whose magnitudes' bits are `hx`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn exp16_any(x: __m512, hx: __m512i) -> __m512 {
+        let f = _mm512_set1_ps;
+        let i = _mm512_set1_epi32;
+        let bits = _mm512_castps_si512(x);
+        let neg = _mm512_cmplt_epi32_mask(bits, i(0));
+        // SAFETY: this function's features.
+        let (y, k) = unsafe { reduced(x, hx) };
         let up = _mm512_cmpgt_epi32_mask(k, i(127));
         let down = _mm512_cmplt_epi32_mask(k, i(-126));
         let y = _mm512_mask_mul_ps(y, up, y, f(f32::from_bits(0x7f00_0000)));

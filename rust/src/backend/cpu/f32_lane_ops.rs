@@ -24,7 +24,8 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu(x, fast)),
         UnaryOp::Erf => Some(erf_lanes::erf(x)),
-        UnaryOp::Sin
+        UnaryOp::Exp
+        | UnaryOp::Sin
         | UnaryOp::Cos
         | UnaryOp::Sigmoid
         | UnaryOp::Silu
@@ -43,6 +44,8 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
 pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool {
     match op {
         UnaryOp::Gelu => erf_lanes::gelu_into(x, out, fast),
+        // The table's `exp(x)` on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
+        UnaryOp::Exp => exp_into(x, out, Pre::Same),
         UnaryOp::Sin => sinf_slice(x, out),
         UnaryOp::Cos => cosf_slice(x, out),
         // The table's `1 / (1 + exp(-x))` and `x / (1 + exp(-x))`, the exponentials taken
