@@ -24,24 +24,26 @@ pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 
 /// Mean of smooth_l1(input - target, beta) over all elements (beta > 0); equal shapes.
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
-    if beta <= 0.0 || !beta.is_finite() {
-        return Err(Error::arg(
-            "smooth_l1_loss",
-            format!("expected beta > 0, got {beta}"),
-        ));
-    }
+    let beta = positive("smooth_l1_loss", "beta", beta)?;
     pointwise_loss(input, target, LossTerm::SmoothL1 { beta })
 }
 
 /// Mean of huber(input - target, delta) over all elements (delta > 0); equal shapes.
 pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor> {
-    if delta <= 0.0 || !delta.is_finite() {
-        return Err(Error::arg(
-            "huber_loss",
-            format!("expected delta > 0, got {delta}"),
-        ));
-    }
+    let delta = positive("huber_loss", "delta", delta)?;
     pointwise_loss(input, target, LossTerm::Huber { delta })
+}
+
+/// `value`, a loss's finite positive parameter `name`, or the error naming it.
+fn positive(what: &'static str, name: &str, value: f64) -> Result<f64> {
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::arg(
+            what,
+            format!("expected {name} > 0, got {value}"),
+        ))
+    }
 }
 
 /// Mean over all elements of PyTorch's stable binary cross-entropy of logits `input` at
