@@ -86,7 +86,7 @@ impl ExpRow for f32 {
 
 /// `expf_select` on 16 lanes: the same operations in the same order, each select a mask blend.
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(super) mod avx512 {
     use crate::lane_math::expf::{HALF, INV_LN2, LN2_HI, LN2_LO, P1, P2};
     use std::arch::x86_64::*;
 
@@ -133,6 +133,28 @@ mod avx512 {
                 (v.to_bits() ^ flip) | set,
             )));
         }
+    }
+
+    /// `out[i] = 1 / (1 + exp(-x[i]))` (sigmoid), or `x[i] / (1 + exp(-x[i]))` (SiLU) where
+    /// `silu`, the table's formulas: the division right after each vector's exponential, so
+    /// the divider works beside the exponential's other steps instead of in a pass of its
+    /// own. `out` holds the block's length; a partial last vector is left to the caller.
+    /// Returns how many values it wrote (the whole vectors').
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn logistic(x: &[f32], out: &mut [f32], silu: bool) -> usize {
+        let whole = out.len().min(x.len()) / 16 * 16;
+        let (sign, one) = (_mm512_set1_epi32(i32::MIN), _mm512_set1_ps(1.0));
+        for at in (0..whole).step_by(16) {
+            // SAFETY: at + 16 <= both lengths.
+            unsafe {
+                let v = _mm512_loadu_ps(x.as_ptr().add(at));
+                let neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign));
+                let d = _mm512_add_ps(one, exp16_of(neg));
+                let y = _mm512_div_ps(if silu { v } else { one }, d);
+                _mm512_storeu_ps(out.as_mut_ptr().add(at), y);
+            }
+        }
+        whole
     }
 
     #[target_feature(enable = "avx512f")]

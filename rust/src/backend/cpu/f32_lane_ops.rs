@@ -50,13 +50,16 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
         UnaryOp::Cos => cosf_slice(x, out),
         // The table's `1 / (1 + exp(-x))` and `x / (1 + exp(-x))`, the exponentials taken
         // over the block first on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
-        UnaryOp::Sigmoid => {
+        UnaryOp::Sigmoid | UnaryOp::Silu => {
+            let silu = op == UnaryOp::Silu;
+            let done = logistic(x, out, silu);
+            let (x, out) = (&x[done..], &mut out[done..]);
             exp_of_negated(x, out);
-            finish_sigmoid(out);
-        }
-        UnaryOp::Silu => {
-            exp_of_negated(x, out);
-            finish_silu(x, out);
+            if silu {
+                finish_silu(x, out);
+            } else {
+                finish_sigmoid(out);
+            }
         }
         // The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`.
         UnaryOp::Softplus { beta, threshold } => {
@@ -84,6 +87,17 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
 /// `out[i] = exp(-|x[i]|)`, the negation on the exponential's own pass.
 fn exp_of_negated_abs(x: &[f32], out: &mut [f32]) {
     exp_into(x, out, Pre::NegAbs);
+}
+
+/// The table's sigmoid (or SiLU) of the whole vectors of `x` into `out`, each division next
+/// to its exponential where AVX-512 runs them (`exp_lanes.rs`): how many values it wrote.
+fn logistic(x: &[f32], out: &mut [f32], silu: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: AVX-512 was just detected.
+        return unsafe { super::exp_lanes::avx512::logistic(x, out, silu) };
+    }
+    0
 }
 
 /// `out[i] = exp(-x[i])`, the negation on the exponential's own pass.
