@@ -16,6 +16,21 @@ const X1P127: f32 = f32::from_bits(0x7f00_0000); // 2^127
 /// `libm::expm1f(x)`, bit for bit, written without branches.
 #[inline(always)]
 pub fn expm1f_select(x: f32) -> f32 {
+    expm1f_for::<false>(x)
+}
+
+/// `expm1f_select` for -0.6 <= x <= 21 (and any lane whose result is discarded, NaN
+/// included): there k is in -1..=30, so libm's reconstructions for k < -1 and k > 56, its
+/// k = 128 scaling and its special cases but |x| < 2^-25 are never taken, and left out. The
+/// range tanhf's argument 2|x| or -2|x| keeps to.
+#[inline(always)]
+pub fn expm1f_bounded(x: f32) -> f32 {
+    expm1f_for::<true>(x)
+}
+
+/// libm's expm1f; where `BOUNDED`, only the branches `expm1f_bounded` keeps.
+#[inline(always)]
+fn expm1f_for<const BOUNDED: bool>(x: f32) -> f32 {
     let bits = x.to_bits();
     let sign = bits >> 31 != 0;
     let hx = bits & 0x7fff_ffff;
@@ -63,7 +78,11 @@ pub fn expm1f_select(x: f32) -> f32 {
     let twopk = f32::from_bits((0x7f_i32.wrapping_add(k) << 23) as u32);
     let uf = f32::from_bits((0x7f_i32.wrapping_sub(k) << 23) as u32);
     let y = xr - e + 1.;
-    let y = if k == 128 { y * 2. * X1P127 } else { y * twopk };
+    let y = if !BOUNDED && k == 128 {
+        y * 2. * X1P127
+    } else {
+        y * twopk
+    };
     let y_far = y - 1.;
     let y_mid = if k < 23 {
         (xr - e + (1. - uf)) * twopk
@@ -76,11 +95,14 @@ pub fn expm1f_select(x: f32) -> f32 {
         y_km1
     } else if k == 1 {
         y_k1
-    } else if !(0..=56).contains(&k) {
+    } else if !BOUNDED && !(0..=56).contains(&k) {
         y_far
     } else {
         y_mid
     };
+    if BOUNDED {
+        return if hx < 0x3300_0000 { x } else { general };
+    }
     // libm's special cases, in its order.
     if hx > 0x7f80_0000 {
         x // NaN, as it is

@@ -3,12 +3,12 @@
 //! t/(t + 2) with t = expm1(2|x|) above log(5/3)/2, -t/(t + 2) with t = expm1(-2|x|) on normal
 //! |x| below, the sign put back last) with every branch computed and chosen by a select, so a
 //! loop of it vectorises: each lane runs the scalar call's IEEE operations in the same order
-//! (no FMA contraction), expm1f through `expm1f_select`. The three ranges share one expm1f and
+//! (no FMA contraction), expm1f through `expm1f_bounded` (its argument's range). The three ranges share one expm1f and
 //! one division, on operands chosen per lane, since each lane uses only its own range's.
 //! Every input, special values included, takes the select path: `tanhf_slice` needs no scalar
 //! fix-up.
 
-use super::expm1f::expm1f_select;
+use super::expm1f::expm1f_bounded;
 
 /// `libm::tanhf(x)`, bit for bit, written without branches.
 #[inline(always)]
@@ -24,7 +24,9 @@ pub fn tanhf_select(x: f32) -> f32 {
     // libm's 2x or -2x: the second is the first with its sign flipped (exact for all but a NaN,
     // which takes `huge`), flipped by bits, as a branch here would have LLVM duplicate expm1f.
     let two_x = (2. * x).to_bits() ^ ((!mid as u32) << 31);
-    let t = expm1f_select(f32::from_bits(two_x));
+    // |2x| <= 20 on every lane whose result is kept (beyond, `huge` answers), and -2|x| is
+    // used below log(5/3)/2 only: expm1f's bounded form.
+    let t = expm1f_bounded(f32::from_bits(two_x));
     // The one division of each range: 0/x, 2/(t+2), t/(t+2) or -t/(t+2), its operands picked
     // by eager selects (with `if`, LLVM threads the range tests and copies the division).
     let pick = std::hint::select_unpredictable::<f32>;
