@@ -171,11 +171,13 @@ pub(super) mod avx512 {
     pub unsafe fn exp16_of(x: __m512) -> __m512 {
         let i = _mm512_set1_epi32;
         let hx = _mm512_and_si512(_mm512_castps_si512(x), i(0x7fff_ffff));
-        // Every lane with 2^-14 < |x| <= 87 (no special case of libm's, k in [-126, 126]):
-        // the general formula alone, without the scaling steps and special cases' blends
-        // that pass its value through unchanged there.
+        // Every lane with 2^-14 < |x| <= 87 (no special case of libm's, k in [-126, 126]) or
+        // x = ±0 (libm's 1 + x = 1, which the general formula gives exactly too: softmax's
+        // shifted maxima): the general formula alone, without the scaling steps and special
+        // cases' blends that pass its value through unchanged there.
         let ordinary = _mm512_cmpgt_epi32_mask(hx, i(0x3900_0000))
-            & _mm512_cmple_epi32_mask(hx, i(0x42ae_0000));
+            & _mm512_cmple_epi32_mask(hx, i(0x42ae_0000))
+            | _mm512_cmpeq_epi32_mask(hx, i(0));
         if ordinary == 0xffff {
             // SAFETY: this function's features.
             return unsafe { exp16_ordinary(x, hx) };
@@ -333,6 +335,31 @@ mod tests {
             }
         }
         assert!(n > 5_000_000);
+    }
+
+    #[test]
+    fn ordinary_vectors_with_zeros_match_libm() {
+        // Vectors of ordinary values (2^-14 < |x| <= 87) holding +0 or -0 on some lanes, as
+        // softmax's shifted rows do, and the edges of the ordinary range beside them.
+        let mut xs = Vec::new();
+        for z in 0..16 {
+            for (j, sign) in [(0, 0.0f32), (1, -0.0)] {
+                let mut v: Vec<f32> = (0..16)
+                    .map(|i| (i as f32 - 7.5) * 0.37 + j as f32)
+                    .collect();
+                v[z] = sign;
+                xs.extend(v);
+            }
+        }
+        let edges = [0x3900_0001u32, 0x42ae_0000, 0xb900_0001, 0xc2ae_0000];
+        xs.extend(
+            edges
+                .iter()
+                .flat_map(|&b| [f32::from_bits(b), 0.0, -0.0, 1.5])
+                .cycle()
+                .take(64),
+        );
+        assert_eq!(check(xs.into_iter().map(f32::to_bits)), 32 * 16 + 64);
     }
 
     #[test]
