@@ -7,8 +7,10 @@
 //! special case. One long lane (a product over all elements) goes level by level instead, each
 //! level's products (and on the way down its gradients) spread over the threads.
 
+use super::simd::wide_fn;
 use super::uninit::filled;
 use crate::dtype::Float;
+use std::mem::MaybeUninit;
 
 /// Blocks (outer indices) a thread's chunk holds at least, so short axes are not one chunk each.
 const MIN_VALUES: usize = 4096;
@@ -45,28 +47,59 @@ const SHORT: usize = 32;
 fn prod_rows<T: Float>(x: &[T], outer: usize, len: usize) -> Vec<T> {
     let per = blocks_per_chunk(len, ROW_GROUP);
     filled(outer, per * ROW_GROUP, x.len(), |ci, out| {
+        let rows = &x[ci * per * ROW_GROUP * len..][..out.len() * len];
         let (mut row, mut short) = (vec![T::ZERO; len], vec![T::ZERO; SHORT * ROW_GROUP]);
-        for (o, out) in out.chunks_mut(ROW_GROUP).enumerate() {
-            let (r0, lanes) = ((ci * per + o) * ROW_GROUP, out.len());
-            let mut n = len;
-            for r in 0..lanes {
-                row.copy_from_slice(&x[(r0 + r) * len..][..len]);
-                n = len;
-                while n >= SHORT {
-                    n = halve(&mut row, n, 1);
+        prod_rows_wide(rows, len, &mut row, &mut short, out);
+    })
+}
+
+wide_fn!(fn prod_rows_wide<T: Float>(
+    rows: &[T], len: usize, row: &mut [T], short: &mut [T], out: &mut [MaybeUninit<T>]
+) = prod_rows_body);
+
+/// The products of `out.len()` rows of `len` (`rows`), `ROW_GROUP` at a time; `row` (len
+/// values) and `short` (SHORT * ROW_GROUP) are scratch. The first level reads the row itself.
+#[inline(always)]
+fn prod_rows_body<T: Float>(
+    rows: &[T],
+    len: usize,
+    row: &mut [T],
+    short: &mut [T],
+    out: &mut [MaybeUninit<T>],
+) {
+    for (o, out) in out.chunks_mut(ROW_GROUP).enumerate() {
+        let lanes = out.len();
+        let mut n = len;
+        for r in 0..lanes {
+            let x = &rows[(o * ROW_GROUP + r) * len..][..len];
+            n = len;
+            if n >= SHORT {
+                // halve's first level, from x into row.
+                let h = n / 2;
+                for ((a, &p), &q) in row[..h].iter_mut().zip(&x[..h]).zip(&x[h..2 * h]) {
+                    *a = p * q;
                 }
-                for (l, &v) in row[..n].iter().enumerate() {
-                    short[l * lanes + r] = v;
+                if n % 2 == 1 {
+                    row[h] = x[2 * h];
                 }
+                n = h + n % 2;
+            } else {
+                row.copy_from_slice(x);
             }
-            while n > 1 {
-                n = halve(&mut short, n, lanes);
+            while n >= SHORT {
+                n = halve(row, n, 1);
             }
-            for (o, &v) in out.iter_mut().zip(&short[..lanes]) {
-                o.write(v);
+            for (l, &v) in row[..n].iter().enumerate() {
+                short[l * lanes + r] = v;
             }
         }
-    })
+        while n > 1 {
+            n = halve(short, n, lanes);
+        }
+        for (o, &v) in out.iter_mut().zip(&short[..lanes]) {
+            o.write(v);
+        }
+    }
 }
 
 /// Elements of one level a thread's claim holds at least (a level of one long lane).
@@ -291,6 +324,9 @@ mod tests {
             [17, 300, 1],
             [20, 31, 1],
             [18, 32, 1],
+            // An odd row of 32 or more: the first level, read from the row, carries its last.
+            [19, 33, 1],
+            [17, 65, 1],
         ] {
             let [outer, len, inner] = dims;
             let x: Vec<f64> = (0..outer * len * inner)
@@ -298,9 +334,10 @@ mod tests {
                     state ^= state << 13;
                     state ^= state >> 7;
                     state ^= state << 17;
-                    // Zeros (the gradient needs no division) in short lanes only: in a long one
-                    // they would make every product and gradient zero, hiding the rest.
-                    if k % 11 == 3 && len < 100 {
+                    // Zeros (the gradient needs no division) in lanes shorter than 32 only: in
+                    // a longer one (a few zeros each) they would make every product and
+                    // gradient zero, hiding the rest.
+                    if k % 11 == 3 && len < 32 {
                         0.0
                     } else {
                         0.9 + (state >> 11) as f64 / (1u64 << 53) as f64 * 0.2
