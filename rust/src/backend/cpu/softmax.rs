@@ -70,13 +70,21 @@ pub(super) fn softmax_rows_body<T: ExpRow>(
         let out = unsafe { assume_init(out) };
         T::exp_row(out);
         let s = fold_rows([T::ZERO; ROWS], out, len, false);
+        // The rows' logarithms in a loop of their own, one vector for all ROWS rows (the
+        // rows past the last hold 0: ln 0 = -inf, never read).
+        let mut ls = s;
+        if log {
+            for v in ls.iter_mut() {
+                *v = v.ln();
+            }
+        }
         for (r, (out, x)) in out
             .chunks_exact_mut(len)
             .zip(x.chunks_exact(len))
             .enumerate()
         {
             if log {
-                let ls = s[r].ln();
+                let ls = ls[r];
                 for (o, &v) in out.iter_mut().zip(x) {
                     *o = (v - m[r]) - ls;
                 }
