@@ -314,32 +314,35 @@ def _cross_entropy_probs(em: Emitter, n: Node, ins: list[str], out: str) -> str:
     return em.add("Neg", [em.add("ReduceMean", [per_row], keepdims=0)], out)
 
 
+def _mean_all(em: Emitter, x: str, out: str) -> str:
+    """ReduceMean over all elements: a loss's terms averaged."""
+    return em.add("ReduceMean", [x], out, keepdims=0)
+
+
 def _mse_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """ReduceMean over all elements of (x - t) * (x - t)."""
     d = em.add("Sub", ins)
-    return em.add("ReduceMean", [em.add("Mul", [d, d])], out, keepdims=0)
+    return _mean_all(em, em.add("Mul", [d, d]), out)
 
 
 def _l1_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """ReduceMean over all elements of |x - t|."""
-    return em.add("ReduceMean", [em.add("Abs", [em.add("Sub", ins)])], out, keepdims=0)
+    return _mean_all(em, em.add("Abs", [em.add("Sub", ins)]), out)
 
 
 def _smooth_l1_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """ReduceMean over all elements of the smooth_l1 term at x - t (the node has its beta)."""
-    return em.add("ReduceMean", [_smooth_l1(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
-
-
-def _bce_with_logits(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """ReduceMean over all elements of (1 - t) * x - logsigmoid(x)."""
-    x, t = ins
-    kept = em.add("Mul", [em.add("Sub", [em.scalar(1.0, n.dtype), t]), x])
-    return em.add("ReduceMean", [em.add("Sub", [kept, _logsigmoid(em, n, [x], "")])], out, keepdims=0)
+    # The smooth_l1 term at x - t (the node has its beta).
+    return _mean_all(em, _smooth_l1(em, n, [em.add("Sub", ins)], ""), out)
 
 
 def _huber_loss(em: Emitter, n: Node, ins: list[str], out: str) -> str:
-    """ReduceMean over all elements of the huber term at x - t (the node has its delta)."""
-    return em.add("ReduceMean", [_huber(em, n, [em.add("Sub", ins)], "")], out, keepdims=0)
+    # The huber term at x - t (the node has its delta).
+    return _mean_all(em, _huber(em, n, [em.add("Sub", ins)], ""), out)
+
+
+def _bce_with_logits(em: Emitter, n: Node, ins: list[str], out: str) -> str:
+    # (1 - t) * x - logsigmoid(x)
+    x, t = ins
+    kept = em.add("Mul", [em.add("Sub", [em.scalar(1.0, n.dtype), t]), x])
+    return _mean_all(em, em.add("Sub", [kept, _logsigmoid(em, n, [x], "")]), out)
 
 
 def _cumsum(em: Emitter, n: Node, ins: list[str], out: str) -> str:

@@ -76,7 +76,8 @@ declare_ops! {
     CrossEntropy(loss::CrossEntropy),
     /// Cross-entropy of logits against probability targets.
     CrossEntropyProbs(crate::ops::cross_entropy_probs::CrossEntropyProbs),
-    /// mse, smooth L1 or Huber loss (difference, term and mean in one op).
+    /// mse, L1, smooth L1, Huber or logits' binary cross-entropy loss (terms and mean in one
+    /// op).
     PointwiseLoss(crate::ops::pointwise_loss::PointwiseLoss),
     /// logsumexp along one axis.
     LogSumExp(logsumexp::LogSumExp),

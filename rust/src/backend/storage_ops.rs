@@ -203,7 +203,8 @@ pub trait BackendStorage: Sized {
                 let p = w.binary(BinaryOp::Mul, &scalar, &d, shape, shape)?;
                 p.binary(BinaryOp::Add, shape, &p, shape, shape)
             }
-            // Both table ops' gradients read their input: d stands for the output too.
+            // The table ops' gradients (abs, smooth_l1, huber) read their input: d stands
+            // for the output too.
             Some(op) => d.unary_grad(op, &d, &w.broadcast_to(&scalar, shape)?),
         }
     }

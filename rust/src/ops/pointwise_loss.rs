@@ -1,10 +1,9 @@
 //! Losses averaged over all elements of an input and a target of its shape, each one recorded
 //! op with the bits of its composition: `mean(term(sub(input, target)))` for mse_loss (term
 //! d * d, a `mul`), l1_loss, smooth_l1_loss and huber_loss (the op table's abs, smooth_l1 and
-//! huber), and
-//! `mean(sub(mul(sub(1, t), x), logsigmoid(x)))` for binary_cross_entropy_with_logits. The
-//! CPU sums the terms and computes the gradient in one pass each
-//! (`backend/cpu/pointwise_loss.rs`).
+//! huber), and `mean(sub(mul(sub(1, t), x), logsigmoid(x)))` for
+//! binary_cross_entropy_with_logits. The CPU sums the terms and computes the gradient in one
+//! pass each (`backend/cpu/pointwise_loss.rs`).
 
 use crate::autograd::record::{need, Attr, Record};
 use crate::geometry::LossTerm;
@@ -24,26 +23,12 @@ pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 
 /// Mean of smooth_l1(input - target, beta) over all elements (beta > 0); equal shapes.
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
-    let beta = positive("smooth_l1_loss", "beta", beta)?;
     pointwise_loss(input, target, LossTerm::SmoothL1 { beta })
 }
 
 /// Mean of huber(input - target, delta) over all elements (delta > 0); equal shapes.
 pub fn huber_loss(input: &Tensor, target: &Tensor, delta: f64) -> Result<Tensor> {
-    let delta = positive("huber_loss", "delta", delta)?;
     pointwise_loss(input, target, LossTerm::Huber { delta })
-}
-
-/// `value`, a loss's finite positive parameter `name`, or the error naming it.
-fn positive(what: &'static str, name: &str, value: f64) -> Result<f64> {
-    if value > 0.0 && value.is_finite() {
-        Ok(value)
-    } else {
-        Err(Error::arg(
-            what,
-            format!("expected {name} > 0, got {value}"),
-        ))
-    }
 }
 
 /// Mean over all elements of PyTorch's stable binary cross-entropy of logits `input` at
@@ -65,6 +50,10 @@ fn name(term: LossTerm) -> &'static str {
 /// The terms summed as a whole tensor is, then divided once by the count (`mean`'s steps).
 fn pointwise_loss(input: &Tensor, target: &Tensor, term: LossTerm) -> Result<Tensor> {
     let what = name(term);
+    if let Some(op) = term.table_op() {
+        // The term's parameter as the table op itself checks it (beta > 0, delta > 0).
+        op.check().map_err(|msg| Error::arg(what, msg))?;
+    }
     float_only(what, &[input, target])?;
     check_same_dtype(what, &[input, target])?;
     check_same_device(what, input, target)?;
@@ -90,7 +79,7 @@ fn pointwise_loss(input: &Tensor, target: &Tensor, term: LossTerm) -> Result<Ten
     Ok(Tensor::from_op(s, Shape::scalar(), op))
 }
 
-/// A difference loss as one op.
+/// A pointwise loss as one op.
 #[derive(Clone)]
 pub struct PointwiseLoss {
     pub x: Tensor,
@@ -151,7 +140,7 @@ impl Record for PointwiseLoss {
             [x, t] => pointwise_loss(x, t, self.term),
             _ => Err(Error::arg(
                 "graph",
-                "a difference loss replays on two inputs",
+                "a pointwise loss replays on two inputs",
             )),
         }
     }

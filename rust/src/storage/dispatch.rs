@@ -310,7 +310,7 @@ impl Storage {
         on_one_device!("cross_entropy", (self, p, g), |logp, p, g| logp
             .cross_entropy_probs_grad(p, g, rows, classes))
     }
-    /// A difference loss's sum of term(self - t) (one element).
+    /// A pointwise loss's sum of its terms of `self` and `t` (one element).
     pub fn pointwise_loss_sum(
         &self,
         t: &Storage,

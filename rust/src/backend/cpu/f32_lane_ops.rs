@@ -24,19 +24,25 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu(x, fast)),
         UnaryOp::Erf => Some(erf_lanes::erf(x)),
+        _ if blocks_on_lanes(op) => Some(chunked(x.len(), |at, out| {
+            forward_into(op, &x[at..][..out.len()], out, fast);
+        })),
+        _ => None,
+    }
+}
+
+/// Whether `forward_into` runs `op`'s blocks on lanes (GELU and erf aside).
+fn blocks_on_lanes(op: UnaryOp) -> bool {
+    match op {
         UnaryOp::Exp
         | UnaryOp::Sin
         | UnaryOp::Cos
         | UnaryOp::Sigmoid
         | UnaryOp::Silu
         | UnaryOp::Softplus { .. }
-        | UnaryOp::Logsigmoid => Some(chunked(x.len(), |at, out| {
-            forward_into(op, &x[at..][..out.len()], out, fast);
-        })),
-        UnaryOp::Elu { .. } if has_avx512() => Some(chunked(x.len(), |at, out| {
-            forward_into(op, &x[at..][..out.len()], out, fast);
-        })),
-        _ => None,
+        | UnaryOp::Logsigmoid => true,
+        UnaryOp::Elu { .. } => has_avx512(),
+        _ => false,
     }
 }
 

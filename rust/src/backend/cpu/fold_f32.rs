@@ -89,7 +89,8 @@ mod avx512 {
             return Grown::PastTheBinade;
         }
         let room = (1 << 24) - 1 - start;
-        let inv = _mm512_set1_ps(f32::from_bits((277 - biased) << 23));
+        let inv_u = f32::from_bits((277 - biased) << 23);
+        let inv = _mm512_set1_ps(inv_u);
         let half = _mm512_set1_ps(0.5);
         let (mut total, mut any) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         let mut ties = 0u16;
@@ -120,7 +121,7 @@ mod avx512 {
             return Grown::PastTheBinade;
         }
         // start + units <= 2^24 - 1: exact in f32; times u, a power of two, exact.
-        Grown::To((start + units) as f32 / f32::from_bits((277 - biased) << 23))
+        Grown::To((start + units) as f32 / inv_u)
     }
 
     /// The fold over whole vectors of 16 in units while they stay in a binade, a vector that

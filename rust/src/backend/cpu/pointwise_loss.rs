@@ -1,11 +1,10 @@
-//! The losses averaged over all elements as one op (mse_loss, smooth_l1_loss, huber_loss,
-//! binary_cross_entropy_with_logits), their sum and gradient in one pass each where the
-//! recorded ops took three to five: the operations of the composition (`sub`, then `mul` of d
-//! by itself or the op table's smooth_l1 or huber at d; or `sub(1, t)`, `mul` by x and `sub`
+//! The losses averaged over all elements as one op (mse_loss, l1_loss, smooth_l1_loss,
+//! huber_loss, binary_cross_entropy_with_logits), their sum and gradient in one pass each where
+//! the recorded ops took three to five: the operations of the composition (`sub`, then `mul` of
+//! d by itself or the op table's abs, smooth_l1 or huber at d; or `sub(1, t)`, `mul` by x and `sub`
 //! of logsigmoid(x)) and the whole-tensor sum, and for the gradient the mean's and theirs, in
 //! their order, so the bits of the ops they replace.
 
-use super::f32_view::as_f32;
 use super::table_kernels::{unary_block, unary_grad_block};
 use super::uninit::{fill_with, filled};
 use crate::dtype::Float;
@@ -68,10 +67,7 @@ pub fn sum<T: Float>(x: &[T], t: &[T], term: LossTerm) -> T {
     for (xb, tb) in x.chunks(BLOCK).zip(t.chunks(BLOCK)) {
         let n = xb.len();
         terms(xb, tb, term, &mut d[..n], &mut y[..n]);
-        acc = match as_f32(&y[..n]) {
-            Some(y) => T::from_f64(super::fold_f32::fold(acc.to_f64() as f32, y) as f64),
-            None => y[..n].iter().fold(acc, |acc, &v| acc + v),
-        };
+        acc = super::reduce::fold_from(acc, &y[..n]);
     }
     acc
 }

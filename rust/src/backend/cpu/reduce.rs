@@ -10,15 +10,18 @@ use crate::shape::broadcast_strides;
 use crate::Shape;
 
 pub fn sum_all<T: Float>(x: &[T]) -> T {
+    fold_from(T::ZERO, x)
+}
+
+/// `acc + x0 + x1 + ...`, each addition rounded, in index order: a left fold continued from
+/// `acc` (a whole-tensor sum taken a block at a time).
+pub fn fold_from<T: Float>(acc: T, x: &[T]) -> T {
     if let Some(x) = super::f32_view::as_f32(x) {
-        // The same left fold, blocks of it as integer prefix sums where that is exact.
-        return T::from_f64(super::fold_f32::fold(0.0, x) as f64);
+        // The same left fold, blocks of it as integer prefix sums where that is exact (acc is
+        // an f32 here, so the round trip through f64 is exact).
+        return T::from_f64(super::fold_f32::fold(acc.to_f64() as f32, x) as f64);
     }
-    let mut acc = T::ZERO;
-    for &v in x {
-        acc = acc + v;
-    }
-    acc
+    x.iter().fold(acc, |acc, &v| acc + v)
 }
 
 /// Partial sums of the fast kernels' sums (`sum_fast`).
