@@ -40,6 +40,7 @@ pub mod pool;
 mod pool_2x2;
 mod pow_special;
 pub mod prod;
+mod prod_rows;
 pub mod reduce;
 mod row_folds;
 pub mod simd;

@@ -5,25 +5,25 @@
 //! runs (as CUDA does), here in place, one block of the axis at a time. The gradient runs the
 //! tree back from the top, each pair's product rule (g * b for a, g * a for b), so zeros need no
 //! special case. One long lane (a product over all elements) goes level by level instead, each
-//! level's products (and on the way down its gradients) spread over the threads.
+//! level's products (and on the way down its gradients) spread over the threads; rows of a
+//! last-axis product go 16 at a time (`prod_rows.rs`).
 
-use super::simd::wide_fn;
+use super::prod_rows::{prod_rows, prod_rows_grad};
 use super::uninit::filled;
 use crate::dtype::Float;
-use std::mem::MaybeUninit;
 
 /// Blocks (outer indices) a thread's chunk holds at least, so short axes are not one chunk each.
 const MIN_VALUES: usize = 4096;
 
 /// Outer indices per chunk: whole blocks, about MIN_VALUES values or more.
-fn blocks_per_chunk(len: usize, inner: usize) -> usize {
+pub(super) fn blocks_per_chunk(len: usize, inner: usize) -> usize {
     MIN_VALUES.div_ceil((len * inner).max(1)).max(1)
 }
 
 /// One level's halving of `buf` (n rows of `inner`): rows i < h become row i times row i + h,
 /// row 2h (n odd) moves to row h. Returns the new row count.
 #[inline(always)]
-fn halve<T: Float>(buf: &mut [T], n: usize, inner: usize) -> usize {
+pub(super) fn halve<T: Float>(buf: &mut [T], n: usize, inner: usize) -> usize {
     let h = n / 2;
     let (lo, hi) = buf.split_at_mut(h * inner);
     for (a, &b) in lo.iter_mut().zip(&hi[..h * inner]) {
@@ -33,73 +33,6 @@ fn halve<T: Float>(buf: &mut [T], n: usize, inner: usize) -> usize {
         buf.copy_within(2 * h * inner..(2 * h + 1) * inner, h * inner);
     }
     h + n % 2
-}
-
-/// Rows of a last-axis product (inner = 1) whose short levels run together: each row halves on
-/// its own while it has `SHORT` values or more (whole vectors), then the rows' remaining values
-/// are transposed into one block whose lanes are the rows, and the short levels (8, 4, 2, 1 ...
-/// values, one vector or less per row) multiply whole vectors of 16 rows. Each lane still runs
-/// its own row's tree, so the bits are the row's.
-const ROW_GROUP: usize = 16;
-const SHORT: usize = 32;
-
-/// `prod` over the last axis of [outer, len] (inner = 1), `ROW_GROUP` rows at a time.
-fn prod_rows<T: Float>(x: &[T], outer: usize, len: usize) -> Vec<T> {
-    let per = blocks_per_chunk(len, ROW_GROUP);
-    filled(outer, per * ROW_GROUP, x.len(), |ci, out| {
-        let rows = &x[ci * per * ROW_GROUP * len..][..out.len() * len];
-        let (mut row, mut short) = (vec![T::ZERO; len], vec![T::ZERO; SHORT * ROW_GROUP]);
-        prod_rows_wide(rows, len, &mut row, &mut short, out);
-    })
-}
-
-wide_fn!(fn prod_rows_wide<T: Float>(
-    rows: &[T], len: usize, row: &mut [T], short: &mut [T], out: &mut [MaybeUninit<T>]
-) = prod_rows_body);
-
-/// The products of `out.len()` rows of `len` (`rows`), `ROW_GROUP` at a time; `row` (len
-/// values) and `short` (SHORT * ROW_GROUP) are scratch. The first level reads the row itself.
-#[inline(always)]
-fn prod_rows_body<T: Float>(
-    rows: &[T],
-    len: usize,
-    row: &mut [T],
-    short: &mut [T],
-    out: &mut [MaybeUninit<T>],
-) {
-    for (o, out) in out.chunks_mut(ROW_GROUP).enumerate() {
-        let lanes = out.len();
-        let mut n = len;
-        for r in 0..lanes {
-            let x = &rows[(o * ROW_GROUP + r) * len..][..len];
-            n = len;
-            if n >= SHORT {
-                // halve's first level, from x into row.
-                let h = n / 2;
-                for ((a, &p), &q) in row[..h].iter_mut().zip(&x[..h]).zip(&x[h..2 * h]) {
-                    *a = p * q;
-                }
-                if n % 2 == 1 {
-                    row[h] = x[2 * h];
-                }
-                n = h + n % 2;
-            } else {
-                row.copy_from_slice(x);
-            }
-            while n >= SHORT {
-                n = halve(row, n, 1);
-            }
-            for (l, &v) in row[..n].iter().enumerate() {
-                short[l * lanes + r] = v;
-            }
-        }
-        while n > 1 {
-            n = halve(short, n, lanes);
-        }
-        for (o, &v) in out.iter_mut().zip(&short[..lanes]) {
-            o.write(v);
-        }
-    }
 }
 
 /// Elements of one level a thread's claim holds at least (a level of one long lane).
@@ -167,6 +100,9 @@ pub fn prod<T: Float>(x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
 pub fn prod_grad<T: Float>(x: &[T], g: &[T], [outer, len, inner]: [usize; 3]) -> Vec<T> {
     if outer == 1 && inner == 1 {
         return one_lane_grad(x, g[0]);
+    }
+    if inner == 1 && len > 0 {
+        return prod_rows_grad(x, g, outer, len);
     }
     let per = blocks_per_chunk(len, inner);
     let block = len * inner;
@@ -272,12 +208,12 @@ mod tests {
     use super::*;
 
     /// The halving tree's levels written out with vectors, as the composition builds them.
-    fn levels(lane: &[f64]) -> Vec<Vec<f64>> {
+    fn levels<T: Float>(lane: &[T]) -> Vec<Vec<T>> {
         let mut levels = vec![lane.to_vec()];
         while levels.last().unwrap().len() > 1 {
             let l = levels.last().unwrap();
             let h = l.len() / 2;
-            let mut next: Vec<f64> = (0..h).map(|i| l[i] * l[i + h]).collect();
+            let mut next: Vec<T> = (0..h).map(|i| l[i] * l[i + h]).collect();
             if l.len() % 2 == 1 {
                 next.push(l[2 * h]);
             }
@@ -287,11 +223,11 @@ mod tests {
     }
 
     /// The gradient down the levels: each pair's product rule, the carried entry passed down.
-    fn tree_grad(lane: &[f64], g: f64) -> Vec<f64> {
+    fn tree_grad<T: Float>(lane: &[T], g: T) -> Vec<T> {
         let mut grad = vec![g];
         for l in levels(lane).iter().rev().skip(1) {
             let h = l.len() / 2;
-            let mut below = vec![0.0; l.len()];
+            let mut below = vec![T::ZERO; l.len()];
             for i in 0..h {
                 below[i] = grad[i] * l[i + h];
                 below[i + h] = grad[i] * l[i];
@@ -327,6 +263,8 @@ mod tests {
             // An odd row of 32 or more: the first level, read from the row, carries its last.
             [19, 33, 1],
             [17, 65, 1],
+            [16, 2, 1],
+            [33, 100, 1],
         ] {
             let [outer, len, inner] = dims;
             let x: Vec<f64> = (0..outer * len * inner)
@@ -345,25 +283,34 @@ mod tests {
                 })
                 .collect();
             let g: Vec<f64> = (0..outer * inner).map(|k| 1.5 - k as f64 * 0.25).collect();
-            let (p, dx) = (prod(&x, dims), prod_grad(&x, &g, dims));
-            for o in 0..outer {
-                for i in 0..inner {
-                    let lane: Vec<f64> = (0..len).map(|l| x[(o * len + l) * inner + i]).collect();
-                    let want = levels(&lane).last().unwrap()[0];
+            check(&x, &g, dims);
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let g32: Vec<f32> = g.iter().map(|&v| v as f32).collect();
+            check(&x32, &g32, dims);
+        }
+    }
+
+    /// `prod` and `prod_grad` of `x` against the tree written out.
+    fn check<T: Float>(x: &[T], g: &[T], dims: [usize; 3]) {
+        let [outer, len, inner] = dims;
+        let (p, dx) = (prod(x, dims), prod_grad(x, g, dims));
+        for o in 0..outer {
+            for i in 0..inner {
+                let lane: Vec<T> = (0..len).map(|l| x[(o * len + l) * inner + i]).collect();
+                let want = levels(&lane).last().unwrap()[0];
+                assert_eq!(
+                    p[o * inner + i].to_f64().to_bits(),
+                    want.to_f64().to_bits(),
+                    "{dims:?} prod ({o}, {i})"
+                );
+                let want = tree_grad(&lane, g[o * inner + i]);
+                for l in 0..len {
+                    let got = dx[(o * len + l) * inner + i];
                     assert_eq!(
-                        p[o * inner + i].to_bits(),
-                        want.to_bits(),
-                        "{dims:?} prod ({o}, {i})"
+                        got.to_f64().to_bits(),
+                        want[l].to_f64().to_bits(),
+                        "{dims:?} grad ({o}, {l}, {i})"
                     );
-                    let want = tree_grad(&lane, g[o * inner + i]);
-                    for l in 0..len {
-                        let got = dx[(o * len + l) * inner + i];
-                        assert_eq!(
-                            got.to_bits(),
-                            want[l].to_bits(),
-                            "{dims:?} grad ({o}, {l}, {i})"
-                        );
-                    }
                 }
             }
         }
