@@ -8,32 +8,9 @@
 //! level's products (and on the way down its gradients) spread over the threads; rows of a
 //! last-axis product go 16 at a time (`prod_rows.rs`).
 
-use super::prod_rows::{prod_rows, prod_rows_grad};
+use super::prod_rows::{blocks_per_chunk, halve, prod_rows, prod_rows_grad};
 use super::uninit::filled;
 use crate::dtype::Float;
-
-/// Blocks (outer indices) a thread's chunk holds at least, so short axes are not one chunk each.
-const MIN_VALUES: usize = 4096;
-
-/// Outer indices per chunk: whole blocks, about MIN_VALUES values or more.
-pub(super) fn blocks_per_chunk(len: usize, inner: usize) -> usize {
-    MIN_VALUES.div_ceil((len * inner).max(1)).max(1)
-}
-
-/// One level's halving of `buf` (n rows of `inner`): rows i < h become row i times row i + h,
-/// row 2h (n odd) moves to row h. Returns the new row count.
-#[inline(always)]
-pub(super) fn halve<T: Float>(buf: &mut [T], n: usize, inner: usize) -> usize {
-    let h = n / 2;
-    let (lo, hi) = buf.split_at_mut(h * inner);
-    for (a, &b) in lo.iter_mut().zip(&hi[..h * inner]) {
-        *a = *a * b;
-    }
-    if n % 2 == 1 {
-        buf.copy_within(2 * h * inner..(2 * h + 1) * inner, h * inner);
-    }
-    h + n % 2
-}
 
 /// Elements of one level a thread's claim holds at least (a level of one long lane).
 const LEVEL_CHUNK: usize = 1 << 13;
