@@ -18,6 +18,20 @@ pub trait BackendStorage: Sized {
     fn unary(&self, op: UnaryOp) -> Result<Self>;
     /// d(op)/dx times `g`, from the input (`self`) or the output `y`, as the op table says.
     fn unary_grad(&self, op: UnaryOp, y: &Self, g: &Self) -> Result<Self>;
+    /// `op` on every element and the intermediate its gradient reuses
+    /// (`UnaryOp::saves_intermediate`), or None where this device keeps none (the gradient
+    /// then computes it again, from the input).
+    fn unary_keeping(&self, _op: UnaryOp) -> Result<Option<(Self, Self)>> {
+        Ok(None)
+    }
+    /// `unary_grad` at the input `self` from the intermediate `kept` that `unary_keeping`
+    /// returned (only called with one it returned).
+    fn unary_grad_kept(&self, op: UnaryOp, _kept: &Self, _g: &Self) -> Result<Self> {
+        Err(crate::Error::arg(
+            op.name(),
+            "expected an intermediate kept by this device's forward pass, got none",
+        ))
+    }
     /// `op` over `self` (shaped `shape`) and `rhs` (shaped `rhs_shape`) broadcast to `out`.
     fn binary(
         &self,

@@ -323,3 +323,13 @@ pub(crate) use unary_ops;
 /// the literal the CUDA source of `gelu_tanh` repeats).
 pub(crate) const GELU_TANH_BETA: f64 =
     std::f64::consts::SQRT_2 * std::f64::consts::FRAC_2_SQRT_PI * 0.5;
+
+impl super::UnaryOp {
+    /// Whether the forward pass may keep an intermediate of the formula for the gradient, where
+    /// the device computes one (`BackendStorage::unary_keeping`): GELU's 1 + erf(x / sqrt 2) and
+    /// SiLU's 1 + exp(-x), the transcendental parts the gradient formula would compute again.
+    /// The gradient from the kept value has the bits of the gradient formula.
+    pub fn keeps_intermediate(self) -> bool {
+        matches!(self, super::UnaryOp::Gelu | super::UnaryOp::Silu)
+    }
+}

@@ -15,12 +15,25 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     float_only(op.name(), &[x])?;
     op.check()
         .map_err(|msg| crate::Error::arg(op.name(), msg))?;
+    // The intermediate the gradient reuses, kept only where a gradient will be taken.
+    if op.keeps_intermediate() && x.requires_grad() && crate::autograd::grad_enabled() {
+        if let Some((s, kept)) = x.storage().unary_keeping(op)? {
+            let kept = Tensor::from_storage(kept, x.shape().clone())?;
+            let record = Unary {
+                op,
+                x: x.clone(),
+                kept: Some(kept),
+            };
+            return Ok(Tensor::from_op(s, x.shape().clone(), record));
+        }
+    }
     let s = x.storage().unary(op)?;
-    Ok(Tensor::from_op(
-        s,
-        x.shape().clone(),
-        Unary { op, x: x.clone() },
-    ))
+    let record = Unary {
+        op,
+        x: x.clone(),
+        kept: None,
+    };
+    Ok(Tensor::from_op(s, x.shape().clone(), record))
 }
 
 pub(crate) fn unary_grad(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Tensor> {
@@ -224,11 +237,13 @@ pub fn scalar_like(v: f64, like: &Tensor) -> Tensor {
     Tensor::scalar(v, like.dtype())
 }
 
-/// An op of the unary table on `x`.
+/// An op of the unary table on `x`, with the intermediate its forward pass kept for the
+/// gradient (`UnaryOp::keeps_intermediate`), if any.
 #[derive(Clone)]
 pub struct Unary {
     pub op: UnaryOp,
     pub x: Tensor,
+    pub kept: Option<Tensor>,
 }
 
 impl Record for Unary {
@@ -250,7 +265,15 @@ impl Record for Unary {
             .collect()
     }
     fn input_grads(&self, out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(unary_grad(self.op, &self.x, out, g)?)])
+        let gx = match &self.kept {
+            Some(kept) => {
+                check_same_dtype(self.op.name(), &[&self.x, kept, g])?;
+                let s = (self.x.storage()).unary_grad_kept(self.op, kept.storage(), g.storage())?;
+                Tensor::from_storage(s, self.x.shape().clone())?
+            }
+            None => unary_grad(self.op, &self.x, out, g)?,
+        };
+        Ok(vec![Some(gx)])
     }
     fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
         unary(self.op, first(self.op.name(), xs)?)

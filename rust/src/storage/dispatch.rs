@@ -102,6 +102,17 @@ impl Storage {
     pub fn unary_grad(&self, op: UnaryOp, y: &Storage, g: &Storage) -> Result<Storage> {
         on_one_device!(op.name(), (self, y, g), |s, y, g| s.unary_grad(op, y, g))
     }
+    /// `op` and the intermediate its gradient reuses, where the device keeps one.
+    pub fn unary_keeping(&self, op: UnaryOp) -> Result<Option<(Storage, Storage)>> {
+        Ok(match self {
+            Storage::Cpu(x) => x.unary_keeping(op)?.map(|(y, k)| (y.into(), k.into())),
+            Storage::Cuda(x) => x.unary_keeping(op)?.map(|(y, k)| (y.into(), k.into())),
+        })
+    }
+    pub fn unary_grad_kept(&self, op: UnaryOp, kept: &Storage, g: &Storage) -> Result<Storage> {
+        on_one_device!(op.name(), (self, kept, g), |s, k, g| s
+            .unary_grad_kept(op, k, g))
+    }
     pub fn binary(
         &self,
         op: BinaryOp,

@@ -7,7 +7,7 @@
 //! call, so the bits are libm's (erf_lanes.rs tests them).
 
 use super::exp_lanes::ExpRow;
-use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_grad_from_erf_exp, pdf_arg};
+use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_from_t, gelu_grad_from_erf_exp, pdf_arg};
 use crate::lane_math::erff::{erff_near, erff_rest, erff_select, erff_small};
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
@@ -131,6 +131,36 @@ pub unsafe fn gelu(x: &[f32], out: &mut [MaybeUninit<f32>]) {
         unsafe { erf_block(&z[..n], &mut e[..n], &mut streams) };
         for i in 0..n {
             ob[i].write(gelu_from_erf(xb[i], e[i]));
+        }
+    }
+}
+
+/// GELU of `x` into `y` and t = 1 + erf(x / sqrt 2) into `t` (equal lengths; t kept for the
+/// gradient), libm's erf bits.
+///
+/// # Safety
+/// As for `gelu`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
+pub unsafe fn gelu_keeping(x: &[f32], y: &mut [MaybeUninit<f32>], t: &mut [MaybeUninit<f32>]) {
+    let x = &x[..y.len()];
+    let mut z = [0f32; BLOCK];
+    let mut e = [0f32; BLOCK];
+    let mut streams = Streams::new();
+    for ((xb, yb), tb) in x
+        .chunks(BLOCK)
+        .zip(y.chunks_mut(BLOCK))
+        .zip(t.chunks_mut(BLOCK))
+    {
+        let n = xb.len();
+        for i in 0..n {
+            z[i] = erf_arg(xb[i]);
+        }
+        // SAFETY: this function's features are erf_block's.
+        unsafe { erf_block(&z[..n], &mut e[..n], &mut streams) };
+        for i in 0..n {
+            let ti = 1.0 + e[i];
+            tb[i].write(ti);
+            yb[i].write(gelu_from_t(xb[i], ti));
         }
     }
 }

@@ -157,6 +157,29 @@ pub(super) mod avx512 {
         whole
     }
 
+    /// `logistic`'s SiLU that also keeps each denominator 1 + exp(-x) in `d` (for the
+    /// gradient). Returns how many values it wrote to each (the whole vectors').
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn silu_keeping(
+        x: &[f32],
+        y: &mut [std::mem::MaybeUninit<f32>],
+        d: &mut [std::mem::MaybeUninit<f32>],
+    ) -> usize {
+        let whole = y.len().min(d.len()).min(x.len()) / 16 * 16;
+        let (sign, one) = (_mm512_set1_epi32(i32::MIN), _mm512_set1_ps(1.0));
+        for at in (0..whole).step_by(16) {
+            // SAFETY: at + 16 <= every length; MaybeUninit<f32> has f32's layout.
+            unsafe {
+                let v = _mm512_loadu_ps(x.as_ptr().add(at));
+                let neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign));
+                let den = _mm512_add_ps(one, exp16_of(neg));
+                _mm512_storeu_ps(d.as_mut_ptr().add(at).cast(), den);
+                _mm512_storeu_ps(y.as_mut_ptr().add(at).cast(), _mm512_div_ps(v, den));
+            }
+        }
+        whole
+    }
+
     #[target_feature(enable = "avx512f")]
     #[inline]
     pub unsafe fn exp16(v: &mut [f32]) {

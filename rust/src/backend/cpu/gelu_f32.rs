@@ -13,7 +13,13 @@ pub fn erf_arg(x: f32) -> f32 {
 /// GELU from x and erf(x / sqrt 2).
 #[inline(always)]
 pub fn gelu_from_erf(x: f32, e: f32) -> f32 {
-    0.5 * x * (1.0 + e)
+    gelu_from_t(x, 1.0 + e)
+}
+
+/// GELU from x and t = 1 + erf(x / sqrt 2) as the table rounds it.
+#[inline(always)]
+pub fn gelu_from_t(x: f32, t: f32) -> f32 {
+    0.5 * x * t
 }
 
 /// `g` times GELU's derivative, from x and erf(x / sqrt 2).
@@ -32,7 +38,14 @@ pub fn pdf_arg(x: f32) -> f32 {
 /// takes the exponentials of a block in a loop of their own).
 #[inline(always)]
 pub fn gelu_grad_from_erf_exp(g: f32, x: f32, e: f32, ex: f32) -> f32 {
-    let cdf = 0.5 * (1.0 + e);
+    gelu_grad_from_t_exp(g, x, 1.0 + e, ex)
+}
+
+/// `gelu_grad_from_erf_exp` given t = 1 + erf(x / sqrt 2) as the table rounds it (the forward
+/// pass's own, kept for the gradient).
+#[inline(always)]
+pub fn gelu_grad_from_t_exp(g: f32, x: f32, t: f32, ex: f32) -> f32 {
+    let cdf = 0.5 * t;
     let pdf = 0.398_942_280_401_432_7_f64 as f32 * ex;
     g * (cdf + x * pdf)
 }

@@ -25,6 +25,7 @@ pub mod fused;
 mod gelu_f32;
 pub mod gemm_ref;
 pub mod host_buf;
+pub mod kept_unary;
 pub mod lanewise;
 pub mod layout;
 pub mod logsumexp;
