@@ -1,7 +1,7 @@
 //! libm's erf (and GELU on it) with each lane running only its own range's formula: per block,
 //! AVX-512 compress stores sort the arguments by erf's range (|z| < 0.84375, < 1.25, the rest),
-//! each range's formula runs on its packed lanes (`lane_math::erff`), and expand loads put the
-//! results back in place (the rest with `erff_rest`: the far range, the saturated one, inf and
+//! each range's formula runs on its packed lanes (`lane_math::erff`), and permutes (or expands,
+//! without VPOPCNTDQ) put the results back in place (the rest with `erff_rest`: the far range, the saturated one, inf and
 //! NaN). `erff_select` computes all ranges for every lane, seven divisions where one formula
 //! needs one to five; sorting keeps each lane's IEEE operations exactly those of the scalar
 //! call, so the bits are libm's (erf_lanes.rs tests them).
@@ -73,11 +73,39 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32], streams: &mut Streams) {
     for v in &mut rest[..nr.next_multiple_of(16)] {
         *v = erff_rest(*v);
     }
+    // SAFETY: this function's features (and VPOPCNTDQ where detected); 16 * vectors <= n.
+    unsafe {
+        if has_vpopcntdq() {
+            merge_by_permutes(&masks[..vectors], small, near, rest, out)
+        } else {
+            merge_by_expands(&masks[..vectors], small, near, rest, out)
+        }
+    }
+    for i in vectors * 16..n {
+        out[i] = erff_select(z[i]);
+    }
+}
+
+/// Whether the CPU counts bits per lane (AVX-512 VPOPCNTDQ), for `merge_by_permutes`.
+fn has_vpopcntdq() -> bool {
+    std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+}
+
+/// Puts each stream's results back in place: vector j takes its lanes of each range (`masks`:
+/// small, near; the rest is neither) from the front of that range's stream, in order.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt")]
+unsafe fn merge_by_expands(
+    masks: &[(u16, u16)],
+    small: &[f32],
+    near: &[f32],
+    rest: &[f32],
+    out: &mut [f32],
+) {
     let (mut ps, mut pn, mut pr) = (0usize, 0usize, 0usize);
-    for (j, &(ks, kn)) in masks.iter().enumerate().take(vectors) {
+    for (j, &(ks, kn)) in masks.iter().enumerate() {
         let kr = !(ks | kn);
         // SAFETY: each load reads 16 values of a stream of BLOCK + 16 from an offset of at most
-        // BLOCK; the lanes its mask selects were written above. 16 * j + 16 <= n.
+        // BLOCK; the lanes its mask selects were written. 16 * j + 16 <= out.len().
         unsafe {
             let e = _mm512_maskz_expand_ps(ks, _mm512_loadu_ps(small.as_ptr().add(ps)));
             let e = _mm512_mask_expand_ps(e, kn, _mm512_loadu_ps(near.as_ptr().add(pn)));
@@ -88,8 +116,41 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32], streams: &mut Streams) {
         pn += kn.count_ones() as usize;
         pr += kr.count_ones() as usize;
     }
-    for i in vectors * 16..n {
-        out[i] = erff_select(z[i]);
+}
+
+/// `merge_by_expands` with each expand as a permute: lane i of a range's mask m takes element
+/// popcount(m & (2^i - 1)) of the stream's next 16. Counted per lane (VPOPCNTDQ), a permute
+/// and a mask: half the time of the expands on Zen 5 (measured 0.115 -> 0.065 ms for 512K
+/// values' merges).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx,popcnt,avx512vpopcntdq")]
+unsafe fn merge_by_permutes(
+    masks: &[(u16, u16)],
+    small: &[f32],
+    near: &[f32],
+    rest: &[f32],
+    out: &mut [f32],
+) {
+    let below = _mm512_setr_epi32(
+        0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191, 16383, 32767,
+    );
+    // Each lane's index into the stream's next 16 for the lanes of mask m.
+    let index = |m: u16| _mm512_popcnt_epi32(_mm512_and_si512(_mm512_set1_epi32(m as i32), below));
+    let (mut ps, mut pn, mut pr) = (0usize, 0usize, 0usize);
+    for (j, &(ks, kn)) in masks.iter().enumerate() {
+        let kr = !(ks | kn);
+        // SAFETY: as in merge_by_expands.
+        unsafe {
+            let s = _mm512_loadu_ps(small.as_ptr().add(ps));
+            let e = _mm512_maskz_permutexvar_ps(ks, index(ks), s);
+            let v = _mm512_loadu_ps(near.as_ptr().add(pn));
+            let e = _mm512_mask_permutexvar_ps(e, kn, index(kn), v);
+            let v = _mm512_loadu_ps(rest.as_ptr().add(pr));
+            let e = _mm512_mask_permutexvar_ps(e, kr, index(kr), v);
+            _mm512_storeu_ps(out.as_mut_ptr().add(16 * j), e);
+        }
+        ps += ks.count_ones() as usize;
+        pn += kn.count_ones() as usize;
+        pr += kr.count_ones() as usize;
     }
 }
 
@@ -195,5 +256,49 @@ pub unsafe fn gelu_grad(x: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
         for i in 0..n {
             ob[i].write(gelu_grad_from_erf_exp(gb[i], xb[i], e[i], z[i]));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two merges put the same stream values in the same places (the permutes' indices
+    /// against the expands, which are the definition), for masks of every density.
+    #[test]
+    fn permutes_merge_as_expands_do() {
+        if !(crate::backend::cpu::simd::has_avx512() && has_vpopcntdq()) {
+            return; // no permute form to compare on this CPU
+        }
+        let mut st = Streams::new();
+        for (i, v) in st.small.iter_mut().enumerate() {
+            *v = i as f32;
+        }
+        for (i, v) in st.near.iter_mut().enumerate() {
+            *v = 1000.0 + i as f32;
+        }
+        for (i, v) in st.rest.iter_mut().enumerate() {
+            *v = 2000.0 + i as f32;
+        }
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let masks: Vec<(u16, u16)> = (0..BLOCK / 16)
+            .map(|j| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let (a, b) = (state as u16, (state >> 16) as u16);
+                // Dense, sparse, empty and full masks among them.
+                let a = [a, a & b, 0, 0xffff][j % 4];
+                (a, b & !a)
+            })
+            .collect();
+        let (mut by_expands, mut by_permutes) = (vec![0f32; BLOCK], vec![0f32; BLOCK]);
+        let Streams { small, near, rest } = &st;
+        // SAFETY: the features were detected above; BLOCK / 16 masks for BLOCK values.
+        unsafe {
+            merge_by_expands(&masks, small, near, rest, &mut by_expands);
+            merge_by_permutes(&masks, small, near, rest, &mut by_permutes);
+        }
+        assert_eq!(by_expands, by_permutes);
     }
 }
