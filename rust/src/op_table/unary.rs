@@ -326,10 +326,12 @@ pub(crate) const GELU_TANH_BETA: f64 =
 
 impl super::UnaryOp {
     /// Whether the forward pass may keep an intermediate of the formula for the gradient, where
-    /// the device computes one (`BackendStorage::unary_keeping`): GELU's 1 + erf(x / sqrt 2) and
-    /// SiLU's 1 + exp(-x), the transcendental parts the gradient formula would compute again.
-    /// The gradient from the kept value has the bits of the gradient formula.
+    /// the device computes one (`BackendStorage::unary_keeping`): GELU's 1 + erf(x / sqrt 2),
+    /// SiLU's 1 + exp(-x) and the tanh of GELU's tanh form, the transcendental parts the
+    /// gradient formula would compute again. The gradient from the kept value has the bits of
+    /// the gradient formula.
     pub fn keeps_intermediate(self) -> bool {
-        matches!(self, super::UnaryOp::Gelu | super::UnaryOp::Silu)
+        use super::UnaryOp::{Gelu, GeluTanh, Silu};
+        matches!(self, Gelu | Silu | GeluTanh)
     }
 }

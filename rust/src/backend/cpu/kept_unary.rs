@@ -1,8 +1,8 @@
 //! The f32 table ops whose forward pass keeps an intermediate for the gradient
 //! (`UnaryOp::keeps_intermediate`): GELU keeps t = 1 + erf(x / sqrt 2), SiLU d = 1 + exp(-x),
-//! each the table formula's own rounded value. The gradient from them runs the table's
-//! gradient formula with that value in place of computing it again (erf for GELU, exp for
-//! SiLU), so its bits are the table's.
+//! GELU's tanh form t = tanh(beta (x + kappa x^3)), each the table formula's own rounded value.
+//! The gradient from them runs the table's gradient formula with that value in place of
+//! computing it again (erf, exp or tanh), so its bits are the table's.
 
 use super::erf_sorted;
 use super::exp_lanes::{ExpRow, Pre};
@@ -12,18 +12,28 @@ use super::parallel::for_chunks2;
 use super::simd::has_avx512;
 use super::simd::wide_fn;
 use super::uninit::{assume_init, filled, written};
+use crate::dtype::Float;
 use crate::lane_math::erff::erff_select;
-use crate::op_table::UnaryOp;
+use crate::op_table::{UnaryOp, GELU_TANH_BETA};
 use std::mem::MaybeUninit;
 
 const CHUNK: usize = 1 << 13;
 
+/// The ops that keep an intermediate here.
+#[derive(Clone, Copy)]
+enum Kind {
+    Gelu,
+    Silu,
+    GeluTanh,
+}
+
 /// (y, the intermediate) of `op` for every element, or None where `op` keeps none here (GELU
 /// keeps none under fast kernels, whose erf is cheap to compute again).
 pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<(Vec<f32>, Vec<f32>)> {
-    let gelu = match op {
-        UnaryOp::Gelu if !fast => true,
-        UnaryOp::Silu => false,
+    let kind = match op {
+        UnaryOp::Gelu if !fast => Kind::Gelu,
+        UnaryOp::Silu => Kind::Silu,
+        UnaryOp::GeluTanh => Kind::GeluTanh,
         _ => return None,
     };
     let n = x.len();
@@ -32,10 +42,10 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<(Vec<f32>, Vec<f32>
         kept = written(n, |k| {
             for_chunks2(y, CHUNK, k, CHUNK, n, |ci, y, k| {
                 let x = &x[ci * CHUNK..][..y.len()];
-                if gelu {
-                    gelu_block(x, y, k)
-                } else {
-                    silu_block(x, y, k)
+                match kind {
+                    Kind::Gelu => gelu_block(x, y, k),
+                    Kind::Silu => silu_block(x, y, k),
+                    Kind::GeluTanh => gelu_tanh_block(x, y, k),
                 }
             })
         });
@@ -85,19 +95,20 @@ fn silu_body(x: &[f32], d: &mut [f32], y: &mut [MaybeUninit<f32>]) {
 
 /// `g` times d(op)/dx from x and the intermediate `kept` that `forward` returned with y.
 pub fn grad(op: UnaryOp, x: &[f32], kept: &[f32], g: &[f32]) -> Option<Vec<f32>> {
-    let gelu = match op {
-        UnaryOp::Gelu => true,
-        UnaryOp::Silu => false,
+    let kind = match op {
+        UnaryOp::Gelu => Kind::Gelu,
+        UnaryOp::Silu => Kind::Silu,
+        UnaryOp::GeluTanh => Kind::GeluTanh,
         _ => return None,
     };
     Some(filled(x.len(), CHUNK, x.len(), |ci, out| {
         let at = ci * CHUNK;
         let n = out.len();
         let (x, kept, g) = (&x[at..][..n], &kept[at..][..n], &g[at..][..n]);
-        if gelu {
-            gelu_grad_block(x, kept, g, out)
-        } else {
-            silu_grad_block(x, kept, g, out)
+        match kind {
+            Kind::Gelu => gelu_grad_block(x, kept, g, out),
+            Kind::Silu => silu_grad_block(x, kept, g, out),
+            Kind::GeluTanh => gelu_tanh_grad_block(x, kept, g, out),
         }
     }))
 }
@@ -131,10 +142,38 @@ fn silu_grad_body(x: &[f32], d: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>])
     }
 }
 
+/// GELU's tanh form: t = tanh(beta (x + kappa x x x)) into `t`, 0.5 x (1 + t) into `y` (the
+/// table's formula, its constants rounded to f32 as the table rounds them).
+#[inline(always)]
+fn gelu_tanh_body(x: &[f32], y: &mut [MaybeUninit<f32>], t: &mut [MaybeUninit<f32>]) {
+    let (beta, kappa) = (GELU_TANH_BETA as f32, 0.044_715_f64 as f32);
+    for ((y, t), &x) in y.iter_mut().zip(t.iter_mut()).zip(x) {
+        // The table's tanh (libm's bits), not std's.
+        let th = Float::tanh(beta * (x + kappa * (x * x * x)));
+        t.write(th);
+        y.write(0.5 * x * (1.0 + th));
+    }
+}
+
+/// The table's gradient of GELU's tanh form with the kept t.
+#[inline(always)]
+fn gelu_tanh_grad_body(x: &[f32], t: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
+    let (beta, kappa) = (GELU_TANH_BETA as f32, 0.044_715_f64 as f32);
+    for (((o, &x), &t), &g) in out.iter_mut().zip(x).zip(t).zip(g) {
+        let x_sq = x * x;
+        let left_derivative = 0.5 * (1.0 + t);
+        let inner_derivative = beta * (1.0 + 3.0 * kappa * x_sq);
+        let right_derivative = 0.5 * x * (1.0 - t * t) * inner_derivative;
+        o.write(g * (left_derivative + right_derivative));
+    }
+}
+
 // The loops compiled for the widest vectors: a closure's body inlined into `widest` is not
 // guaranteed, and compiled without the wide features these loops ran at half speed.
 wide_fn!(fn finish_silu(x: &[f32], d: &mut [f32], y: &mut [MaybeUninit<f32>]) = silu_body);
 wide_fn!(fn finish_gelu_grad(x: &[f32], t: &[f32], g: &[f32], ex: &mut [f32]) = gelu_grad_body);
+wide_fn!(fn gelu_tanh_block(x: &[f32], y: &mut [MaybeUninit<f32>], t: &mut [MaybeUninit<f32>]) = gelu_tanh_body);
+wide_fn!(fn gelu_tanh_grad_block(x: &[f32], t: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) = gelu_tanh_grad_body);
 wide_fn!(fn silu_grad_block(x: &[f32], d: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) = silu_grad_body);
 
 #[cfg(test)]
@@ -169,7 +208,7 @@ mod tests {
         ]);
         let g: Vec<f32> = (0..x.len()).map(|i| 1.25 - i as f32 * 3e-5).collect();
         let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-        for op in [UnaryOp::Gelu, UnaryOp::Silu] {
+        for op in [UnaryOp::Gelu, UnaryOp::Silu, UnaryOp::GeluTanh] {
             let (y, kept) = forward(op, &x, false).expect("an op that keeps an intermediate");
             let want_y = tk::unary(op, &x);
             let d = grad(op, &x, &kept, &g).expect("its gradient");
