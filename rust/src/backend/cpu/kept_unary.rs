@@ -11,10 +11,12 @@ use super::parallel::for_chunks2;
 #[cfg(target_arch = "x86_64")]
 use super::simd::has_avx512;
 use super::simd::wide_fn;
+use super::storage::CpuStorage;
 use super::uninit::{assume_init, filled, written};
 use crate::dtype::Float;
 use crate::lane_math::erff::erff_select;
 use crate::op_table::{UnaryOp, GELU_TANH_BETA};
+use crate::Result;
 use std::mem::MaybeUninit;
 
 const CHUNK: usize = 1 << 13;
@@ -25,6 +27,33 @@ enum Kind {
     Gelu,
     Silu,
     GeluTanh,
+}
+
+/// `forward` on a storage: f32 only (f64 computes the intermediate again).
+pub fn forward_storage(op: UnaryOp, x: &CpuStorage) -> Option<(CpuStorage, CpuStorage)> {
+    let CpuStorage::F32(x) = x else {
+        return None;
+    };
+    let (y, k) = forward(op, x, super::parallel::fast_kernels())?;
+    Some((CpuStorage::F32(y.into()), CpuStorage::F32(k.into())))
+}
+
+/// `grad` on storages: f32 ones, as `forward_storage` keeps.
+pub fn grad_storage(
+    op: UnaryOp,
+    x: &CpuStorage,
+    kept: &CpuStorage,
+    g: &CpuStorage,
+) -> Result<CpuStorage> {
+    if let (CpuStorage::F32(x), CpuStorage::F32(k), CpuStorage::F32(g)) = (x, kept, g) {
+        if let Some(d) = grad(op, x, k, g) {
+            return Ok(CpuStorage::F32(d.into()));
+        }
+    }
+    Err(crate::Error::arg(
+        op.name(),
+        "expected the f32 intermediate of its forward pass",
+    ))
 }
 
 /// (y, the intermediate) of `op` for every element, or None where `op` keeps none here (GELU

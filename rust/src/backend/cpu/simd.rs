@@ -54,54 +54,25 @@ mod x86 {
     }
 }
 
-/// Defines `fn $name<T>(args)` (or `fn $name(args)`) that runs `$body(args)` compiled for AVX-512, else AVX2, else
-/// the baseline, picked at run time. `$body` must be `#[inline(always)]`: it then compiles
+/// Defines `fn $name<T>(args)` (the type parameter optional) that runs `$body(args)` compiled
+/// for AVX-512, else AVX2, else the baseline, picked at run time. `$body` must be `#[inline(always)]`: it then compiles
 /// inside each `#[target_feature]` copy for certain, where a closure handed to `widest`
 /// inlines only when LLVM's cost model says so (a large body stays a baseline-width call).
 macro_rules! wide_fn {
-    // Without a type parameter: the same, for a body over one element type.
-    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) = $body:path) => {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident$(<$T:ident: $bound:path>)?($($arg:ident: $ty:ty),* $(,)?) = $body:path) => {
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name$(<$T: $bound>)?($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
                 #[allow(clippy::too_many_arguments)]
-                unsafe fn avx512($($arg: $ty),*) {
+                unsafe fn avx512$(<$T: $bound>)?($($arg: $ty),*) {
                     $body($($arg),*)
                 }
                 #[target_feature(enable = "avx2,avx")]
                 #[allow(clippy::too_many_arguments)]
-                unsafe fn avx2($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                if $crate::backend::cpu::simd::has_avx512() {
-                    // SAFETY: the features it is compiled for were just detected on this CPU.
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: as above.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $body($($arg),*)
-        }
-    };
-    ($(#[$doc:meta])* $vis:vis fn $name:ident<$T:ident: $bound:path>($($arg:ident: $ty:ty),* $(,)?) = $body:path) => {
-        $(#[$doc])*
-        #[allow(clippy::too_many_arguments)]
-        $vis fn $name<$T: $bound>($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-                #[allow(clippy::too_many_arguments)]
-                unsafe fn avx512<$T: $bound>($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                #[target_feature(enable = "avx2,avx")]
-                #[allow(clippy::too_many_arguments)]
-                unsafe fn avx2<$T: $bound>($($arg: $ty),*) {
+                unsafe fn avx2$(<$T: $bound>)?($($arg: $ty),*) {
                     $body($($arg),*)
                 }
                 if $crate::backend::cpu::simd::has_avx512() {

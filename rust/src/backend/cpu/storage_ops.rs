@@ -41,24 +41,11 @@ impl BackendStorage for CpuStorage {
     }
 
     fn unary_keeping(&self, op: UnaryOp) -> Result<Option<(Self, Self)>> {
-        let CpuStorage::F32(x) = self else {
-            return Ok(None); // f64 computes it again
-        };
-        let fast = super::parallel::fast_kernels();
-        Ok(super::kept_unary::forward(op, x, fast)
-            .map(|(y, k)| (CpuStorage::F32(y.into()), CpuStorage::F32(k.into()))))
+        Ok(super::kept_unary::forward_storage(op, self))
     }
 
     fn unary_grad_kept(&self, op: UnaryOp, kept: &Self, g: &Self) -> Result<Self> {
-        if let (CpuStorage::F32(x), CpuStorage::F32(k), CpuStorage::F32(g)) = (self, kept, g) {
-            if let Some(d) = super::kept_unary::grad(op, x, k, g) {
-                return Ok(CpuStorage::F32(d.into()));
-            }
-        }
-        Err(crate::Error::arg(
-            op.name(),
-            "expected the f32 intermediate of its forward pass",
-        ))
+        super::kept_unary::grad_storage(op, self, kept, g)
     }
 
     fn binary(
