@@ -137,8 +137,15 @@ pub fn erff_near(x: f32) -> f32 {
 /// erff on 1.25 <= |x| < 6 alone: 1 - erfc, erfc from libm's `erfc2` (two `expf` calls).
 #[inline(always)]
 pub fn erff_far(x: f32) -> f32 {
-    let bits = x.to_bits();
-    let ix = bits & 0x7fff_ffff;
+    let (a, b) = erff_far_args(x);
+    erff_far_from(x, expf_select(a), expf_select(b))
+}
+
+/// The arguments of `erff_far`'s two exponentials, exp(-z z - 0.5625) and
+/// exp((z - |x|)(z + |x|) + R/S), for a caller that takes them on its own exponential path.
+#[inline(always)]
+pub fn erff_far_args(x: f32) -> (f32, f32) {
+    let ix = x.to_bits() & 0x7fff_ffff;
     let ax = f32::from_bits(ix);
     let s = 1.0 / (ax * ax);
     let (r, big_s) = if ix < 0x4036_db6d {
@@ -147,7 +154,15 @@ pub fn erff_far(x: f32) -> f32 {
         (horner(&RB, s), one_plus(&SB, s))
     };
     let z = f32::from_bits(ix & 0xffff_e000);
-    let erfc = expf_select(-z * z - 0.5625) * expf_select((z - ax) * (z + ax) + r / big_s) / ax;
+    (-z * z - 0.5625, (z - ax) * (z + ax) + r / big_s)
+}
+
+/// `erff_far` from the exponentials `ea`, `eb` of `erff_far_args(x)`.
+#[inline(always)]
+pub fn erff_far_from(x: f32, ea: f32, eb: f32) -> f32 {
+    let bits = x.to_bits();
+    let ax = f32::from_bits(bits & 0x7fff_ffff);
+    let erfc = ea * eb / ax;
     let y = 1.0 - erfc;
     if bits >> 31 != 0 {
         -y
@@ -160,10 +175,15 @@ pub fn erff_far(x: f32) -> f32 {
 /// `erff_select`'s choice among those, without the two nearer ranges' formulas and divisions.
 #[inline(always)]
 pub fn erff_rest(x: f32) -> f32 {
+    erff_rest_with(x, erff_far(x))
+}
+
+/// `erff_rest` given `far`, erff_far(x) however computed.
+#[inline(always)]
+pub fn erff_rest_with(x: f32, far: f32) -> f32 {
     let bits = x.to_bits();
     let negative = bits >> 31 != 0;
     let ix = bits & 0x7fff_ffff;
-    let far = erff_far(x);
     let one = 1.0 - f32::from_bits(0x0380_0000); // |x| >= 6: 1 - 2^-120
     if ix >= 0x7f80_0000 {
         1.0 - 2.0 * (negative as u32 as f32) + 1.0 / x

@@ -8,7 +8,9 @@
 
 use super::exp_lanes::ExpRow;
 use super::gelu_f32::{erf_arg, gelu_from_erf, gelu_from_t, gelu_grad_from_erf_exp, pdf_arg};
-use crate::lane_math::erff::{erff_near, erff_rest, erff_select, erff_small};
+use crate::lane_math::erff::{
+    erff_far_args, erff_far_from, erff_near, erff_rest_with, erff_select, erff_small,
+};
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
@@ -21,6 +23,9 @@ struct Streams {
     small: [f32; BLOCK + 16],
     near: [f32; BLOCK + 16],
     rest: [f32; BLOCK + 16],
+    /// The far range's two exponentials (their arguments first).
+    far_a: [f32; BLOCK + 16],
+    far_b: [f32; BLOCK + 16],
 }
 
 impl Streams {
@@ -29,6 +34,8 @@ impl Streams {
             small: [0.0; BLOCK + 16],
             near: [0.0; BLOCK + 16],
             rest: [0.0; BLOCK + 16],
+            far_a: [0.0; BLOCK + 16],
+            far_b: [0.0; BLOCK + 16],
         }
     }
 }
@@ -39,7 +46,13 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32], streams: &mut Streams) {
     let n = z.len();
     debug_assert!(n <= BLOCK && out.len() == n);
     let vectors = n / 16;
-    let Streams { small, near, rest } = streams;
+    let Streams {
+        small,
+        near,
+        rest,
+        far_a,
+        far_b,
+    } = streams;
     let mut masks = [(0u16, 0u16); BLOCK / 16];
     let (mut ns, mut nn, mut nr) = (0usize, 0usize, 0usize);
     let abs_bits = _mm512_set1_epi32(0x7fff_ffff);
@@ -70,8 +83,17 @@ unsafe fn erf_block(z: &[f32], out: &mut [f32], streams: &mut Streams) {
     for v in &mut near[..nn.next_multiple_of(16)] {
         *v = erff_near(*v);
     }
-    for v in &mut rest[..nr.next_multiple_of(16)] {
-        *v = erff_rest(*v);
+    // The rest: the far range's two exponentials on the exponential's own 16-lane path
+    // (`exp_lanes.rs`, expf's bits, the ordinary lanes' short form), then the formula.
+    let whole = nr.next_multiple_of(16);
+    let (rest, ea, eb) = (&mut rest[..whole], &mut far_a[..whole], &mut far_b[..whole]);
+    for ((&v, a), b) in rest.iter().zip(ea.iter_mut()).zip(eb.iter_mut()) {
+        (*a, *b) = erff_far_args(v);
+    }
+    f32::exp_row(ea);
+    f32::exp_row(eb);
+    for ((v, &a), &b) in rest.iter_mut().zip(ea.iter()).zip(eb.iter()) {
+        *v = erff_rest_with(*v, erff_far_from(*v, a, b));
     }
     // SAFETY: this function's features (and VPOPCNTDQ where detected); 16 * vectors <= n.
     unsafe {
@@ -293,7 +315,9 @@ mod tests {
             })
             .collect();
         let (mut by_expands, mut by_permutes) = (vec![0f32; BLOCK], vec![0f32; BLOCK]);
-        let Streams { small, near, rest } = &st;
+        let Streams {
+            small, near, rest, ..
+        } = &st;
         // SAFETY: the features were detected above; BLOCK / 16 masks for BLOCK values.
         unsafe {
             merge_by_expands(&masks, small, near, rest, &mut by_expands);
