@@ -135,25 +135,41 @@ pub(super) mod avx512 {
         }
     }
 
-    /// `out[i] = 1 / (1 + exp(-x[i]))` (sigmoid), or `x[i] / (1 + exp(-x[i]))` (SiLU) where
-    /// `silu`, the table's formulas: the division right after each vector's exponential, so
-    /// the divider works beside the exponential's other steps instead of in a pass of its
-    /// own. `out` holds the block's length; a partial last vector is left to the caller.
-    /// Returns how many values it wrote (the whole vectors').
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn logistic(x: &[f32], out: &mut [f32], silu: bool) -> usize {
-        let whole = out.len().min(x.len()) / 16 * 16;
+    /// For each whole vector of `x[..whole]` at `at`: `put(at, y, d)` with d = 1 + exp(-x) and
+    /// y = 1 / d (sigmoid), or x / d (SiLU) where `silu`, the table's formulas: the division
+    /// right after each vector's exponential, so the divider works beside the exponential's
+    /// other steps instead of in a pass of its own.
+    #[inline(always)]
+    unsafe fn logistic_each(
+        x: &[f32],
+        whole: usize,
+        silu: bool,
+        mut put: impl FnMut(usize, __m512, __m512),
+    ) {
         let (sign, one) = (_mm512_set1_epi32(i32::MIN), _mm512_set1_ps(1.0));
         for at in (0..whole).step_by(16) {
-            // SAFETY: at + 16 <= both lengths.
+            // SAFETY: at + 16 <= whole <= x.len(); the callers' features.
             unsafe {
                 let v = _mm512_loadu_ps(x.as_ptr().add(at));
                 let neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign));
                 let d = _mm512_add_ps(one, exp16_of(neg));
-                let y = _mm512_div_ps(if silu { v } else { one }, d);
-                _mm512_storeu_ps(out.as_mut_ptr().add(at), y);
+                put(at, _mm512_div_ps(if silu { v } else { one }, d), d);
             }
         }
+    }
+
+    /// `out[i] = 1 / (1 + exp(-x[i]))` (sigmoid), or `x[i] / (1 + exp(-x[i]))` (SiLU) where
+    /// `silu` (`logistic_each`). `out` holds the block's length; a partial last vector is left
+    /// to the caller. Returns how many values it wrote (the whole vectors').
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn logistic(x: &[f32], out: &mut [f32], silu: bool) -> usize {
+        let whole = out.len().min(x.len()) / 16 * 16;
+        // SAFETY: this function's features; at + 16 <= whole <= out.len().
+        unsafe {
+            logistic_each(x, whole, silu, |at, y, _| {
+                _mm512_storeu_ps(out.as_mut_ptr().add(at), y)
+            })
+        };
         whole
     }
 
@@ -166,17 +182,14 @@ pub(super) mod avx512 {
         d: &mut [std::mem::MaybeUninit<f32>],
     ) -> usize {
         let whole = y.len().min(d.len()).min(x.len()) / 16 * 16;
-        let (sign, one) = (_mm512_set1_epi32(i32::MIN), _mm512_set1_ps(1.0));
-        for at in (0..whole).step_by(16) {
-            // SAFETY: at + 16 <= every length; MaybeUninit<f32> has f32's layout.
-            unsafe {
-                let v = _mm512_loadu_ps(x.as_ptr().add(at));
-                let neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign));
-                let den = _mm512_add_ps(one, exp16_of(neg));
-                _mm512_storeu_ps(d.as_mut_ptr().add(at).cast(), den);
-                _mm512_storeu_ps(y.as_mut_ptr().add(at).cast(), _mm512_div_ps(v, den));
-            }
-        }
+        // SAFETY: this function's features; at + 16 <= whole <= every length; MaybeUninit<f32>
+        // has f32's layout.
+        unsafe {
+            logistic_each(x, whole, true, |at, yv, dv| {
+                _mm512_storeu_ps(d.as_mut_ptr().add(at).cast(), dv);
+                _mm512_storeu_ps(y.as_mut_ptr().add(at).cast(), yv);
+            })
+        };
         whole
     }
 

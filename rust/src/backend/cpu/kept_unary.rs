@@ -21,12 +21,27 @@ use std::mem::MaybeUninit;
 
 const CHUNK: usize = 1 << 13;
 
+/// GELU's tanh form's constants, rounded to f32 as the table rounds them.
+const BETA: f32 = GELU_TANH_BETA as f32;
+const KAPPA: f32 = 0.044_715_f64 as f32;
+
 /// The ops that keep an intermediate here.
 #[derive(Clone, Copy)]
 enum Kind {
     Gelu,
     Silu,
     GeluTanh,
+}
+
+impl Kind {
+    fn of(op: UnaryOp) -> Option<Kind> {
+        match op {
+            UnaryOp::Gelu => Some(Kind::Gelu),
+            UnaryOp::Silu => Some(Kind::Silu),
+            UnaryOp::GeluTanh => Some(Kind::GeluTanh),
+            _ => None,
+        }
+    }
 }
 
 /// `forward` on a storage: f32 only (f64 computes the intermediate again).
@@ -59,12 +74,10 @@ pub fn grad_storage(
 /// (y, the intermediate) of `op` for every element, or None where `op` keeps none here (GELU
 /// keeps none under fast kernels, whose erf is cheap to compute again).
 pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<(Vec<f32>, Vec<f32>)> {
-    let kind = match op {
-        UnaryOp::Gelu if !fast => Kind::Gelu,
-        UnaryOp::Silu => Kind::Silu,
-        UnaryOp::GeluTanh => Kind::GeluTanh,
-        _ => return None,
-    };
+    if fast && op == UnaryOp::Gelu {
+        return None;
+    }
+    let kind = Kind::of(op)?;
     let n = x.len();
     let mut kept = Vec::new();
     let y = written(n, |y| {
@@ -124,12 +137,7 @@ fn silu_body(x: &[f32], d: &mut [f32], y: &mut [MaybeUninit<f32>]) {
 
 /// `g` times d(op)/dx from x and the intermediate `kept` that `forward` returned with y.
 pub fn grad(op: UnaryOp, x: &[f32], kept: &[f32], g: &[f32]) -> Option<Vec<f32>> {
-    let kind = match op {
-        UnaryOp::Gelu => Kind::Gelu,
-        UnaryOp::Silu => Kind::Silu,
-        UnaryOp::GeluTanh => Kind::GeluTanh,
-        _ => return None,
-    };
+    let kind = Kind::of(op)?;
     Some(filled(x.len(), CHUNK, x.len(), |ci, out| {
         let at = ci * CHUNK;
         let n = out.len();
@@ -172,13 +180,12 @@ fn silu_grad_body(x: &[f32], d: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>])
 }
 
 /// GELU's tanh form: t = tanh(beta (x + kappa x x x)) into `t`, 0.5 x (1 + t) into `y` (the
-/// table's formula, its constants rounded to f32 as the table rounds them).
+/// table's formula).
 #[inline(always)]
 fn gelu_tanh_body(x: &[f32], y: &mut [MaybeUninit<f32>], t: &mut [MaybeUninit<f32>]) {
-    let (beta, kappa) = (GELU_TANH_BETA as f32, 0.044_715_f64 as f32);
     for ((y, t), &x) in y.iter_mut().zip(t.iter_mut()).zip(x) {
         // The table's tanh (libm's bits), not std's.
-        let th = Float::tanh(beta * (x + kappa * (x * x * x)));
+        let th = Float::tanh(BETA * (x + KAPPA * (x * x * x)));
         t.write(th);
         y.write(0.5 * x * (1.0 + th));
     }
@@ -187,11 +194,10 @@ fn gelu_tanh_body(x: &[f32], y: &mut [MaybeUninit<f32>], t: &mut [MaybeUninit<f3
 /// The table's gradient of GELU's tanh form with the kept t.
 #[inline(always)]
 fn gelu_tanh_grad_body(x: &[f32], t: &[f32], g: &[f32], out: &mut [MaybeUninit<f32>]) {
-    let (beta, kappa) = (GELU_TANH_BETA as f32, 0.044_715_f64 as f32);
     for (((o, &x), &t), &g) in out.iter_mut().zip(x).zip(t).zip(g) {
         let x_sq = x * x;
         let left_derivative = 0.5 * (1.0 + t);
-        let inner_derivative = beta * (1.0 + 3.0 * kappa * x_sq);
+        let inner_derivative = BETA * (1.0 + 3.0 * KAPPA * x_sq);
         let right_derivative = 0.5 * x * (1.0 - t * t) * inner_derivative;
         o.write(g * (left_derivative + right_derivative));
     }
