@@ -9,6 +9,8 @@
 //! `powf_zip` need no scalar fix-up. They run it as two halves, log2|x| then the rest, each a
 //! loop over a block: the whole in one loop was a dependency chain too long for the core to
 //! overlap vectors (three loops, passing more values between them, were 3x slower).
+//! Where AVX-512 exists, vectors whose lanes are all ordinary (the usual case) run the same
+//! operations written in intrinsics instead (`powf/lanes.rs`), 2.4x faster.
 
 const TWO24: f32 = f32::from_bits(0x4b80_0000); // 2^24
 const DP_H: f32 = f32::from_bits(0x3f15_c000); // 5.84960938e-01
@@ -364,16 +366,7 @@ fn run_zip(x: &[f32], y: &[f32], out: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn run_slice_avx512(x: &[f32], y: f32, out: &mut [f32]) {
-    run_slice(x, y, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-unsafe fn run_zip_avx512(x: &[f32], y: &[f32], out: &mut [f32]) {
-    run_zip(x, y, out)
-}
+mod lanes;
 
 /// `out[i] = libm::powf(x[i], y)` for every i, bit for bit, on 16 lanes where AVX-512 exists.
 /// Panics if the lengths differ.
@@ -382,7 +375,7 @@ pub fn powf_slice(x: &[f32], y: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { run_slice_avx512(x, y, out) };
+        return unsafe { lanes::run(x, y, None, out) };
     }
     run_slice(x, y, out)
 }
@@ -395,7 +388,7 @@ pub fn powf_zip(x: &[f32], y: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { run_zip_avx512(x, y, out) };
+        return unsafe { lanes::run(x, 0.0, Some(y), out) };
     }
     run_zip(x, y, out)
 }
