@@ -234,8 +234,8 @@ impl_float!(
     libm::cosf,
     libm::powf,
     libm::fabsf,
-    libm::truncf,
-    libm::floorf,
+    trunc_f32,
+    floor_f32,
     libm::fmodf,
     libm::atan2f
 );
@@ -253,11 +253,31 @@ impl_float!(
     libm::cos,
     libm::pow,
     libm::fabs,
-    libm::trunc,
-    libm::floor,
+    trunc_f64,
+    floor_f64,
     libm::fmod,
     crate::lane_math::atan2::atan2_select
 );
+
+/// Rounding to an integer by the instruction (`vrndscale` where the loop is compiled for
+/// AVX-512, SSE4.1's `round` or a libc call elsewhere), exact like libm's bit arithmetic: the
+/// same bits, but that a NaN passes through unchanged as libm returns it (the instruction
+/// quiets a signalling NaN). libm's branches on the exponent did not vectorise well (floor of
+/// [32, 64, 512] f32: 0.063 ms against 0.040 for neg).
+macro_rules! rounding {
+    ($($name:ident = $t:ty, $method:ident;)*) => {$(
+        #[inline(always)]
+        fn $name(x: $t) -> $t {
+            if x.is_nan() { x } else { x.$method() }
+        }
+    )*};
+}
+rounding! {
+    trunc_f32 = f32, trunc;
+    floor_f32 = f32, floor;
+    trunc_f64 = f64, trunc;
+    floor_f64 = f64, floor;
+}
 
 /// `v` in the element type of `like`: lets dtype-dispatch macros name constants without spelling `T`.
 #[inline(always)]

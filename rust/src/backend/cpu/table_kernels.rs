@@ -367,6 +367,60 @@ mod tests {
         }
     }
 
+    /// The lane kernels of trunc and floor (the rounding instruction) against libm's bit
+    /// arithmetic: every 257th f32 bit pattern (both signs, subnormals, infinities, NaNs of
+    /// both kinds with payloads) and f64 patterns from a fixed stream, all bits equal.
+    #[test]
+    fn trunc_and_floor_keep_libms_bits() {
+        let x32: Vec<f32> = (0..=u32::MAX)
+            .step_by(257)
+            .chain([
+                0x7fa0_0001,
+                0xffa5_4321,
+                0x7fc1_2345,
+                0x4b00_0001,
+                0xcb7f_ffff,
+            ])
+            .map(f32::from_bits)
+            .collect();
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let x64: Vec<f64> = (0..1_000_000)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                // Every third a value near the integers: exponents of -2 to 60.
+                let v = f64::from_bits(s);
+                if i % 3 == 0 {
+                    f64::from_bits((s >> 12) | (0x3fd0_0000_0000_0000 + ((i % 62) << 52)))
+                } else {
+                    v
+                }
+            })
+            .chain([
+                f64::from_bits(0x7ff0_0000_0000_0001),
+                f64::from_bits(0xfff8_0000_0000_1234),
+            ])
+            .collect();
+        for (op, f32_ref, f64_ref) in [
+            (
+                UnaryOp::Trunc,
+                libm::truncf as fn(f32) -> f32,
+                libm::trunc as fn(f64) -> f64,
+            ),
+            (UnaryOp::Floor, libm::floorf, libm::floor),
+        ] {
+            for (v, got) in x32.iter().zip(unary(op, &x32)) {
+                let want = f32_ref(*v);
+                assert_eq!(got.to_bits(), want.to_bits(), "{op:?}({:#x})", v.to_bits());
+            }
+            for (v, got) in x64.iter().zip(unary(op, &x64)) {
+                let want = f64_ref(*v);
+                assert_eq!(got.to_bits(), want.to_bits(), "{op:?}({:#x})", v.to_bits());
+            }
+        }
+    }
+
     #[test]
     fn trunc_and_floor_and_their_zero_gradients() {
         let x = [-2.5f64, -0.5, -0.0, 0.5, 2.5, f64::INFINITY];
