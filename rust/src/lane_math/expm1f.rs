@@ -4,7 +4,8 @@
 //! by k) with every branch computed and chosen by a select, so a loop of it vectorises: each
 //! lane runs the scalar call's IEEE operations in the same order (no FMA contraction). Every
 //! input, special values included, takes the select path: `expm1f_slice` needs no scalar
-//! fix-up.
+//! fix-up. Where AVX-512 exists, vectors whose lanes are all ordinary run the general path
+//! written in intrinsics instead (`expm1f/lanes.rs`).
 
 const LN2_HI: f32 = f32::from_bits(0x3f31_7180); // 6.9313812256e-01
 const LN2_LO: f32 = f32::from_bits(0x3717_f7d1); // 9.0580006145e-06
@@ -120,8 +121,11 @@ fn expm1f_for<const BOUNDED: bool>(x: f32) -> f32 {
 super::lane_slice!(
     /// `out[i] = libm::expm1f(x[i])` for every i, bit for bit, on 16 lanes where AVX-512 exists.
     /// Panics if the lengths differ.
-    expm1f_slice = expm1f_select, f32
+    expm1f_slice = expm1f_select, f32, avx512 = lanes::run
 );
+
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 
 #[cfg(test)]
 mod tests {

@@ -35,8 +35,13 @@ mod test_support;
 /// (panicking if the lengths differ), the loop compiled for AVX-512 where the CPU has it, else
 /// the baseline loop; and that plain loop as `run`, which the tests compare too. The loop is
 /// `#[inline(always)]`, so the AVX-512 entry holds a copy compiled for its own width.
+/// `avx512 = path` names the AVX-512 loop instead (an unsafe fn with those features, taking
+/// `x` and `out`), such as intrinsics for the common lanes that fall back on `run`.
 macro_rules! lane_slice {
     ($(#[$doc:meta])* $slice:ident = $select:ident, $t:ty) => {
+        $crate::lane_math::lane_slice!($(#[$doc])* $slice = $select, $t, avx512 = run);
+    };
+    ($(#[$doc:meta])* $slice:ident = $select:ident, $t:ty, avx512 = $fast:path) => {
         /// The loop both entry points compile: named calls inline, so it vectorises.
         #[inline(always)]
         fn run(x: &[$t], out: &mut [$t]) {
@@ -50,7 +55,11 @@ macro_rules! lane_slice {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
         unsafe fn run_avx512(x: &[$t], out: &mut [$t]) {
-            run(x, out)
+            #[allow(unused_unsafe)]
+            // SAFETY: this function's features, which `$fast` is compiled for.
+            unsafe {
+                $fast(x, out)
+            }
         }
 
         $(#[$doc])*

@@ -1,11 +1,11 @@
 //! The f32 unary ops whose kernels are not the op table's formula run lane by lane: GELU and
-//! erf (lanes sorted by erf's range, `erf_lanes.rs`), sin and cos (`lane_math/sincosf.rs`, a
-//! scalar libm pass for the few arguments too large for the vector reduction), and sigmoid,
-//! SiLU, softplus, logsigmoid and elu's gradient (the exponentials of a block on the 16-lane intrinsics of
-//! `exp_lanes.rs`, then the rest of the formula in a second loop: one loop of exp and log1p
-//! together was latency bound, 3x slower), and ELU (its expm1 and exp only on the lanes that
-//! use them, `elu_lanes.rs`). Each computes exactly the table formula's operations, so the bits
-//! are the formula's.
+//! erf (lanes sorted by erf's range, `erf_lanes.rs`), expm1 (`lane_math/expm1f.rs`), sin and
+//! cos (`lane_math/sincosf.rs`, a scalar libm pass for the few arguments too large for the
+//! vector reduction), and sigmoid, SiLU, softplus, logsigmoid and elu's gradient (the
+//! exponentials of a block on the 16-lane intrinsics of `exp_lanes.rs`, then the rest of the
+//! formula in a second loop: one loop of exp and log1p together was latency bound, 3x
+//! slower), and ELU (its expm1 and exp only on the lanes that use them, `elu_lanes.rs`). Each
+//! computes exactly the table formula's operations, so the bits are the formula's.
 
 #[cfg(target_arch = "x86_64")]
 use super::elu_lanes;
@@ -14,6 +14,7 @@ use super::exp_lanes::{ExpRow, Pre};
 use super::simd::{has_avx512, wide_fn};
 use super::uninit::filled;
 use crate::dtype::Float;
+use crate::lane_math::expm1f::expm1f_slice;
 use crate::lane_math::sincosf::{cosf_slice, sinf_slice};
 use crate::op_table::UnaryOp;
 
@@ -35,6 +36,7 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
 fn blocks_on_lanes(op: UnaryOp) -> bool {
     match op {
         UnaryOp::Exp
+        | UnaryOp::Expm1
         | UnaryOp::Sin
         | UnaryOp::Cos
         | UnaryOp::Sigmoid
@@ -52,6 +54,8 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
         UnaryOp::Gelu => erf_lanes::gelu_into(x, out, fast),
         // The table's `exp(x)` on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
         UnaryOp::Exp => exp_into(x, out, Pre::Same),
+        // libm's expm1f, its common lanes in intrinsics (`lane_math/expm1f/lanes.rs`).
+        UnaryOp::Expm1 => expm1f_slice(x, out),
         UnaryOp::Sin => sinf_slice(x, out),
         UnaryOp::Cos => cosf_slice(x, out),
         // The table's `1 / (1 + exp(-x))` and `x / (1 + exp(-x))`, the exponentials taken
@@ -463,6 +467,23 @@ mod tests {
                     x[i]
                 );
             }
+        }
+    }
+
+    #[test]
+    fn expm1_gives_libms_bits() {
+        // Past one chunk: every branch of libm's (k of -1, 0, 1, the middle and far ones,
+        // saturation, overflow, tiny values), NaNs among them.
+        let x: Vec<f32> = (0..20_000)
+            .map(|i| match i % 11 {
+                0 => f32::from_bits(0x7fc0_0001 + i as u32),
+                1 => (i as f32 - 10_000.0) * 1e-9,
+                _ => (i as f32 - 10_000.0) * 0.0113,
+            })
+            .collect();
+        let y = forward(UnaryOp::Expm1, &x, false).expect("a lane kernel");
+        for (v, y) in x.iter().zip(y) {
+            assert_eq!(y.to_bits(), libm::expm1f(*v).to_bits(), "expm1 at {v:e}");
         }
     }
 }
