@@ -1,9 +1,9 @@
 //! expm1f's ordinary lanes written in AVX-512 intrinsics: the operations of `expm1f_for`'s
-//! general path (the same IEEE operations in the same order, no FMA), without the special
-//! cases, for vectors whose every lane is ordinary: 2^-25 <= |x|, x > -27 ln2 and x < 88 (no
-//! saturation to -1, no overflow, k below 128). A vector with any other lane runs the select
-//! form. LLVM's vectorised select form ran about 2.5x slower (its six reconstructions and
-//! special cases as chains of blends).
+//! general path (the same IEEE operations in the same order, no FMA) on the ordinary lanes:
+//! x > -27 ln2 and x < 88 (no saturation to -1, no overflow, k below 128), those with
+//! |x| < 2^-25 (libm's x) a blend. libm's call computes the other lanes. LLVM's vectorised
+//! select form ran about 1.25x slower (its six reconstructions and special cases as chains
+//! of blends).
 
 use super::{INV_LN2, LN2_HI, LN2_LO, Q1, Q2};
 use std::arch::x86_64::*;
@@ -12,8 +12,8 @@ use std::arch::x86_64::*;
 /// steps; side by side the core overlaps them).
 const SIDE: usize = 4;
 
-/// `out[i] = libm::expm1f(x[i])`: whole groups of `SIDE` vectors whose lanes are all
-/// ordinary in intrinsics, every other vector and the last values in the select form.
+/// `out[i] = libm::expm1f(x[i])`: whole groups of `SIDE` vectors in intrinsics, the lanes
+/// that are not ordinary by libm's call, the last values in the select form.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
 pub(super) unsafe fn run(x: &[f32], out: &mut [f32]) {
     const GROUP: usize = 16 * SIDE;
@@ -30,11 +30,15 @@ pub(super) unsafe fn run(x: &[f32], out: &mut [f32]) {
         let (y, ok) = unsafe { expm1f16::<SIDE>(xs) };
         for k in 0..SIDE {
             let at = 16 * k..16 * k + 16;
-            if ok[k] == 0xffff {
-                // SAFETY: 16 values.
-                unsafe { _mm512_storeu_ps(o[at].as_mut_ptr(), y[k]) };
-            } else {
-                super::run(&v[at.clone()], &mut o[at]);
+            // SAFETY: 16 values.
+            unsafe { _mm512_storeu_ps(o[at.clone()].as_mut_ptr(), y[k]) };
+            // The other lanes (saturation, overflow, NaN) by libm's call, the select form's
+            // bits.
+            let mut rest = !ok[k];
+            while rest != 0 {
+                let l = 16 * k + rest.trailing_zeros() as usize;
+                o[l] = libm::expm1f(v[l]);
+                rest &= rest - 1;
             }
         }
     }
@@ -57,9 +61,10 @@ pub(super) unsafe fn expm1f16<const N: usize>(x: [__m512; N]) -> ([__m512; N], [
     let bits = each!(k => _mm512_castps_si512(x[k]));
     let hx = each!(k => _mm512_and_si512(bits[k], i(0x7fff_ffff)));
     let sign = each!(k => _mm512_cmplt_epi32_mask(bits[k], i(0)));
-    let ordinary = each!(k => _mm512_cmpge_epi32_mask(hx[k], i(0x3300_0000))
-        & ((sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x4195_b844)))
-            | (!sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x42b0_0000)))));
+    // |x| < 2^-25 (zeros included): libm returns x; a blend below.
+    let tiny = each!(k => _mm512_cmplt_epi32_mask(hx[k], i(0x3300_0000)));
+    let ordinary = each!(k => (sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x4195_b844)))
+        | (!sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x42b0_0000))));
 
     // Argument reduction: k = round(x / ln2) from 1.5 ln2, ±1 beyond 0.5 ln2, else 0.
     let half = each!(k => _mm512_mask_blend_ps(sign[k], f(0.5), f(-0.5)));
@@ -125,5 +130,6 @@ pub(super) unsafe fn expm1f16<const N: usize>(x: [__m512; N]) -> ([__m512; N], [
     let y = each!(k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(1)), y[k], y_k1[k]));
     let y = each!(k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(-1)), y[k], y_km1[k]));
     let y = each!(k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(0)), y[k], y_k0[k]));
+    let y = each!(k => _mm512_mask_blend_ps(tiny[k], y[k], x[k]));
     (y, ordinary)
 }

@@ -1,9 +1,9 @@
 //! powf's ordinary lanes written in AVX-512 intrinsics: the operations of `log2_parts` and
 //! `finish` (the same IEEE operations in the same order, no FMA), without the special cases,
-//! for vectors whose every lane is ordinary: |x| a normal f32 other than 1, x > 0 or y an
-//! integer, y none of libm's special exponents (`ordinary_exponent`), and |y·log2|x|| < 126,
-//! where the result is a normal f32 (no overflow, underflow or subnormal scaling). Each vector
-//! says which lanes were ordinary; the callers run the select form on a vector with any other.
+//! on the ordinary lanes: y none of libm's special exponents (`ordinary_exponent`), and x = ±0
+//! (libm's special case, a blend) or |x| a normal f32 other than 1, x > 0 or y an integer, and
+//! |y·log2|x|| < 126, where the result is a normal f32 (no overflow, underflow or subnormal
+//! scaling). Each vector says which lanes were ordinary; libm's call computes the others.
 //! The select form compiled by LLVM's vectoriser ran at about a sixth of these instructions'
 //! speed (mask juggling for the special cases, the halves' tuples interleaved by permutes).
 
@@ -17,10 +17,9 @@ use std::arch::x86_64::*;
 const SIDE: usize = 4;
 
 /// `run_slice` / `run_zip` (y per element where `ys` is given, else `y` for all) with each
-/// vector of 16 whose lanes are all ordinary in intrinsics, `SIDE` vectors
-/// side by side and in two halves per block of `BLOCK` values (the first half's loop, then
-/// the second's, as `halves`); any other vector and the last values short of `SIDE` vectors
-/// in the select form.
+/// vector of 16 in intrinsics, `SIDE` vectors side by side and in two halves per block of
+/// `BLOCK` values (the first half's loop, then the second's, as `halves`); the lanes that are
+/// not ordinary by libm's call, the last values short of `SIDE` vectors in the select form.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
 pub(super) unsafe fn run(x: &[f32], y: f32, ys: Option<&[f32]>, out: &mut [f32]) {
     const GROUP: usize = 16 * SIDE;
@@ -66,14 +65,17 @@ pub(super) unsafe fn run(x: &[f32], y: f32, ys: Option<&[f32]>, out: &mut [f32])
             // SAFETY: this function's features.
             let (p, ok) = unsafe { finish16::<SIDE>(xs, yv, e, t1, t2) };
             for k in 0..SIDE {
-                let at = 16 * k..16 * k + 16;
-                if ok[k] == 0xffff {
-                    // SAFETY: 16 values.
-                    unsafe { _mm512_storeu_ps(o[at].as_mut_ptr(), p[k]) };
-                } else if let Some(b) = yb {
-                    super::run_zip(&v[at.clone()], &b[at.clone()], &mut o[at]);
-                } else {
-                    super::run_slice(&v[at.clone()], y, &mut o[at]);
+                let o = &mut o[16 * k..16 * k + 16];
+                // SAFETY: 16 values.
+                unsafe { _mm512_storeu_ps(o.as_mut_ptr(), p[k]) };
+                // The other lanes by libm's call (the select form's bits): few in a vector as
+                // a rule, and its special cases (zeros, NaN results) return early.
+                let mut rest = !ok[k];
+                while rest != 0 {
+                    let l = rest.trailing_zeros() as usize;
+                    let b = yb.map_or(y, |b| b[16 * k + l]);
+                    o[l] = libm::powf(v[16 * k + l], b);
+                    rest &= rest - 1;
                 }
             }
         }
@@ -292,11 +294,18 @@ pub(super) unsafe fn finish16<const N: usize>(
     let normal =
         each!(k => _mm512_cmpgt_epi32_mask(_mm512_srai_epi32::<23>(jz[k]), _mm512_setzero_si512()));
     // sn · z: -1 · z for a negative x to an odd power, its sign flipped exactly.
+    // x = ±0 (libm's special case of x): +0 for y > 0, +inf for y < 0.
+    let zero = each!(k => _mm512_cmpeq_epi32_mask(ix[k], _mm512_setzero_si512()));
+    let y_neg =
+        each!(k => _mm512_cmplt_epi32_mask(_mm512_castps_si512(y[k]), _mm512_setzero_si512()));
+    let zero_power = each!(k => _mm512_maskz_mov_epi32(y_neg[k], i(0x7f80_0000)));
+    let jz = each!(k => _mm512_mask_blend_epi32(zero[k], jz[k], zero_power[k]));
+    // sn · z: -1 · z for a negative x (-0 included) to an odd power, its sign flipped exactly.
     let flip = each!(k => _mm512_maskz_mov_epi32(negative[k] & e[k].odd, i(i32::MIN)));
     let out = each!(k => _mm512_castsi512_ps(_mm512_xor_si512(jz[k], flip[k])));
     (
         out,
-        each!(k => e[k].ordinary & ordinary_x[k] & in_range[k] & normal[k]),
+        each!(k => e[k].ordinary & ((ordinary_x[k] & in_range[k] & normal[k]) | zero[k])),
     )
 }
 
@@ -361,7 +370,12 @@ mod tests {
                     let sign = if integer && r & 2 == 0 { -1.0 } else { 1.0 };
                     *x = sign * m * 2f32.powi(e);
                 } else {
-                    *x = f32::from_bits(r as u32);
+                    // Bit patterns, every eighth a zero of either sign.
+                    *x = f32::from_bits(if r % 8 == 0 {
+                        (r as u32) & 0x8000_0000
+                    } else {
+                        r as u32
+                    });
                     *y = if s & 1 == 0 {
                         f32::from_bits((s >> 32) as u32)
                     } else {
@@ -371,8 +385,8 @@ mod tests {
             }
             for (i, (bits, ok)) in run(&xs, &ys).into_iter().enumerate() {
                 let (x, y) = (xs[i], ys[i]);
-                let special_y = y == 0.0 || y.abs() == 1.0 || y == 2.0 || y == 0.5;
-                if ordinary && !special_y && x.abs() != 1.0 {
+                let y_ok = super::super::ordinary_exponent(y);
+                if (ordinary || x == 0.0) && y_ok && x.abs() != 1.0 {
                     assert!(ok, "({x:e}, {y:e}) is ordinary but was not taken as such");
                 }
                 if ok {
