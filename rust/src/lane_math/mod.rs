@@ -76,6 +76,16 @@ macro_rules! lane_slice {
 }
 pub(crate) use lane_slice;
 
+/// `[expr for k in 0..n]`: an intrinsics kernel's step on `n` vectors side by side, each
+/// vector's operation next to the others' (one vector's steps are a chain of dependent
+/// operations; side by side the core overlaps them).
+macro_rules! each {
+    ($n:ident, $k:ident => $e:expr) => {
+        std::array::from_fn::<_, $n, _>(|$k| $e)
+    };
+}
+pub(crate) use each;
+
 /// Whether the CPU has the AVX-512 subsets the 16-lane kernels here are compiled for.
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {

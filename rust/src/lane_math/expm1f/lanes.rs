@@ -6,6 +6,7 @@
 //! of blends).
 
 use super::{INV_LN2, LN2_HI, LN2_LO, Q1, Q2};
+use crate::lane_math::each;
 use std::arch::x86_64::*;
 
 /// Vectors of 16 taken side by side (one vector's operations are a chain of dependent
@@ -50,72 +51,65 @@ pub(super) unsafe fn run(x: &[f32], out: &mut [f32]) {
 #[target_feature(enable = "avx512f,avx512dq")]
 #[inline]
 pub(super) unsafe fn expm1f16<const N: usize>(x: [__m512; N]) -> ([__m512; N], [u16; N]) {
-    /// `[expr for k in 0..N]`, each element's statement next to the others'.
-    macro_rules! each {
-        ($k:ident => $e:expr) => {
-            std::array::from_fn::<_, N, _>(|$k| $e)
-        };
-    }
     let f = _mm512_set1_ps;
     let i = _mm512_set1_epi32;
-    let bits = each!(k => _mm512_castps_si512(x[k]));
-    let hx = each!(k => _mm512_and_si512(bits[k], i(0x7fff_ffff)));
-    let sign = each!(k => _mm512_cmplt_epi32_mask(bits[k], i(0)));
+    let bits = each!(N, k => _mm512_castps_si512(x[k]));
+    let hx = each!(N, k => _mm512_and_si512(bits[k], i(0x7fff_ffff)));
+    let sign = each!(N, k => _mm512_cmplt_epi32_mask(bits[k], i(0)));
     // |x| < 2^-25 (zeros included): libm returns x; a blend below.
-    let tiny = each!(k => _mm512_cmplt_epi32_mask(hx[k], i(0x3300_0000)));
-    let ordinary = each!(k => (sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x4195_b844)))
+    let tiny = each!(N, k => _mm512_cmplt_epi32_mask(hx[k], i(0x3300_0000)));
+    let ordinary = each!(N, k => (sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x4195_b844)))
         | (!sign[k] & _mm512_cmplt_epi32_mask(hx[k], i(0x42b0_0000))));
 
     // Argument reduction: k = round(x / ln2) from 1.5 ln2, ±1 beyond 0.5 ln2, else 0.
-    let half = each!(k => _mm512_mask_blend_ps(sign[k], f(0.5), f(-0.5)));
+    let half = each!(N, k => _mm512_mask_blend_ps(sign[k], f(0.5), f(-0.5)));
     let k_far =
-        each!(k => _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(f(INV_LN2), x[k]), half[k])));
-    let k_near = each!(k => _mm512_mask_blend_epi32(sign[k], i(1), i(-1)));
-    let near = each!(k => _mm512_cmpgt_epi32_mask(hx[k], i(0x3eb1_7218)));
-    let far = each!(k => _mm512_cmpge_epi32_mask(hx[k], i(0x3f85_1592)));
-    let kk = each!(k => _mm512_maskz_mov_epi32(near[k], k_near[k]));
-    let kk = each!(k => _mm512_mask_blend_epi32(far[k], kk[k], k_far[k]));
-    let t = each!(k => _mm512_cvtepi32_ps(kk[k]));
-    let hi = each!(k => _mm512_sub_ps(x[k], _mm512_mul_ps(t[k], f(LN2_HI))));
-    let lo = each!(k => _mm512_mul_ps(t[k], f(LN2_LO)));
-    let xr = each!(k => _mm512_sub_ps(hi[k], lo[k]));
-    let c = each!(k => _mm512_sub_ps(_mm512_sub_ps(hi[k], xr[k]), lo[k]));
-    let hfx = each!(k => _mm512_mul_ps(f(0.5), xr[k]));
-    let hxs = each!(k => _mm512_mul_ps(xr[k], hfx[k]));
-    let r1 = each!(k => _mm512_add_ps(
+        each!(N, k => _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(f(INV_LN2), x[k]), half[k])));
+    let k_near = each!(N, k => _mm512_mask_blend_epi32(sign[k], i(1), i(-1)));
+    let near = each!(N, k => _mm512_cmpgt_epi32_mask(hx[k], i(0x3eb1_7218)));
+    let far = each!(N, k => _mm512_cmpge_epi32_mask(hx[k], i(0x3f85_1592)));
+    let kk = each!(N, k => _mm512_maskz_mov_epi32(near[k], k_near[k]));
+    let kk = each!(N, k => _mm512_mask_blend_epi32(far[k], kk[k], k_far[k]));
+    let t = each!(N, k => _mm512_cvtepi32_ps(kk[k]));
+    let hi = each!(N, k => _mm512_sub_ps(x[k], _mm512_mul_ps(t[k], f(LN2_HI))));
+    let lo = each!(N, k => _mm512_mul_ps(t[k], f(LN2_LO)));
+    let xr = each!(N, k => _mm512_sub_ps(hi[k], lo[k]));
+    let c = each!(N, k => _mm512_sub_ps(_mm512_sub_ps(hi[k], xr[k]), lo[k]));
+    let hfx = each!(N, k => _mm512_mul_ps(f(0.5), xr[k]));
+    let hxs = each!(N, k => _mm512_mul_ps(xr[k], hfx[k]));
+    let r1 = each!(N, k => _mm512_add_ps(
         f(1.0),
         _mm512_mul_ps(hxs[k], _mm512_add_ps(f(Q1), _mm512_mul_ps(hxs[k], f(Q2)))),
     ));
-    let t = each!(k => _mm512_sub_ps(f(3.0), _mm512_mul_ps(r1[k], hfx[k])));
-    let e = each!(k => _mm512_mul_ps(
+    let t = each!(N, k => _mm512_sub_ps(f(3.0), _mm512_mul_ps(r1[k], hfx[k])));
+    let e = each!(N, k => _mm512_mul_ps(
         hxs[k],
         _mm512_div_ps(
             _mm512_sub_ps(r1[k], t[k]),
             _mm512_sub_ps(f(6.0), _mm512_mul_ps(xr[k], t[k])),
         ),
     ));
-    let y_k0 = each!(k => _mm512_sub_ps(xr[k], _mm512_sub_ps(_mm512_mul_ps(xr[k], e[k]), hxs[k])));
-    let e = each!(k => _mm512_sub_ps(_mm512_mul_ps(xr[k], _mm512_sub_ps(e[k], c[k])), c[k]));
-    let e = each!(k => _mm512_sub_ps(e[k], hxs[k]));
-    let xe = each!(k => _mm512_sub_ps(xr[k], e[k]));
-    let y_km1 = each!(k => _mm512_sub_ps(_mm512_mul_ps(f(0.5), xe[k]), f(0.5)));
-    let low = each!(k => _mm512_cmp_ps_mask::<_CMP_LT_OQ>(xr[k], f(-0.25)));
-    let y_k1 = each!(k => _mm512_mask_blend_ps(
+    let y_k0 =
+        each!(N, k => _mm512_sub_ps(xr[k], _mm512_sub_ps(_mm512_mul_ps(xr[k], e[k]), hxs[k])));
+    let e = each!(N, k => _mm512_sub_ps(_mm512_mul_ps(xr[k], _mm512_sub_ps(e[k], c[k])), c[k]));
+    let e = each!(N, k => _mm512_sub_ps(e[k], hxs[k]));
+    let xe = each!(N, k => _mm512_sub_ps(xr[k], e[k]));
+    let y_km1 = each!(N, k => _mm512_sub_ps(_mm512_mul_ps(f(0.5), xe[k]), f(0.5)));
+    let low = each!(N, k => _mm512_cmp_ps_mask::<_CMP_LT_OQ>(xr[k], f(-0.25)));
+    let y_k1 = each!(N, k => _mm512_mask_blend_ps(
         low[k],
         _mm512_add_ps(f(1.0), _mm512_mul_ps(f(2.0), xe[k])),
         _mm512_mul_ps(f(-2.0), _mm512_sub_ps(e[k], _mm512_add_ps(xr[k], f(0.5)))),
     ));
     // 2^k and 2^-k by their bits (k in -27..=127 on ordinary lanes).
-    let twopk =
-        each!(k => _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(i(0x7f), kk[k]))));
-    let uf =
-        each!(k => _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_sub_epi32(i(0x7f), kk[k]))));
-    let y_far = each!(k => _mm512_sub_ps(
+    let twopk = each!(N, k => _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(i(0x7f), kk[k]))));
+    let uf = each!(N, k => _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_sub_epi32(i(0x7f), kk[k]))));
+    let y_far = each!(N, k => _mm512_sub_ps(
         _mm512_mul_ps(_mm512_add_ps(xe[k], f(1.0)), twopk[k]),
         f(1.0),
     ));
-    let below_23 = each!(k => _mm512_cmplt_epi32_mask(kk[k], i(23)));
-    let y_mid = each!(k => _mm512_mul_ps(
+    let below_23 = each!(N, k => _mm512_cmplt_epi32_mask(kk[k], i(23)));
+    let y_mid = each!(N, k => _mm512_mul_ps(
         _mm512_mask_blend_ps(
             below_23[k],
             _mm512_add_ps(_mm512_sub_ps(xr[k], _mm512_add_ps(e[k], uf[k])), f(1.0)),
@@ -125,11 +119,14 @@ pub(super) unsafe fn expm1f16<const N: usize>(x: [__m512; N]) -> ([__m512; N], [
     ));
     // The reconstruction by k: 0, -1, 1, outside 0..=56, else the middle one.
     let outside =
-        each!(k => _mm512_cmplt_epi32_mask(kk[k], i(0)) | _mm512_cmpgt_epi32_mask(kk[k], i(56)));
-    let y = each!(k => _mm512_mask_blend_ps(outside[k], y_mid[k], y_far[k]));
-    let y = each!(k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(1)), y[k], y_k1[k]));
-    let y = each!(k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(-1)), y[k], y_km1[k]));
-    let y = each!(k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(0)), y[k], y_k0[k]));
-    let y = each!(k => _mm512_mask_blend_ps(tiny[k], y[k], x[k]));
+        each!(N, k => _mm512_cmplt_epi32_mask(kk[k], i(0)) | _mm512_cmpgt_epi32_mask(kk[k], i(56)));
+    let y = each!(N, k => _mm512_mask_blend_ps(outside[k], y_mid[k], y_far[k]));
+    let y =
+        each!(N, k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(1)), y[k], y_k1[k]));
+    let y =
+        each!(N, k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(-1)), y[k], y_km1[k]));
+    let y =
+        each!(N, k => _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(kk[k], i(0)), y[k], y_k0[k]));
+    let y = each!(N, k => _mm512_mask_blend_ps(tiny[k], y[k], x[k]));
     (y, ordinary)
 }

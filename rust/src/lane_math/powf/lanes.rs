@@ -11,6 +11,7 @@ use super::{
     BLOCK, CP, CP_H, CP_L, DP_H, DP_L, L1, L2, L3, L4, L5, L6, LG2, LG2_H, LG2_L, P1, P2, P3, P4,
     P5,
 };
+use crate::lane_math::each;
 use std::arch::x86_64::*;
 
 /// Vectors of 16 taken side by side.
@@ -138,71 +139,66 @@ pub(super) unsafe fn exponents(y: __m512) -> Exponents {
 #[target_feature(enable = "avx512f,avx512dq")]
 #[inline]
 pub(super) unsafe fn log2_parts16<const N: usize>(x: [__m512; N]) -> ([__m512; N], [__m512; N]) {
-    /// `[expr for k in 0..N]`, each element's statement next to the others'.
-    macro_rules! each {
-        ($k:ident => $e:expr) => {
-            std::array::from_fn::<_, N, _>(|$k| $e)
-        };
-    }
-
     let f = _mm512_set1_ps;
     let i = _mm512_set1_epi32;
-    let ix = each!(k => _mm512_and_si512(_mm512_castps_si512(x[k]), i(0x7fff_ffff)));
+    let ix = each!(N, k => _mm512_and_si512(_mm512_castps_si512(x[k]), i(0x7fff_ffff)));
 
     // log2|x| = n + dp_h[k] + log2(ax), from s = (ax - bp)/(ax + bp) (`log2_parts`).
-    let jm = each!(k => _mm512_and_si512(ix[k], i(0x007f_ffff)));
-    let k1 = each!(k => _mm512_cmpgt_epi32_mask(jm[k], i(0x001c_c471)) & _mm512_cmplt_epi32_mask(jm[k], i(0x005d_b3d7)));
-    let up = each!(k => _mm512_cmpge_epi32_mask(jm[k], i(0x005d_b3d7)));
-    let n = each!(k => _mm512_sub_epi32(_mm512_srli_epi32::<23>(ix[k]), i(0x7f)));
-    let n = each!(k => _mm512_mask_add_epi32(n[k], up[k], n[k], i(1)));
-    let ixn = each!(k => _mm512_or_si512(jm[k], i(0x3f80_0000)));
-    let ixn = each!(k => _mm512_mask_sub_epi32(ixn[k], up[k], ixn[k], i(0x0080_0000)));
-    let axn = each!(k => _mm512_castsi512_ps(ixn[k]));
-    let bp = each!(k => _mm512_mask_blend_ps(k1[k], f(1.0), f(1.5)));
-    let dp_h = each!(k => _mm512_maskz_mov_ps(k1[k], f(DP_H)));
-    let dp_l = each!(k => _mm512_maskz_mov_ps(k1[k], f(DP_L)));
-    let q = each!(k => _mm512_div_ps(f(1.0), _mm512_add_ps(axn[k], bp[k])));
-    let u = each!(k => _mm512_sub_ps(axn[k], bp[k]));
-    let s = each!(k => _mm512_mul_ps(u[k], q[k]));
-    let s_h = each!(k => high(s[k], HIGH));
-    let t_h = each!(k => _mm512_and_si512(_mm512_srli_epi32::<1>(ixn[k]), i(HIGH)));
-    let t_h = each!(k => _mm512_add_epi32(_mm512_or_si512(t_h[k], i(0x2000_0000)), i(0x0040_0000)));
+    let jm = each!(N, k => _mm512_and_si512(ix[k], i(0x007f_ffff)));
+    let k1 = each!(N, k => _mm512_cmpgt_epi32_mask(jm[k], i(0x001c_c471)) & _mm512_cmplt_epi32_mask(jm[k], i(0x005d_b3d7)));
+    let up = each!(N, k => _mm512_cmpge_epi32_mask(jm[k], i(0x005d_b3d7)));
+    let n = each!(N, k => _mm512_sub_epi32(_mm512_srli_epi32::<23>(ix[k]), i(0x7f)));
+    let n = each!(N, k => _mm512_mask_add_epi32(n[k], up[k], n[k], i(1)));
+    let ixn = each!(N, k => _mm512_or_si512(jm[k], i(0x3f80_0000)));
+    let ixn = each!(N, k => _mm512_mask_sub_epi32(ixn[k], up[k], ixn[k], i(0x0080_0000)));
+    let axn = each!(N, k => _mm512_castsi512_ps(ixn[k]));
+    let bp = each!(N, k => _mm512_mask_blend_ps(k1[k], f(1.0), f(1.5)));
+    let dp_h = each!(N, k => _mm512_maskz_mov_ps(k1[k], f(DP_H)));
+    let dp_l = each!(N, k => _mm512_maskz_mov_ps(k1[k], f(DP_L)));
+    let q = each!(N, k => _mm512_div_ps(f(1.0), _mm512_add_ps(axn[k], bp[k])));
+    let u = each!(N, k => _mm512_sub_ps(axn[k], bp[k]));
+    let s = each!(N, k => _mm512_mul_ps(u[k], q[k]));
+    let s_h = each!(N, k => high(s[k], HIGH));
+    let t_h = each!(N, k => _mm512_and_si512(_mm512_srli_epi32::<1>(ixn[k]), i(HIGH)));
     let t_h =
-        each!(k => _mm512_castsi512_ps(_mm512_mask_add_epi32(t_h[k], k1[k], t_h[k], i(1 << 21))));
-    let t_l = each!(k => _mm512_sub_ps(axn[k], _mm512_sub_ps(t_h[k], bp[k])));
-    let s_l = each!(k => _mm512_mul_ps(
+        each!(N, k => _mm512_add_epi32(_mm512_or_si512(t_h[k], i(0x2000_0000)), i(0x0040_0000)));
+    let t_h = each!(N, k => _mm512_castsi512_ps(_mm512_mask_add_epi32(t_h[k], k1[k], t_h[k], i(1 << 21))));
+    let t_l = each!(N, k => _mm512_sub_ps(axn[k], _mm512_sub_ps(t_h[k], bp[k])));
+    let s_l = each!(N, k => _mm512_mul_ps(
         q[k],
         _mm512_sub_ps(
             _mm512_sub_ps(u[k], _mm512_mul_ps(s_h[k], t_h[k])),
             _mm512_mul_ps(s_h[k], t_l[k]),
         ),
     ));
-    let s2 = each!(k => _mm512_mul_ps(s[k], s[k]));
-    let poly = each!(k => _mm512_add_ps(f(L5), _mm512_mul_ps(s2[k], f(L6))));
-    let poly = each!(k => _mm512_add_ps(f(L4), _mm512_mul_ps(s2[k], poly[k])));
-    let poly = each!(k => _mm512_add_ps(f(L3), _mm512_mul_ps(s2[k], poly[k])));
-    let poly = each!(k => _mm512_add_ps(f(L2), _mm512_mul_ps(s2[k], poly[k])));
-    let poly = each!(k => _mm512_add_ps(f(L1), _mm512_mul_ps(s2[k], poly[k])));
-    let r = each!(k => _mm512_mul_ps(_mm512_mul_ps(s2[k], s2[k]), poly[k]));
-    let r = each!(k => _mm512_add_ps(r[k], _mm512_mul_ps(s_l[k], _mm512_add_ps(s_h[k], s[k]))));
-    let s2 = each!(k => _mm512_mul_ps(s_h[k], s_h[k]));
-    let t_h = each!(k => high(_mm512_add_ps(_mm512_add_ps(f(3.0), s2[k]), r[k]), HIGH));
-    let t_l = each!(k => _mm512_sub_ps(r[k], _mm512_sub_ps(_mm512_sub_ps(t_h[k], f(3.0)), s2[k])));
-    let u = each!(k => _mm512_mul_ps(s_h[k], t_h[k]));
-    let v = each!(k => _mm512_add_ps(_mm512_mul_ps(s_l[k], t_h[k]), _mm512_mul_ps(t_l[k], s[k])));
-    let p_h = each!(k => high(_mm512_add_ps(u[k], v[k]), HIGH));
-    let p_l = each!(k => _mm512_sub_ps(v[k], _mm512_sub_ps(p_h[k], u[k])));
-    let z_h = each!(k => _mm512_mul_ps(f(CP_H), p_h[k]));
-    let z_l = each!(k => _mm512_add_ps(
+    let s2 = each!(N, k => _mm512_mul_ps(s[k], s[k]));
+    let poly = each!(N, k => _mm512_add_ps(f(L5), _mm512_mul_ps(s2[k], f(L6))));
+    let poly = each!(N, k => _mm512_add_ps(f(L4), _mm512_mul_ps(s2[k], poly[k])));
+    let poly = each!(N, k => _mm512_add_ps(f(L3), _mm512_mul_ps(s2[k], poly[k])));
+    let poly = each!(N, k => _mm512_add_ps(f(L2), _mm512_mul_ps(s2[k], poly[k])));
+    let poly = each!(N, k => _mm512_add_ps(f(L1), _mm512_mul_ps(s2[k], poly[k])));
+    let r = each!(N, k => _mm512_mul_ps(_mm512_mul_ps(s2[k], s2[k]), poly[k]));
+    let r = each!(N, k => _mm512_add_ps(r[k], _mm512_mul_ps(s_l[k], _mm512_add_ps(s_h[k], s[k]))));
+    let s2 = each!(N, k => _mm512_mul_ps(s_h[k], s_h[k]));
+    let t_h = each!(N, k => high(_mm512_add_ps(_mm512_add_ps(f(3.0), s2[k]), r[k]), HIGH));
+    let t_l =
+        each!(N, k => _mm512_sub_ps(r[k], _mm512_sub_ps(_mm512_sub_ps(t_h[k], f(3.0)), s2[k])));
+    let u = each!(N, k => _mm512_mul_ps(s_h[k], t_h[k]));
+    let v =
+        each!(N, k => _mm512_add_ps(_mm512_mul_ps(s_l[k], t_h[k]), _mm512_mul_ps(t_l[k], s[k])));
+    let p_h = each!(N, k => high(_mm512_add_ps(u[k], v[k]), HIGH));
+    let p_l = each!(N, k => _mm512_sub_ps(v[k], _mm512_sub_ps(p_h[k], u[k])));
+    let z_h = each!(N, k => _mm512_mul_ps(f(CP_H), p_h[k]));
+    let z_l = each!(N, k => _mm512_add_ps(
         _mm512_add_ps(_mm512_mul_ps(f(CP_L), p_h[k]), _mm512_mul_ps(p_l[k], f(CP))),
         dp_l[k],
     ));
-    let t = each!(k => _mm512_cvtepi32_ps(n[k]));
-    let t1 = each!(k => high(
+    let t = each!(N, k => _mm512_cvtepi32_ps(n[k]));
+    let t1 = each!(N, k => high(
         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(z_h[k], z_l[k]), dp_h[k]), t[k]),
         HIGH,
     ));
-    let t2 = each!(k => _mm512_sub_ps(
+    let t2 = each!(N, k => _mm512_sub_ps(
         z_l[k],
         _mm512_sub_ps(_mm512_sub_ps(_mm512_sub_ps(t1[k], t[k]), dp_h[k]), z_h[k]),
     ));
@@ -220,92 +216,85 @@ pub(super) unsafe fn finish16<const N: usize>(
     t1: [__m512; N],
     t2: [__m512; N],
 ) -> ([__m512; N], [u16; N]) {
-    /// `[expr for k in 0..N]`, each element's statement next to the others'.
-    macro_rules! each {
-        ($k:ident => $e:expr) => {
-            std::array::from_fn::<_, N, _>(|$k| $e)
-        };
-    }
-
     let f = _mm512_set1_ps;
     let i = _mm512_set1_epi32;
-    let hx = each!(k => _mm512_castps_si512(x[k]));
-    let ix = each!(k => _mm512_and_si512(hx[k], i(0x7fff_ffff)));
-    let negative = each!(k => _mm512_cmplt_epi32_mask(hx[k], i(0)));
-    let ordinary_x = each!(k => _mm512_cmpge_epi32_mask(ix[k], i(0x0080_0000))
+    let hx = each!(N, k => _mm512_castps_si512(x[k]));
+    let ix = each!(N, k => _mm512_and_si512(hx[k], i(0x7fff_ffff)));
+    let negative = each!(N, k => _mm512_cmplt_epi32_mask(hx[k], i(0)));
+    let ordinary_x = each!(N, k => _mm512_cmpge_epi32_mask(ix[k], i(0x0080_0000))
         & _mm512_cmplt_epi32_mask(ix[k], i(0x7f80_0000))
         & _mm512_cmpneq_epi32_mask(ix[k], i(0x3f80_0000))
         & (!negative[k] | e[k].integer));
 
     // y·log2|x| = p_h + p_l = z, then 2^z (`finish`).
-    let y1 = each!(k => high(y[k], HIGH));
-    let p_l = each!(k => _mm512_add_ps(
+    let y1 = each!(N, k => high(y[k], HIGH));
+    let p_l = each!(N, k => _mm512_add_ps(
         _mm512_mul_ps(_mm512_sub_ps(y[k], y1[k]), t1[k]),
         _mm512_mul_ps(y[k], t2[k]),
     ));
-    let p_h = each!(k => _mm512_mul_ps(y1[k], t1[k]));
-    let z = each!(k => _mm512_add_ps(p_l[k], p_h[k]));
-    let j = each!(k => _mm512_castps_si512(z[k]));
-    let iz = each!(k => _mm512_and_si512(j[k], i(0x7fff_ffff)));
-    let in_range = each!(k => _mm512_cmplt_epi32_mask(iz[k], i(0x42fc_0000))); // |z| < 126
-    let big = each!(k => _mm512_cmpgt_epi32_mask(iz[k], i(0x3f00_0000)));
+    let p_h = each!(N, k => _mm512_mul_ps(y1[k], t1[k]));
+    let z = each!(N, k => _mm512_add_ps(p_l[k], p_h[k]));
+    let j = each!(N, k => _mm512_castps_si512(z[k]));
+    let iz = each!(N, k => _mm512_and_si512(j[k], i(0x7fff_ffff)));
+    let in_range = each!(N, k => _mm512_cmplt_epi32_mask(iz[k], i(0x42fc_0000))); // |z| < 126
+    let big = each!(N, k => _mm512_cmpgt_epi32_mask(iz[k], i(0x3f00_0000)));
     // Shifts in range (0..=7) on the big lanes, the only ones whose values are kept.
-    let nb = each!(k => _mm512_add_epi32(
+    let nb = each!(N, k => _mm512_add_epi32(
         j[k],
         _mm512_srlv_epi32(i(0x0080_0000), _mm512_sub_epi32(_mm512_srli_epi32::<23>(iz[k]), i(0x7e))),
     ));
-    let kb = each!(k => _mm512_sub_epi32(
+    let kb = each!(N, k => _mm512_sub_epi32(
         _mm512_srli_epi32::<23>(_mm512_and_si512(nb[k], i(0x7fff_ffff))),
         i(0x7f),
     ));
-    let tb = each!(k => _mm512_castsi512_ps(_mm512_andnot_si512(
+    let tb = each!(N, k => _mm512_castsi512_ps(_mm512_andnot_si512(
         _mm512_srlv_epi32(i(0x007f_ffff), kb[k]),
         nb[k],
     )));
-    let nm = each!(k => _mm512_srlv_epi32(
+    let nm = each!(N, k => _mm512_srlv_epi32(
         _mm512_or_si512(_mm512_and_si512(nb[k], i(0x007f_ffff)), i(0x0080_0000)),
         _mm512_sub_epi32(i(23), kb[k]),
     ));
-    let z_neg = each!(k => _mm512_cmplt_epi32_mask(j[k], i(0)));
-    let nm = each!(k => _mm512_mask_sub_epi32(nm[k], z_neg[k], _mm512_setzero_si512(), nm[k]));
-    let n = each!(k => _mm512_maskz_mov_epi32(big[k], nm[k]));
-    let p_h = each!(k => _mm512_mask_sub_ps(p_h[k], big[k], p_h[k], tb[k]));
-    let t = each!(k => high(_mm512_add_ps(p_l[k], p_h[k]), 0xffff_8000_u32 as i32));
-    let u = each!(k => _mm512_mul_ps(t[k], f(LG2_H)));
-    let v = each!(k => _mm512_add_ps(
+    let z_neg = each!(N, k => _mm512_cmplt_epi32_mask(j[k], i(0)));
+    let nm = each!(N, k => _mm512_mask_sub_epi32(nm[k], z_neg[k], _mm512_setzero_si512(), nm[k]));
+    let n = each!(N, k => _mm512_maskz_mov_epi32(big[k], nm[k]));
+    let p_h = each!(N, k => _mm512_mask_sub_ps(p_h[k], big[k], p_h[k], tb[k]));
+    let t = each!(N, k => high(_mm512_add_ps(p_l[k], p_h[k]), 0xffff_8000_u32 as i32));
+    let u = each!(N, k => _mm512_mul_ps(t[k], f(LG2_H)));
+    let v = each!(N, k => _mm512_add_ps(
         _mm512_mul_ps(_mm512_sub_ps(p_l[k], _mm512_sub_ps(t[k], p_h[k])), f(LG2)),
         _mm512_mul_ps(t[k], f(LG2_L)),
     ));
-    let z = each!(k => _mm512_add_ps(u[k], v[k]));
-    let w = each!(k => _mm512_sub_ps(v[k], _mm512_sub_ps(z[k], u[k])));
-    let t = each!(k => _mm512_mul_ps(z[k], z[k]));
-    let poly = each!(k => _mm512_add_ps(f(P4), _mm512_mul_ps(t[k], f(P5))));
-    let poly = each!(k => _mm512_add_ps(f(P3), _mm512_mul_ps(t[k], poly[k])));
-    let poly = each!(k => _mm512_add_ps(f(P2), _mm512_mul_ps(t[k], poly[k])));
-    let poly = each!(k => _mm512_add_ps(f(P1), _mm512_mul_ps(t[k], poly[k])));
-    let t1 = each!(k => _mm512_sub_ps(z[k], _mm512_mul_ps(t[k], poly[k])));
-    let r = each!(k => _mm512_sub_ps(
+    let z = each!(N, k => _mm512_add_ps(u[k], v[k]));
+    let w = each!(N, k => _mm512_sub_ps(v[k], _mm512_sub_ps(z[k], u[k])));
+    let t = each!(N, k => _mm512_mul_ps(z[k], z[k]));
+    let poly = each!(N, k => _mm512_add_ps(f(P4), _mm512_mul_ps(t[k], f(P5))));
+    let poly = each!(N, k => _mm512_add_ps(f(P3), _mm512_mul_ps(t[k], poly[k])));
+    let poly = each!(N, k => _mm512_add_ps(f(P2), _mm512_mul_ps(t[k], poly[k])));
+    let poly = each!(N, k => _mm512_add_ps(f(P1), _mm512_mul_ps(t[k], poly[k])));
+    let t1 = each!(N, k => _mm512_sub_ps(z[k], _mm512_mul_ps(t[k], poly[k])));
+    let r = each!(N, k => _mm512_sub_ps(
         _mm512_div_ps(_mm512_mul_ps(z[k], t1[k]), _mm512_sub_ps(t1[k], f(2.0))),
         _mm512_add_ps(w[k], _mm512_mul_ps(z[k], w[k])),
     ));
-    let z = each!(k => _mm512_sub_ps(f(1.0), _mm512_sub_ps(r[k], z[k])));
-    let jz = each!(k => _mm512_add_epi32(_mm512_castps_si512(z[k]), _mm512_slli_epi32::<23>(n[k])));
+    let z = each!(N, k => _mm512_sub_ps(f(1.0), _mm512_sub_ps(r[k], z[k])));
+    let jz =
+        each!(N, k => _mm512_add_epi32(_mm512_castps_si512(z[k]), _mm512_slli_epi32::<23>(n[k])));
     // Where jz's exponent field is positive, scalbnf(z, n) is jz's bits: a normal result.
-    let normal =
-        each!(k => _mm512_cmpgt_epi32_mask(_mm512_srai_epi32::<23>(jz[k]), _mm512_setzero_si512()));
+    let normal = each!(N, k => _mm512_cmpgt_epi32_mask(_mm512_srai_epi32::<23>(jz[k]), _mm512_setzero_si512()));
     // sn · z: -1 · z for a negative x to an odd power, its sign flipped exactly.
     // x = ±0 (libm's special case of x): +0 for y > 0, +inf for y < 0.
-    let zero = each!(k => _mm512_cmpeq_epi32_mask(ix[k], _mm512_setzero_si512()));
+    let zero = each!(N, k => _mm512_cmpeq_epi32_mask(ix[k], _mm512_setzero_si512()));
     let y_neg =
-        each!(k => _mm512_cmplt_epi32_mask(_mm512_castps_si512(y[k]), _mm512_setzero_si512()));
-    let zero_power = each!(k => _mm512_maskz_mov_epi32(y_neg[k], i(0x7f80_0000)));
-    let jz = each!(k => _mm512_mask_blend_epi32(zero[k], jz[k], zero_power[k]));
+        each!(N, k => _mm512_cmplt_epi32_mask(_mm512_castps_si512(y[k]), _mm512_setzero_si512()));
+    let zero_power = each!(N, k => _mm512_maskz_mov_epi32(y_neg[k], i(0x7f80_0000)));
+    let jz = each!(N, k => _mm512_mask_blend_epi32(zero[k], jz[k], zero_power[k]));
     // sn · z: -1 · z for a negative x (-0 included) to an odd power, its sign flipped exactly.
-    let flip = each!(k => _mm512_maskz_mov_epi32(negative[k] & e[k].odd, i(i32::MIN)));
-    let out = each!(k => _mm512_castsi512_ps(_mm512_xor_si512(jz[k], flip[k])));
+    let flip = each!(N, k => _mm512_maskz_mov_epi32(negative[k] & e[k].odd, i(i32::MIN)));
+    let out = each!(N, k => _mm512_castsi512_ps(_mm512_xor_si512(jz[k], flip[k])));
     (
         out,
-        each!(k => e[k].ordinary & ((ordinary_x[k] & in_range[k] & normal[k]) | zero[k])),
+        each!(N, k => e[k].ordinary & ((ordinary_x[k] & in_range[k] & normal[k]) | zero[k])),
     )
 }
 
