@@ -375,7 +375,7 @@ pub fn powf_slice(x: &[f32], y: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { lanes::run(x, y, None, out) };
+        return unsafe { lanes::run(lanes::Bases::Each(x), y, None, out) };
     }
     run_slice(x, y, out)
 }
@@ -388,9 +388,23 @@ pub fn powf_zip(x: &[f32], y: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::has_avx512() {
         // SAFETY: the features it is compiled for were just detected on this CPU.
-        return unsafe { lanes::run(x, 0.0, Some(y), out) };
+        return unsafe { lanes::run(lanes::Bases::Each(x), 0.0, Some(y), out) };
     }
     run_zip(x, y, out)
+}
+
+/// `out[i] = libm::powf(x, y[i])` for every i (a number ** a tensor), bit for bit: where
+/// AVX-512 exists, log2|x| once for all lanes. Panics if the lengths differ.
+pub fn powf_base(x: f32, y: &[f32], out: &mut [f32]) {
+    assert_eq!(y.len(), out.len(), "powf_base: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if super::has_avx512() {
+        // SAFETY: the features it is compiled for were just detected on this CPU.
+        return unsafe { lanes::run(lanes::Bases::One(x), 0.0, Some(y), out) };
+    }
+    for (o, &b) in out.iter_mut().zip(y) {
+        *o = powf_select(x, b);
+    }
 }
 
 #[cfg(test)]
@@ -447,6 +461,25 @@ mod tests {
     fn specials() -> Vec<f32> {
         let both = MAGS.iter().flat_map(|&m| [m, m | 0x8000_0000]);
         both.map(f32::from_bits).collect()
+    }
+
+    #[test]
+    fn one_base_for_all_matches_libm() {
+        // Exponents: every 65537th bit pattern, the special values, [-20, 20) by 0.01.
+        let mut ys: Vec<f32> = (0..=u32::MAX).step_by(65_537).map(f32::from_bits).collect();
+        ys.extend(specials());
+        ys.extend((0..4_000).map(|i| i as f32 * 0.01 - 20.));
+        let mut bases = specials();
+        bases.extend([2., 10., 0.5, std::f32::consts::E, -2., 1.5, 1e-3, -0.75]);
+        let mut out = vec![0.0; ys.len()];
+        for &x in &bases {
+            powf_base(x, &ys, &mut out);
+            for (&y, o) in ys.iter().zip(&out) {
+                let (bx, by) = (x.to_bits(), y.to_bits());
+                let want = libm::powf(x, y).to_bits();
+                assert_eq!(o.to_bits(), want, "{bx:#x} ** {by:#x}: libm {want:#x}");
+            }
+        }
     }
 
     #[test]

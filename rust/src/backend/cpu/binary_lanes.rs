@@ -13,7 +13,7 @@ use crate::dtype::Float;
 use crate::lane_math::atan2::atan2_zip;
 use crate::lane_math::atan2f::atan2f_zip;
 use crate::lane_math::fmod::{fmod_zip, fmodf_zip};
-use crate::lane_math::powf::{powf_slice, powf_zip};
+use crate::lane_math::powf::{powf_base, powf_slice, powf_zip};
 use crate::op_table::BinaryOp;
 
 const CHUNK: usize = 1 << 13;
@@ -53,13 +53,19 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
         // One exponent for all: `powf_slice`, whose loop leaves out the branches of special
         // exponents where the exponent has none.
         let one_y = (b.len() == 1).then(|| b[0]);
-        let pow = |y_less: f32, o: &mut [f32]| match one_y {
-            Some(y) if y_less == 0.0 => powf_slice(ac, y, o),
-            Some(y) => powf_slice(ac, y - y_less, o),
-            None if y_less == 0.0 => powf_zip(ac, bc, o),
-            None => {
+        // One base for all (a number ** a tensor): `powf_base`, its log2 once.
+        let one_x = (a.len() == 1).then(|| a[0]);
+        let pow = |y_less: f32, o: &mut [f32]| match (one_y, one_x) {
+            (Some(y), _) if y_less == 0.0 => powf_slice(ac, y, o),
+            (Some(y), _) => powf_slice(ac, y - y_less, o),
+            (None, Some(x)) if y_less == 0.0 => powf_base(x, bc, o),
+            (None, None) if y_less == 0.0 => powf_zip(ac, bc, o),
+            (None, _) => {
                 let less: Vec<f32> = bc.iter().map(|&v| v - 1.0).collect();
-                powf_zip(ac, &less, o);
+                match one_x {
+                    Some(x) => powf_base(x, &less, o),
+                    None => powf_zip(ac, &less, o),
+                }
             }
         };
         match kind {

@@ -16,24 +16,34 @@ use std::arch::x86_64::*;
 
 /// Vectors of 16 taken side by side.
 const SIDE: usize = 4;
+/// Values in `SIDE` vectors.
+const GROUP: usize = 16 * SIDE;
 
 /// `run_slice` / `run_zip` (y per element where `ys` is given, else `y` for all) with each
 /// vector of 16 in intrinsics, `SIDE` vectors side by side and in two halves per block of
 /// `BLOCK` values (the first half's loop, then the second's, as `halves`); the lanes that are
 /// not ordinary by libm's call, the last values short of `SIDE` vectors in the select form.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
-pub(super) unsafe fn run(x: &[f32], y: f32, ys: Option<&[f32]>, out: &mut [f32]) {
-    const GROUP: usize = 16 * SIDE;
+pub(super) unsafe fn run(x: Bases, y: f32, ys: Option<&[f32]>, out: &mut [f32]) {
     let one_y = _mm512_set1_ps(y);
     // SAFETY: this function's features.
     let one_e = unsafe { exponents(one_y) };
-    let whole = x.len() / GROUP * GROUP;
+    let whole = out.len() / GROUP * GROUP;
     let mut parts = [([_mm512_setzero_ps(); SIDE], [_mm512_setzero_ps(); SIDE]); BLOCK / GROUP];
+    // One base for all (a number ** a tensor): its log2|x| once, the first half skipped.
+    let one = [match x {
+        Bases::One(b) => b,
+        Bases::Each(_) => 0.0,
+    }; GROUP];
+    if let Bases::One(b) = x {
+        // SAFETY: this function's features.
+        let (t1, t2) = unsafe { log2_parts16::<1>([_mm512_set1_ps(b)]) };
+        parts.fill(([t1[0]; SIDE], [t2[0]; SIDE]));
+    }
     for (at, o) in (0..whole)
         .step_by(BLOCK)
         .zip(out[..whole].chunks_mut(BLOCK))
     {
-        let xb = &x[at..at + o.len()];
         // SIDE vectors from GROUP values (a macro: a closure here is not inlined).
         macro_rules! load {
             ($v:expr) => {{
@@ -46,13 +56,19 @@ pub(super) unsafe fn run(x: &[f32], y: f32, ys: Option<&[f32]>, out: &mut [f32])
                 out
             }};
         }
-        for (p, v) in parts.iter_mut().zip(xb.chunks_exact(GROUP)) {
-            let xs = load!(v);
-            // SAFETY: this function's features.
-            *p = unsafe { log2_parts16::<SIDE>(xs) };
+        if let Bases::Each(x) = x {
+            let xb = &x[at..at + o.len()];
+            for (p, v) in parts.iter_mut().zip(xb.chunks_exact(GROUP)) {
+                let xs = load!(v);
+                // SAFETY: this function's features.
+                *p = unsafe { log2_parts16::<SIDE>(xs) };
+            }
         }
         for (g, (o, &(t1, t2))) in o.chunks_exact_mut(GROUP).zip(&parts).enumerate() {
-            let v = &xb[GROUP * g..GROUP * (g + 1)];
+            let v = match x {
+                Bases::Each(x) => &x[at + GROUP * g..at + GROUP * (g + 1)],
+                Bases::One(_) => &one[..],
+            };
             let yb = ys.map(|ys| &ys[at + GROUP * g..at + GROUP * (g + 1)]);
             let (mut yv, mut e) = ([one_y; SIDE], [one_e; SIDE]);
             if let Some(b) = yb {
@@ -81,10 +97,22 @@ pub(super) unsafe fn run(x: &[f32], y: f32, ys: Option<&[f32]>, out: &mut [f32])
             }
         }
     }
+    let rest = out.len() - whole;
+    let x = match x {
+        Bases::Each(x) => &x[whole..],
+        Bases::One(_) => &one[..rest],
+    };
     match ys {
-        Some(ys) => super::run_zip(&x[whole..], &ys[whole..], &mut out[whole..]),
-        None => super::run_slice(&x[whole..], y, &mut out[whole..]),
+        Some(ys) => super::run_zip(x, &ys[whole..], &mut out[whole..]),
+        None => super::run_slice(x, y, &mut out[whole..]),
     }
+}
+
+/// The bases of `run`: one per element, or one for all.
+#[derive(Clone, Copy)]
+pub(super) enum Bases<'a> {
+    Each(&'a [f32]),
+    One(f32),
 }
 
 const HIGH: i32 = 0xffff_f000_u32 as i32;
