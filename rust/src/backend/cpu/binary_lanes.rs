@@ -77,7 +77,11 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
             }
             _ => {
                 pow(0.0, o);
-                slope_exponent_finish(ac, bc, o);
+                match one_x {
+                    // ln of the one base once: the same value on every lane.
+                    Some(x) => slope_exponent_one_finish(x, Float::ln(x), bc, o),
+                    None => slope_exponent_finish(ac, bc, o),
+                }
             }
         }
     });
@@ -148,8 +152,17 @@ fn slope_exponent_body<T: Float>(a: &[T], b: &[T], o: &mut [T]) {
     }
 }
 
+/// `slope_exponent_body` where every a is `a`, whose logarithm is `ln_a`.
+#[inline(always)]
+fn slope_exponent_one_body(a: f32, ln_a: f32, b: &[f32], o: &mut [f32]) {
+    for (o, &b) in o.iter_mut().zip(b) {
+        *o = if a == 0.0 && b >= 0.0 { 0.0 } else { *o * ln_a };
+    }
+}
+
 wide_fn!(fn slope_base_finish<T: Float>(b: &[T], o: &mut [T]) = slope_base_body);
 wide_fn!(fn slope_exponent_finish<T: Float>(a: &[T], b: &[T], o: &mut [T]) = slope_exponent_body);
+wide_fn!(fn slope_exponent_one_finish(a: f32, ln_a: f32, b: &[f32], o: &mut [f32]) = slope_exponent_one_body);
 
 /// The table's scalar formula for `op` on f32 (Pow, its slopes, Atan2), the oracle of the
 /// lane tests here and in `table_kernels.rs` (libm's powf, atan2f and logf).
