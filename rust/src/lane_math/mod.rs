@@ -86,6 +86,19 @@ macro_rules! each {
 }
 pub(crate) use each;
 
+/// `o[l] = call(l)` for each lane l of a vector of 16 that `ok` leaves out: an intrinsics
+/// kernel's uncommon lanes, by libm's call (the select form's bits).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn by_call_where_not(ok: u16, o: &mut [f32], call: impl Fn(usize) -> f32) {
+    let mut rest = !ok;
+    while rest != 0 {
+        let l = rest.trailing_zeros() as usize;
+        o[l] = call(l);
+        rest &= rest - 1;
+    }
+}
+
 /// Whether the CPU has the AVX-512 subsets the 16-lane kernels here are compiled for.
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {

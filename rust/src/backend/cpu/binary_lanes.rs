@@ -55,16 +55,20 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
         let one_y = (b.len() == 1).then(|| b[0]);
         // One base for all (a number ** a tensor): `powf_base`, its log2 once.
         let one_x = (a.len() == 1).then(|| a[0]);
-        let pow = |y_less: f32, o: &mut [f32]| match (one_y, one_x) {
-            (Some(y), _) if y_less == 0.0 => powf_slice(ac, y, o),
-            (Some(y), _) => powf_slice(ac, y - y_less, o),
-            (None, Some(x)) if y_less == 0.0 => powf_base(x, bc, o),
-            (None, None) if y_less == 0.0 => powf_zip(ac, bc, o),
-            (None, _) => {
-                let less: Vec<f32> = bc.iter().map(|&v| v - 1.0).collect();
+        let pow = |y_less: f32, o: &mut [f32]| match one_y {
+            Some(y) if y_less == 0.0 => powf_slice(ac, y, o),
+            Some(y) => powf_slice(ac, y - y_less, o),
+            None => {
+                let less: Vec<f32>;
+                let ys = if y_less == 0.0 {
+                    bc
+                } else {
+                    less = bc.iter().map(|&v| v - 1.0).collect();
+                    &less
+                };
                 match one_x {
-                    Some(x) => powf_base(x, &less, o),
-                    None => powf_zip(ac, &less, o),
+                    Some(x) => powf_base(x, ys, o),
+                    None => powf_zip(ac, ys, o),
                 }
             }
         };

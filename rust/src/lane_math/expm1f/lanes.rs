@@ -6,7 +6,7 @@
 //! of blends).
 
 use super::{INV_LN2, LN2_HI, LN2_LO, Q1, Q2};
-use crate::lane_math::each;
+use crate::lane_math::{by_call_where_not, each};
 use std::arch::x86_64::*;
 
 /// Vectors of 16 taken side by side (one vector's operations are a chain of dependent
@@ -30,17 +30,11 @@ pub(super) unsafe fn run(x: &[f32], out: &mut [f32]) {
         // SAFETY: this function's features.
         let (y, ok) = unsafe { expm1f16::<SIDE>(xs) };
         for k in 0..SIDE {
-            let at = 16 * k..16 * k + 16;
+            let (o, v) = (&mut o[16 * k..16 * k + 16], &v[16 * k..16 * k + 16]);
             // SAFETY: 16 values.
-            unsafe { _mm512_storeu_ps(o[at.clone()].as_mut_ptr(), y[k]) };
-            // The other lanes (saturation, overflow, NaN) by libm's call, the select form's
-            // bits.
-            let mut rest = !ok[k];
-            while rest != 0 {
-                let l = 16 * k + rest.trailing_zeros() as usize;
-                o[l] = libm::expm1f(v[l]);
-                rest &= rest - 1;
-            }
+            unsafe { _mm512_storeu_ps(o.as_mut_ptr(), y[k]) };
+            // The other lanes: saturation, overflow, NaN.
+            by_call_where_not(ok[k], o, |l| libm::expm1f(v[l]));
         }
     }
     super::run(&x[whole..], &mut out[whole..])

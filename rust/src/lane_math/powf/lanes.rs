@@ -11,7 +11,7 @@ use super::{
     BLOCK, CP, CP_H, CP_L, DP_H, DP_L, L1, L2, L3, L4, L5, L6, LG2, LG2_H, LG2_L, P1, P2, P3, P4,
     P5,
 };
-use crate::lane_math::each;
+use crate::lane_math::{by_call_where_not, each};
 use std::arch::x86_64::*;
 
 /// Vectors of 16 taken side by side.
@@ -85,15 +85,11 @@ pub(super) unsafe fn run(x: Bases, y: f32, ys: Option<&[f32]>, out: &mut [f32]) 
                 let o = &mut o[16 * k..16 * k + 16];
                 // SAFETY: 16 values.
                 unsafe { _mm512_storeu_ps(o.as_mut_ptr(), p[k]) };
-                // The other lanes by libm's call (the select form's bits): few in a vector as
-                // a rule, and its special cases (zeros, NaN results) return early.
-                let mut rest = !ok[k];
-                while rest != 0 {
-                    let l = rest.trailing_zeros() as usize;
-                    let b = yb.map_or(y, |b| b[16 * k + l]);
-                    o[l] = libm::powf(v[16 * k + l], b);
-                    rest &= rest - 1;
-                }
+                // The other lanes: few in a vector as a rule, and libm's special cases (NaN
+                // results, say) return early.
+                by_call_where_not(ok[k], o, |l| {
+                    libm::powf(v[16 * k + l], yb.map_or(y, |b| b[16 * k + l]))
+                });
             }
         }
     }
