@@ -68,11 +68,14 @@ macro_rules! binary_ops {
                 f: |a: T, b: T| a.powf(b),
                 cuda: "pow$F(a, b)",
                 da: |g, a, b, _out| mul(g, &binary(BinaryOp::PowSlopeBase, a, b)?),
-                db: |g, a, b, _out| mul(g, &binary(BinaryOp::PowSlopeExponent, a, b)?),
+                db: |g, a, _b, out| mul(g, &binary(BinaryOp::PowSlopeExponent, a, out)?),
             }
             // The partial derivatives of tensor_pow, each one op so its condition is an
             // elementwise select; the same IEEE operations in the same order as PyTorch's
-            // `exponent * self.pow(exponent - 1)` and `result * self.log()`.
+            // `exponent * self.pow(exponent - 1)` and `result * self.log()`. The exponent's
+            // reads the forward's output p = a ** b (the same bits as computing it again): at
+            // a = ±0, b >= 0 exactly where |p| <= 1 (p is 0 or 1; b < 0 gives an infinity, a
+            // NaN b a NaN), so the condition keeps its meaning without b.
             PowSlopeBase pow_slope_base {
                 doc: "b * a ** (b - 1), and 0 where b = 0 (tensor_pow's gradient for a).",
                 py: none,
@@ -82,10 +85,10 @@ macro_rules! binary_ops {
                 db: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
             }
             PowSlopeExponent pow_slope_exponent {
-                doc: "a ** b * ln(a), and 0 where a = 0 and b >= 0 (tensor_pow's gradient for b).",
+                doc: "p * ln(a) for p = a ** b, and 0 where a = 0 and |p| <= 1 (tensor_pow's gradient for b, from its output p).",
                 py: none,
-                f: |a: T, b: T| if a == T::ZERO && b >= T::ZERO { T::ZERO } else { a.powf(b) * a.ln() },
-                cuda: "(a == ($T)0 && b >= ($T)0) ? ($T)0 : pow$F(a, b) * log$F(a)",
+                f: |a: T, p: T| if a == T::ZERO && p.abs() <= T::ONE { T::ZERO } else { p * a.ln() },
+                cuda: "(a == ($T)0 && fabs$F(b) <= ($T)1) ? ($T)0 : b * log$F(a)",
                 da: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
                 db: |_g, _a, _b, _out| Err(no_second_derivative("tensor_pow")),
             }

@@ -3,8 +3,8 @@
 //! (`lane_math/atan2.rs`), libm's bits; floor division in both, its remainder from
 //! `lane_math/fmod.rs`; each operand whole or a single value repeated (`2.0 ** x`).
 //! The slopes are the op table's formulas with the same IEEE operations in the same order
-//! (`op_table/binary.rs`): `b * a ** (b - 1)` (0 where b = 0) and `a ** b * ln(a)` (0 where
-//! a = 0 and b >= 0). f64 keeps the table's scalar formulas.
+//! (`op_table/binary.rs`): `b * a ** (b - 1)` (0 where b = 0) and, from the forward's output
+//! p = a ** b, `p * ln(a)` (0 where a = 0 and |p| <= 1). f64 keeps the table's scalar formulas.
 
 use super::f32_view::{as_f32, as_f64, from_f32, from_f64};
 use super::simd::wide_fn;
@@ -79,14 +79,12 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
                 pow(1.0, o);
                 slope_base_finish(bc, o);
             }
-            _ => {
-                pow(0.0, o);
-                match one_x {
-                    // ln of the one base once: the same value on every lane.
-                    Some(x) => slope_exponent_one_finish(x, Float::ln(x), bc, o),
-                    None => slope_exponent_finish(ac, bc, o),
-                }
-            }
+            // b is the forward's output p = a ** b here (the op's second operand).
+            _ => match one_x {
+                // ln of the one base once: the same value on every lane.
+                Some(x) => slope_exponent_one(x, Float::ln(x), bc, o),
+                None => slope_exponent(ac, bc, o),
+            },
         }
     });
     Some(from_f32(out))
@@ -144,29 +142,33 @@ fn slope_base_body<T: Float>(b: &[T], o: &mut [T]) {
     }
 }
 
-/// `o = a == 0 && b >= 0 ? 0 : o * ln(a)` (o holding a ** b).
+/// `o = a == 0 && |p| <= 1 ? 0 : p * ln(a)` (p = a ** b, the forward's output).
 #[inline(always)]
-fn slope_exponent_body<T: Float>(a: &[T], b: &[T], o: &mut [T]) {
-    for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
-        *o = if a == T::ZERO && b >= T::ZERO {
+fn slope_exponent_body<T: Float>(a: &[T], p: &[T], o: &mut [T]) {
+    for ((o, &a), &p) in o.iter_mut().zip(a).zip(p) {
+        *o = if a == T::ZERO && p.abs() <= T::ONE {
             T::ZERO
         } else {
-            *o * a.ln()
+            p * a.ln()
         };
     }
 }
 
 /// `slope_exponent_body` where every a is `a`, whose logarithm is `ln_a`.
 #[inline(always)]
-fn slope_exponent_one_body(a: f32, ln_a: f32, b: &[f32], o: &mut [f32]) {
-    for (o, &b) in o.iter_mut().zip(b) {
-        *o = if a == 0.0 && b >= 0.0 { 0.0 } else { *o * ln_a };
+fn slope_exponent_one_body(a: f32, ln_a: f32, p: &[f32], o: &mut [f32]) {
+    for (o, &p) in o.iter_mut().zip(p) {
+        *o = if a == 0.0 && p.abs() <= 1.0 {
+            0.0
+        } else {
+            p * ln_a
+        };
     }
 }
 
 wide_fn!(fn slope_base_finish<T: Float>(b: &[T], o: &mut [T]) = slope_base_body);
-wide_fn!(fn slope_exponent_finish<T: Float>(a: &[T], b: &[T], o: &mut [T]) = slope_exponent_body);
-wide_fn!(fn slope_exponent_one_finish(a: f32, ln_a: f32, b: &[f32], o: &mut [f32]) = slope_exponent_one_body);
+wide_fn!(fn slope_exponent<T: Float>(a: &[T], p: &[T], o: &mut [T]) = slope_exponent_body);
+wide_fn!(fn slope_exponent_one(a: f32, ln_a: f32, p: &[f32], o: &mut [f32]) = slope_exponent_one_body);
 
 /// The table's scalar formula for `op` on f32 (Pow, its slopes, Atan2), the oracle of the
 /// lane tests here and in `table_kernels.rs` (libm's powf, atan2f and logf).
@@ -177,8 +179,9 @@ pub(super) fn scalar_formula(op: BinaryOp, a: f32, b: f32) -> f32 {
         BinaryOp::Atan2 => libm::atan2f(a, b),
         BinaryOp::PowSlopeBase if b == 0.0 => 0.0,
         BinaryOp::PowSlopeBase => b * libm::powf(a, b - 1.0),
-        _ if a == 0.0 && b >= 0.0 => 0.0,
-        _ => libm::powf(a, b) * libm::logf(a),
+        // b is the forward's output p = a ** b.
+        _ if a == 0.0 && b.abs() <= 1.0 => 0.0,
+        _ => b * libm::logf(a),
     }
 }
 
@@ -215,6 +218,58 @@ mod tests {
         }
         assert!(lane_binary(BinaryOp::Add, &a, &b, n).is_none());
         assert!(lane_binary(BinaryOp::Pow, &[2.0f64], &[1.0], 1).is_none());
+    }
+
+    /// The exponent's slope from the forward's output equals PyTorch's rule on (a, b),
+    /// `a == 0 && b >= 0 ? 0 : a ** b * ln(a)`, on every pair of special values (zeros,
+    /// infinities, NaN, +-1, tiny and fractional exponents), as a whole base and as one base.
+    #[test]
+    fn the_exponent_slope_from_the_output_keeps_the_rule_on_a_and_b() {
+        let specials = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            2.0,
+            -2.0,
+            0.5,
+            -0.5,
+            3.0,
+            -3.0,
+            1e-30,
+            -1e-30,
+            1e30,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            1.5,
+        ];
+        let rule = |a: f32, b: f32| {
+            if a == 0.0 && b >= 0.0 {
+                0.0
+            } else {
+                libm::powf(a, b) * libm::logf(a)
+            }
+        };
+        for &a in &specials {
+            let bs: Vec<f32> = specials.iter().copied().cycle().take(40).collect();
+            let p: Vec<f32> = bs.iter().map(|&b| libm::powf(a, b)).collect();
+            let whole = vec![a; bs.len()];
+            for x in [&whole[..], &[a]] {
+                let got = lane_binary(BinaryOp::PowSlopeExponent, x, &p, bs.len()).unwrap();
+                for (g, &b) in got.iter().zip(&bs) {
+                    let want = rule(a, b);
+                    // Where two NaNs meet in the product (a ** b and ln a), IEEE leaves open
+                    // whose sign and payload come out: a NaN is a NaN there.
+                    let both_nan = libm::powf(a, b).is_nan() && libm::logf(a).is_nan();
+                    assert!(
+                        g.to_bits() == want.to_bits() || (both_nan && g.is_nan()),
+                        "a = {a:?}, b = {b:?}: {g:?} against {want:?}"
+                    );
+                }
+            }
+        }
     }
 
     /// Floor division on fmod's lanes against the table's scalar formula (libm's fmod): whole
