@@ -16,6 +16,11 @@
 //! leaving its binade), a few vectors run the plain fold and units start again from the new
 //! sum: the result is always the plain fold's (the tests compare them bit for bit).
 //!
+//! Away from the binade's edges a block first goes by groups of four vectors checked by a bound
+//! (`bounded.rs`: the sum before the group plus or minus the group's total |units|), which needs
+//! no prefix sums but at ties; a group that fails it leaves the rest of the block to the
+//! per-value check here.
+//!
 //! A sum whose terms never shrink it (a loss's: squares, absolute values) first tries each
 //! block as a growing sum: every term a whole number of units >= 0 and no tie, so the sums
 //! rise and stay in the binade when the last one does; then the block's total in units is all
@@ -48,15 +53,19 @@ pub fn fold(acc: f32, x: &[f32]) -> f32 {
 /// `fold`, and how many blocks ran as integer prefix sums (the tests check the fast path runs).
 pub fn fold_counting(acc: f32, x: &[f32]) -> (f32, usize) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() && x.len() >= 64 {
-        // SAFETY: AVX-512 F/BW/VL/DQ were just detected.
+    if has_avx512() && std::arch::is_x86_feature_detected!("popcnt") && x.len() >= 64 {
+        // SAFETY: AVX-512 F/BW/VL/DQ and POPCNT (the ties' counts) were just detected.
         return unsafe { avx512::fold(acc, x) };
     }
     (plain(acc, x), 0)
 }
 
 #[cfg(target_arch = "x86_64")]
+mod bounded;
+
+#[cfg(target_arch = "x86_64")]
 mod avx512 {
+    use super::bounded::in_units_bounded;
     use super::{plain, BLOCK, MAX_TIES};
     use std::arch::x86_64::*;
 
@@ -76,7 +85,7 @@ mod avx512 {
     /// term rounds to a whole number of units >= 0, none a tie: then the sums only grow, so all
     /// stay in the binade when the last does, and only the total of the units is needed (no
     /// prefix sums, no tie pass: a third of `in_units`' operations per vector).
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,popcnt")]
     unsafe fn grown(s: f32, block: &[f32]) -> Grown {
         if s < 0.0 {
             return Grown::NotGrowing; // a sum of growing terms from 0 is never negative
@@ -126,7 +135,7 @@ mod avx512 {
 
     /// The fold over whole vectors of 16 in units while they stay in a binade, a vector that
     /// leaves it plain (then units again from the new sum), the last partial vector plain.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,popcnt")]
     pub unsafe fn fold(acc: f32, x: &[f32]) -> (f32, usize) {
         let whole = x.len() / 16 * 16;
         let (mut s, mut fast, mut at) = (acc, 0, 0);
@@ -134,6 +143,7 @@ mod avx512 {
         // Whether to try a block as a growing sum first: until a block holds a term that
         // would shrink it (or a tie), as a loss's terms never do.
         let mut growing = true;
+        let mut reach = 0.0f32;
         while at < whole {
             let block = &x[at..whole.min(at + BLOCK)];
             if growing {
@@ -147,6 +157,20 @@ mod avx512 {
                     }
                     Grown::PastTheBinade | Grown::Tie => {}
                     Grown::NotGrowing => growing = false,
+                }
+            }
+            // Groups checked by a bound first where the sum lies farther from its binade's
+            // edges than the last group's bound that failed (closer, a bounded try mostly
+            // fails: the exact check takes the block).
+            if room(s) > reach {
+                // SAFETY: this function's features; `block` holds a multiple of 16 values.
+                let (t, used, failed) = unsafe { in_units_bounded(s, block) };
+                reach = failed;
+                if used > 0 {
+                    s = t;
+                    at += used;
+                    fast += 1;
+                    continue;
                 }
             }
             // SAFETY: this function's features; `block` holds a multiple of 16 values.
@@ -168,11 +192,18 @@ mod avx512 {
         (plain(s, &x[whole..]), fast)
     }
 
+    /// How far |s| lies from the nearer edge of its binade [2^e, 2^(e+1)) (NaN for a NaN s).
+    fn room(s: f32) -> f32 {
+        let low = f32::from_bits(s.to_bits() & 0x7f80_0000);
+        let a = s.abs();
+        (a - low).min(2.0 * low - a)
+    }
+
     /// `s + x0 + x1 + ...` over the leading vectors of `block` (a multiple of 16 values) whose
     /// sums stay in s's binade, as an integer prefix sum in units of s's last place: the new
     /// sum and how many values it took (0 where the first vector already fails the module
     /// comment's conditions).
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,popcnt")]
     unsafe fn in_units(s: f32, block: &[f32], prefix: &mut [i32; BLOCK]) -> (f32, usize) {
         let bits = s.to_bits();
         let biased = (bits >> 23) & 0xff;
