@@ -6,8 +6,9 @@
 //! in the same order (no FMA contraction), exp through `exp_select`. The ranges share one
 //! division for their rational approximation (P/Q or R/S) and one for erfc's final /|x| (which
 //! also gives the special values' 1/x), on operands chosen per lane. Every input, special values
-//! included, takes the select path: `erf_slice` needs no scalar fix-up. Tested bit for bit
-//! against `libm::erf` below.
+//! included, has its bits from the select path. `erf_slice` runs `erf_inner` (the ranges below
+//! 1.25 alone: one division, no exponential) on every lane and `erf_select` only on the lanes
+//! beyond, packed. Tested bit for bit against `libm::erf` below.
 
 use super::exp::exp_select;
 
@@ -171,11 +172,103 @@ pub fn erf_select(x: f64) -> f64 {
     }
 }
 
-super::lane_slice!(
-    /// `out[i] = libm::erf(x[i])` for every i, bit for bit, on 8 lanes where AVX-512 exists.
-    /// Panics if the lengths differ.
-    erf_slice = erf_select, f64
-);
+/// libm's erf where |x| < 1.25 (`is_inner`): the tiny form, x + x·P/Q below 0.84375 and
+/// 1 - (1 - erx - P/Q) above, their one division on the lane's own operands and no
+/// exponential: `erf_select`'s choice among those ranges, by the same operations.
+#[inline(always)]
+pub fn erf_inner(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let negative = bits >> 63 != 0;
+    let ax = f64::from_bits(bits & 0x7fff_ffff_ffff_ffff);
+    let ix = (bits >> 32) as u32 & 0x7fff_ffff;
+    let small = ix < 0x3feb_0000; // |x| < 0.84375
+    let (z, s) = (x * x, ax - 1.0);
+    let pick = std::hint::select_unpredictable::<f64>;
+    let num = pick(small, horner(&PP, z), horner(&PA, s));
+    let den = pick(small, one_plus(&QQ, z), one_plus(&QA, s));
+    let ratio = num / den;
+    let y = 1.0 - (1.0 - ERX - ratio);
+    if ix < 0x3e30_0000 {
+        0.125 * (8.0 * x + EFX8 * x) // |x| < 2^-28
+    } else if small {
+        x + x * ratio
+    } else if negative {
+        -y
+    } else {
+        y
+    }
+}
+
+/// Whether `erf_inner` covers x: |x| < 1.25 on libm's high word (NaN and infinities not).
+#[inline(always)]
+fn is_inner(x: f64) -> bool {
+    ((x.to_bits() >> 32) as u32 & 0x7fff_ffff) < 0x3ff4_0000
+}
+
+/// Values per block of `split` (a multiple of 8): its indices and packed values stay in L1.
+const BLOCK: usize = 256;
+
+/// erf of every value, libm's bits: `erf_inner` on every lane of a block (cheap: one division,
+/// no exponential), then the lanes from 1.25 on (erfc's ranges with their two exponentials,
+/// the saturated range, infinities, NaN), packed, through `erf_select`. Normal data puts most
+/// lanes below 1.25, where `erf_select` on every lane would take both exponentials and all
+/// four ranges' polynomials.
+#[inline(always)]
+fn split(x: &[f64], out: &mut [f64]) {
+    let x = &x[..out.len()];
+    let (mut at, mut packed) = ([0u16; BLOCK], [0f64; BLOCK]);
+    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let ob = &mut ob[..xb.len()];
+        for (o, &v) in ob.iter_mut().zip(xb) {
+            *o = erf_inner(v);
+        }
+        // The outer lanes' indices: each index written, kept only by advancing the count.
+        let mut m = 0;
+        for (i, &v) in xb.iter().enumerate() {
+            at[m] = i as u16;
+            m += usize::from(!is_inner(v));
+        }
+        for (p, &i) in packed[..m].iter_mut().zip(&at[..m]) {
+            *p = xb[i as usize];
+        }
+        // A loop of its own over contiguous values, so that it vectorises, in whole vectors of
+        // 8: the lanes past m hold earlier values (or zeros), computed and never read, instead
+        // of a scalar tail.
+        for p in &mut packed[..m.next_multiple_of(8)] {
+            *p = erf_select(*p);
+        }
+        for (&p, &i) in packed[..m].iter().zip(&at[..m]) {
+            ob[i as usize] = p;
+        }
+    }
+}
+
+/// The plain loop of the select form (the tests compare it too).
+#[cfg(test)]
+fn run(x: &[f64], out: &mut [f64]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = erf_select(v);
+    }
+}
+
+/// `split` compiled for AVX-512 (8 lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,avx")]
+unsafe fn split_avx512(x: &[f64], out: &mut [f64]) {
+    split(x, out)
+}
+
+/// `out[i] = libm::erf(x[i])` for every i, bit for bit (`split`), on 8 lanes where AVX-512
+/// exists. Panics if the lengths differ.
+pub fn erf_slice(x: &[f64], out: &mut [f64]) {
+    assert_eq!(x.len(), out.len(), "erf_slice: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if super::has_avx512() {
+        // SAFETY: the features it is compiled for were just detected on this CPU.
+        return unsafe { split_avx512(x, out) };
+    }
+    split(x, out)
+}
 
 #[cfg(test)]
 mod tests {

@@ -8,10 +8,10 @@
 
 pub mod atan2;
 pub mod atan2f;
-// f64 erf in select form, bit-exact, not yet f64's `Float::erf`: computing all four ranges in
-// every lane (five divisions, two exponentials) ran GELU's f64 inputs 1.3x slower than libm's
-// branches (3.2 -> 4.1 ms for [32, 64, 512]); lanes sorted by range first, as f32's
-// `backend/cpu/erf_sorted.rs` does, would let it pay.
+// f64 erf in select form, bit-exact, not f64's `Float::erf` (a loop of it computes all four
+// ranges in every lane: five divisions, two exponentials, 1.3x slower than libm's branches on
+// GELU's inputs). `erf_slice` packs the lanes from 1.25 on first and is what f64's erf and GELU
+// run (`backend/cpu/f64_lane_ops.rs`).
 pub mod erf;
 pub mod erff;
 pub mod exp;

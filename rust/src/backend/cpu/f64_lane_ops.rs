@@ -1,39 +1,93 @@
 //! The f64 unary ops whose kernels are not the op table's formula run lane by lane: sin and cos
 //! (`lane_math/sincos.rs`: the vector reduction, then scalar libm for the few arguments beyond
-//! it), forward and gradient. Each computes exactly the table formula's operations, so the bits
-//! are the formula's. (exp, log, tanh, erf, ... need nothing here: their select forms are f64's
-//! `Float` methods, so the table's formulas vectorise as they are.)
+//! it), and erf and GELU (`lane_math/erf.rs`'s `erf_slice`: the lanes beyond 1.25 packed and
+//! taken apart), forward and gradient. Each computes exactly the table formula's operations,
+//! so the bits are the formula's. (exp, log, tanh, ... need nothing here: their select forms
+//! are f64's `Float` methods, so the table's formulas vectorise as they are.)
 
 use super::f32_lane_ops::chunked;
+use crate::lane_math::erf::erf_slice;
+use crate::lane_math::exp::exp_slice;
 use crate::lane_math::sincos::{cos_slice, sin_slice};
 use crate::op_table::UnaryOp;
+use std::f64::consts::FRAC_1_SQRT_2;
 
 /// `op` of every element of `x` (threaded over chunks), or None where the table's formula runs.
 pub fn forward(op: UnaryOp, x: &[f64]) -> Option<Vec<f64>> {
     let f = match op {
         UnaryOp::Sin => sin_slice,
         UnaryOp::Cos => cos_slice,
+        UnaryOp::Erf => erf_slice,
+        UnaryOp::Gelu => gelu,
         _ => return None,
     };
     Some(chunked(x.len(), |at, out| f(&x[at..][..out.len()], out)))
+}
+
+/// Values GELU takes at a time: its buffers on the stack, in L1.
+const BLOCK: usize = 256;
+
+/// GELU's table formula, (0.5 x)(1 + erf(x / sqrt 2)), with erf over each block first.
+fn gelu(x: &[f64], out: &mut [f64]) {
+    let mut z = [0.0; BLOCK];
+    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let z = &mut z[..xb.len()];
+        for (z, &v) in z.iter_mut().zip(xb) {
+            *z = v * FRAC_1_SQRT_2;
+        }
+        erf_slice(z, ob);
+        for (o, &v) in ob.iter_mut().zip(xb) {
+            *o = 0.5 * v * (1.0 + *o);
+        }
+    }
+}
+
+/// `g` times GELU's derivative, the table's formula: g (0.5 (1 + erf(x / sqrt 2)) + x pdf),
+/// pdf = 0.3989... exp(-(0.5 x x)), erf and exp over each block first.
+fn gelu_grad(x: &[f64], g: &[f64], out: &mut [f64]) {
+    let (mut z, mut ex) = ([0.0; BLOCK], [0.0; BLOCK]);
+    for ((xb, gb), ob) in x
+        .chunks(BLOCK)
+        .zip(g.chunks(BLOCK))
+        .zip(out.chunks_mut(BLOCK))
+    {
+        let (z, ex) = (&mut z[..xb.len()], &mut ex[..xb.len()]);
+        for (z, &v) in z.iter_mut().zip(xb) {
+            *z = v * FRAC_1_SQRT_2;
+        }
+        erf_slice(z, ob);
+        for (z, &v) in z.iter_mut().zip(xb) {
+            *z = -(0.5 * v * v);
+        }
+        exp_slice(z, ex);
+        for i in 0..ob.len() {
+            let cdf = 0.5 * (1.0 + ob[i]);
+            let pdf = 0.398_942_280_401_432_7 * ex[i];
+            ob[i] = gb[i] * (cdf + xb[i] * pdf);
+        }
+    }
 }
 
 /// `g` times d(op)/dx (threaded over chunks), or None where the table's formula runs.
 // `g * f(x)` in the table's operand order (`*o *= g` would put a NaN's payload first).
 #[allow(clippy::assign_op_pattern)]
 pub fn grad(op: UnaryOp, x: &[f64], g: &[f64]) -> Option<Vec<f64>> {
-    if !matches!(op, UnaryOp::Sin | UnaryOp::Cos) {
+    if !matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Gelu) {
         return None;
     }
     Some(chunked(x.len(), |at, out| {
         let (x, g) = (&x[at..][..out.len()], &g[at..][..out.len()]);
         // The table's `g * x.cos()` and `g * -x.sin()`, the function taken over the block first.
-        if op == UnaryOp::Sin {
-            cos_slice(x, out);
-            out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * *o);
-        } else {
-            sin_slice(x, out);
-            out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * -*o);
+        match op {
+            UnaryOp::Sin => {
+                cos_slice(x, out);
+                out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * *o);
+            }
+            UnaryOp::Cos => {
+                sin_slice(x, out);
+                out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * -*o);
+            }
+            _ => gelu_grad(x, g, out),
         }
     }))
 }
@@ -74,5 +128,59 @@ mod tests {
             );
         }
         assert!(forward(UnaryOp::Exp, &x).is_none() && grad(UnaryOp::Exp, &x, &g).is_none());
+    }
+
+    /// erf, GELU and GELU's gradient against the table's formulas on libm's scalar erf and
+    /// exp, bit for bit: normal data (most lanes below erf's 1.25, the rest packed), every
+    /// range's bounds, and the special values, over more than one chunk.
+    #[test]
+    fn erf_and_gelu_keep_the_formulas_bits() {
+        let mut x: Vec<f64> = (0..3 * (1 << 13) + 5)
+            .map(|i| ((i * 7919) % 10_007) as f64 / 1000.0 - 5.0)
+            .collect();
+        let specials = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-300,
+            -3e-9,
+            1.1932,
+            1.7678,
+            -8.49,
+            6.0,
+            1e300,
+            -1.25,
+            0.84375,
+        ];
+        x[..specials.len()].copy_from_slice(&specials);
+        let g: Vec<f64> = (0..x.len()).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
+        let (e, y) = (
+            forward(UnaryOp::Erf, &x).unwrap(),
+            forward(UnaryOp::Gelu, &x).unwrap(),
+        );
+        let d = grad(UnaryOp::Gelu, &x, &g).unwrap();
+        let c = std::f64::consts::FRAC_1_SQRT_2;
+        for i in 0..x.len() {
+            let v = x[i];
+            let erf = libm::erf(v * c);
+            let pdf = 0.398_942_280_401_432_7 * libm::exp(-(0.5 * v * v));
+            let want = [
+                libm::erf(v),
+                0.5 * v * (1.0 + erf),
+                g[i] * (0.5 * (1.0 + erf) + v * pdf),
+            ];
+            for (got, want, what) in [
+                (e[i], want[0], "erf"),
+                (y[i], want[1], "gelu"),
+                (d[i], want[2], "gelu'"),
+            ] {
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{what}({v:e}): {got:e} against {want:e}"
+                );
+            }
+        }
     }
 }
