@@ -50,8 +50,14 @@ SHAPES = {
 }
 
 
-def make_inputs() -> dict[str, np.ndarray]:
-    """The cases' inputs, float32 (int64 labels and ids, bool masks), the same in every process."""
+def make_inputs(dtype: str = "float32") -> dict[str, np.ndarray]:
+    """The cases' inputs, float32 (int64 labels and ids, bool masks), the same in every process;
+    with dtype float64 the float32 ones widened (the same values)."""
+    d = _inputs32()
+    return d if dtype == "float32" else {n: a.astype(dtype) if a.dtype == np.float32 else a for n, a in d.items()}
+
+
+def _inputs32() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
 
     def normal(name: str, scale: float = 1.0, shift: float = 0.0) -> np.ndarray:
@@ -327,9 +333,9 @@ _add("layer", [
 BY_KEY = {c.key: c for c in CASES}
 
 
-def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
+def worker(side: str, rounds: int, keys: list[str], outdir: str, dtype: str) -> None:
     global torch, F, tlrs, ops
-    data = make_inputs()
+    data = make_inputs(dtype)
     if side == "torch":
         import torch
         F = torch.nn.functional
@@ -366,7 +372,7 @@ def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
             return tlrs.grad(y, xs, grad_outputs=seed)
 
         def ones(y: Any) -> Any:
-            return tlrs.tensor(np.ones(y.shape, np.float32))
+            return tlrs.tensor(np.ones(y.shape, dtype))
 
         def to_np(t: Any) -> np.ndarray:
             return np.asarray(t.numpy())
@@ -385,7 +391,7 @@ def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
     for key in keys:
         case = BY_KEY[key]
         fn = case.torch_fn if side == "torch" else case.tlrs_fn
-        xs = [leaf(data[n], i in case.grad) if data[n].dtype == np.float32 else const(data[n])
+        xs = [leaf(data[n], i in case.grad) if data[n].dtype == dtype else const(data[n])
               for i, n in enumerate(case.inputs)]
         wrt = [xs[i] for i in case.grad]
         try:
@@ -411,4 +417,4 @@ def worker(side: str, rounds: int, keys: list[str], outdir: str) -> None:
 
 
 if __name__ == "__main__":
-    worker(sys.argv[1], int(sys.argv[2]), [k for k in sys.argv[3].split(",") if k], sys.argv[4])
+    worker(sys.argv[1], int(sys.argv[2]), [k for k in sys.argv[3].split(",") if k], sys.argv[4], sys.argv[5])

@@ -7,6 +7,7 @@ rows); each framework runs in its own process, the best of ROUNDS rounds is kept
 / torch.
 
     python benchmarks/ops_vs_torch.py [ROUNDS] [--ops gelu,softmax,linear] [--group unary|binary|rowwise|reduction|layer]
+        [--dtype float32|float64]
 
 Every elementwise (unary, binary), row-wise and reduction op of tlrs, grouped: unary ops on
 activations [32, 64, 512], binary ones on the residual stream [32, 64, 128] (two tensors, a [128]
@@ -41,11 +42,11 @@ from _ops_cases import BY_KEY, CASES, GROUPS, Case, make_inputs
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def side(name: str, rounds: int, keys: list[str], outdir: str) -> dict[str, Any]:
+def side(name: str, rounds: int, keys: list[str], outdir: str, dtype: str) -> dict[str, Any]:
     """One framework's worker: times and missing / failing keys; outputs and gradients in outdir."""
     os.makedirs(outdir, exist_ok=True)
     r = subprocess.run([sys.executable, os.path.join(HERE, "_ops_cases.py"), name, str(rounds), ",".join(keys),
-                        outdir], capture_output=True, text=True)
+                        outdir, dtype], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"the {name} worker failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -63,7 +64,7 @@ def _num(v: Any) -> str:
 def _where(case: Case, data: dict[str, np.ndarray], i: tuple[int, ...], shape: tuple[int, ...]) -> str:
     """The case's float inputs of `shape` at index i (what an elementwise op read there)."""
     vals = [f"{n}{list(i)} = {_num(data[n][i])}" for n in case.inputs
-            if data[n].dtype == np.float32 and data[n].shape == shape]
+            if data[n].dtype in (np.float32, np.float64) and data[n].shape == shape]
     return f" (input {', '.join(vals)})" if vals else ""
 
 
@@ -149,6 +150,8 @@ def main() -> None:
     ap.add_argument("rounds", nargs="?", type=int, default=20, help="timed rounds per op (best kept)")
     ap.add_argument("--ops", help=f"comma-separated subset of: {', '.join(BY_KEY)}")
     ap.add_argument("--group", choices=GROUPS, help="only the ops of this group")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                    help="the floating inputs' dtype (float64: the same values widened)")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"rounds must be at least 1, got {args.rounds}")
@@ -161,15 +164,16 @@ def main() -> None:
         keys = [k for k in keys if k in wanted]
         if not keys:
             ap.error(f"none of --ops {args.ops} is in --group {args.group}")
-    data = make_inputs()
+    data = make_inputs(args.dtype)
     with tempfile.TemporaryDirectory(prefix="ops_vs_torch.") as tmp:
         dirs = (os.path.join(tmp, "tlrs"), os.path.join(tmp, "torch"))
-        ours = side("tlrs", args.rounds, keys, dirs[0])
+        ours = side("tlrs", args.rounds, keys, dirs[0], args.dtype)
         present = [k for k in keys if k not in ours["missing"]]
-        theirs = side("torch", args.rounds, present, dirs[1]) if present else {"times": {}, "errors": {}}
+        theirs = side("torch", args.rounds, present, dirs[1], args.dtype) if present else {"times": {}, "errors": {}}
         rows = [BY_KEY[k] for k in present]
         width = max([len(c.label) for c in rows] + [2])
-        print(f"tlrs / torch, f32, 2 threads, best of {args.rounds} rounds; ms and ratio (tlrs / torch)")
+        kind = "f32" if args.dtype == "float32" else "f64"
+        print(f"tlrs / torch, {kind}, 2 threads, best of {args.rounds} rounds; ms and ratio (tlrs / torch)")
         print(f"{'op':{width}} {'fwd ms':>15} {'ratio':>6} {'fwd+bwd ms':>17} {'ratio':>6}  check")
         notes: list[str] = []
         fast_bwd = n_bwd = fast_fwd = n_fwd = ok = bad = 0
