@@ -1,15 +1,20 @@
 //! The f64 unary ops whose kernels are not the op table's formula run lane by lane: sin and cos
 //! (`lane_math/sincos.rs`: the vector reduction, then scalar libm for the few arguments beyond
-//! it), and erf and GELU (`lane_math/erf.rs`'s `erf_slice`: the lanes beyond 1.25 packed and
-//! taken apart), forward and gradient. Each computes exactly the table formula's operations,
-//! so the bits are the formula's. (exp, log, tanh, ... need nothing here: their select forms
-//! are f64's `Float` methods, so the table's formulas vectorise as they are.)
+//! it), erf and GELU (`lane_math/erf.rs`'s `erf_slice`: the lanes beyond 1.25 packed and
+//! taken apart), and softplus and GELU's tanh form, whose formulas nest two select forms or
+//! wrap one in enough arithmetic that LLVM's loop over the formula stayed scalar: here each
+//! function runs over a block in a loop of its own, forward and gradient. Each computes exactly
+//! the table formula's operations, so the bits are the formula's. (exp, log, tanh, ... alone
+//! need nothing here: their select forms are f64's `Float` methods, so the table's formulas
+//! vectorise as they are.)
 
 use super::f32_lane_ops::chunked;
 use crate::lane_math::erf::erf_slice;
 use crate::lane_math::exp::exp_slice;
+use crate::lane_math::log1p::log1p_slice;
 use crate::lane_math::sincos::{cos_slice, sin_slice};
-use crate::op_table::UnaryOp;
+use crate::lane_math::tanh::tanh_slice;
+use crate::op_table::{UnaryOp, GELU_TANH_BETA};
 use std::f64::consts::FRAC_1_SQRT_2;
 
 /// `op` of every element of `x` (threaded over chunks), or None where the table's formula runs.
@@ -19,9 +24,104 @@ pub fn forward(op: UnaryOp, x: &[f64]) -> Option<Vec<f64>> {
         UnaryOp::Cos => cos_slice,
         UnaryOp::Erf => erf_slice,
         UnaryOp::Gelu => gelu,
+        UnaryOp::GeluTanh => gelu_tanh,
+        UnaryOp::Softplus { beta, threshold } => {
+            return Some(chunked(x.len(), |at, out| {
+                softplus(&x[at..][..out.len()], out, beta, threshold)
+            }))
+        }
         _ => return None,
     };
     Some(chunked(x.len(), |at, out| f(&x[at..][..out.len()], out)))
+}
+
+/// The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`, exp and log1p each
+/// over a block first.
+fn softplus(x: &[f64], out: &mut [f64], beta: f64, threshold: f64) {
+    let mut e = [0.0; BLOCK];
+    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let e = &mut e[..xb.len()];
+        for (o, &v) in ob.iter_mut().zip(xb) {
+            *o = v * beta;
+        }
+        exp_slice(ob, e);
+        log1p_slice(e, ob);
+        for (o, &v) in ob.iter_mut().zip(xb) {
+            *o = if v * beta > threshold { v } else { *o / beta };
+        }
+    }
+}
+
+/// The table's `x * beta > threshold ? g : g * (1 / (1 + exp(-(x * beta))))`, exp over a block
+/// first.
+fn softplus_grad(x: &[f64], g: &[f64], out: &mut [f64], beta: f64, threshold: f64) {
+    let mut a = [0.0; BLOCK];
+    for ((xb, gb), ob) in x
+        .chunks(BLOCK)
+        .zip(g.chunks(BLOCK))
+        .zip(out.chunks_mut(BLOCK))
+    {
+        let a = &mut a[..xb.len()];
+        // The product, then its negation in a loop of its own: in one, LLVM may fold
+        // -(v * beta) into v * -beta, which keeps a NaN's sign where the formula flips it.
+        for (a, &v) in a.iter_mut().zip(xb) {
+            *a = v * beta;
+        }
+        a.iter_mut().for_each(|a| *a = -*a);
+        exp_slice(a, ob);
+        for i in 0..ob.len() {
+            ob[i] = if xb[i] * beta > threshold {
+                gb[i]
+            } else {
+                gb[i] * (1.0 / (1.0 + ob[i]))
+            };
+        }
+    }
+}
+
+/// tanh's argument in GELU's tanh form: beta (x + kappa x³), x³ as (x x) x.
+#[inline(always)]
+fn gelu_tanh_arg(x: f64) -> f64 {
+    GELU_TANH_BETA * (x + 0.044715 * (x * x * x))
+}
+
+/// The table's GELU tanh form, 0.5 x (1 + tanh(beta (x + kappa x³))), tanh over a block first.
+fn gelu_tanh(x: &[f64], out: &mut [f64]) {
+    let mut a = [0.0; BLOCK];
+    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let a = &mut a[..xb.len()];
+        for (a, &v) in a.iter_mut().zip(xb) {
+            *a = gelu_tanh_arg(v);
+        }
+        tanh_slice(a, ob);
+        for (o, &v) in ob.iter_mut().zip(xb) {
+            *o = 0.5 * v * (1.0 + *o);
+        }
+    }
+}
+
+/// `g` times the GELU tanh form's derivative, the table's formula, tanh over a block first.
+fn gelu_tanh_grad(x: &[f64], g: &[f64], out: &mut [f64]) {
+    let mut a = [0.0; BLOCK];
+    for ((xb, gb), ob) in x
+        .chunks(BLOCK)
+        .zip(g.chunks(BLOCK))
+        .zip(out.chunks_mut(BLOCK))
+    {
+        let a = &mut a[..xb.len()];
+        for (a, &v) in a.iter_mut().zip(xb) {
+            *a = gelu_tanh_arg(v);
+        }
+        tanh_slice(a, ob);
+        for i in 0..ob.len() {
+            let (x, t) = (xb[i], ob[i]);
+            let x_sq = x * x;
+            let left = 0.5 * (1.0 + t);
+            let inner = GELU_TANH_BETA * (1.0 + 3.0 * 0.044715 * x_sq);
+            let right = 0.5 * x * (1.0 - t * t) * inner;
+            ob[i] = gb[i] * (left + right);
+        }
+    }
 }
 
 /// Values GELU takes at a time: its buffers on the stack, in L1.
@@ -72,7 +172,10 @@ fn gelu_grad(x: &[f64], g: &[f64], out: &mut [f64]) {
 // `g * f(x)` in the table's operand order (`*o *= g` would put a NaN's payload first).
 #[allow(clippy::assign_op_pattern)]
 pub fn grad(op: UnaryOp, x: &[f64], g: &[f64]) -> Option<Vec<f64>> {
-    if !matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Gelu) {
+    if !matches!(
+        op,
+        UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Gelu | UnaryOp::GeluTanh | UnaryOp::Softplus { .. }
+    ) {
         return None;
     }
     Some(chunked(x.len(), |at, out| {
@@ -87,6 +190,8 @@ pub fn grad(op: UnaryOp, x: &[f64], g: &[f64]) -> Option<Vec<f64>> {
                 sin_slice(x, out);
                 out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * -*o);
             }
+            UnaryOp::GeluTanh => gelu_tanh_grad(x, g, out),
+            UnaryOp::Softplus { beta, threshold } => softplus_grad(x, g, out, beta, threshold),
             _ => gelu_grad(x, g, out),
         }
     }))
@@ -128,6 +233,71 @@ mod tests {
             );
         }
         assert!(forward(UnaryOp::Exp, &x).is_none() && grad(UnaryOp::Exp, &x, &g).is_none());
+    }
+
+    /// softplus (two parameter pairs) and GELU's tanh form, forward and gradient, against the
+    /// table's formulas on libm's scalar exp, log1p and tanh, bit for bit (a NaN input gives a
+    /// NaN), over more than one chunk.
+    #[test]
+    fn softplus_and_gelu_tanh_keep_the_formulas_bits() {
+        let mut x: Vec<f64> = (0..3 * (1 << 13) + 5)
+            .map(|i| ((i * 7919) % 10_007) as f64 / 250.0 - 20.0)
+            .collect();
+        let specials = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-300,
+            20.0,
+            10.0,
+            -745.5,
+            710.0,
+            1e300,
+            -1e300,
+            5.0,
+            2.5,
+        ];
+        x[..specials.len()].copy_from_slice(&specials);
+        let g: Vec<f64> = (0..x.len()).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
+        let same = |got: f64, want: f64, what: &str, v: f64| {
+            assert!(
+                got.to_bits() == want.to_bits() || (v.is_nan() && got.is_nan() && want.is_nan()),
+                "{what}({v:e}): {got:e} against {want:e}"
+            );
+        };
+        for (beta, threshold) in [(1.0, 20.0), (3.0, 5.0)] {
+            let op = UnaryOp::Softplus { beta, threshold };
+            let (y, d) = (forward(op, &x).unwrap(), grad(op, &x, &g).unwrap());
+            for i in 0..x.len() {
+                let v = x[i];
+                let want = if v * beta > threshold {
+                    v
+                } else {
+                    libm::log1p(libm::exp(v * beta)) / beta
+                };
+                same(y[i], want, "softplus", v);
+                let want = if v * beta > threshold {
+                    g[i]
+                } else {
+                    g[i] * (1.0 / (1.0 + libm::exp(-(v * beta))))
+                };
+                same(d[i], want, "softplus'", v);
+            }
+        }
+        let (y, d) = (
+            forward(UnaryOp::GeluTanh, &x).unwrap(),
+            grad(UnaryOp::GeluTanh, &x, &g).unwrap(),
+        );
+        for i in 0..x.len() {
+            let v = x[i];
+            let t = libm::tanh(GELU_TANH_BETA * (v + 0.044715 * (v * v * v)));
+            same(y[i], 0.5 * v * (1.0 + t), "gelu_tanh", v);
+            let inner = GELU_TANH_BETA * (1.0 + 3.0 * 0.044715 * (v * v));
+            let want = g[i] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * inner);
+            same(d[i], want, "gelu_tanh'", v);
+        }
     }
 
     /// erf, GELU and GELU's gradient against the table's formulas on libm's scalar erf and
