@@ -5,10 +5,10 @@
 //! range's formula and picks one by selects, each lane running the scalar call's IEEE operations
 //! in the same order (no FMA contraction), exp through `exp_select`. The ranges share one
 //! division for their rational approximation (P/Q or R/S) and one for erfc's final /|x| (which
-//! also gives the special values' 1/x), on operands chosen per lane. Every input, special values
-//! included, has its bits from the select path. `erf_slice` runs `erf_inner` (the ranges below
-//! 1.25 alone: one division, no exponential) on every lane and `erf_select` only on the lanes
-//! beyond, packed. Tested bit for bit against `libm::erf` below.
+//! also gives the special values' 1/x), on operands chosen per lane, special values included.
+//! `erf_slice` runs `erf_inner` (the ranges below 1.25 alone, by the same operations: one
+//! division, no exponential) on every lane and `erf_select` only on the lanes beyond, packed.
+//! Tested bit for bit against `libm::erf` below.
 
 use super::exp::exp_select;
 

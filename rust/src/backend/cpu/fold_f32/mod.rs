@@ -18,8 +18,9 @@
 //!
 //! Away from the binade's edges a block first goes by groups of four vectors checked by a bound
 //! (`bounded.rs`: the sum before the group plus or minus the group's total |units|), which needs
-//! no prefix sums but at ties; a group that fails it leaves the rest of the block to the
-//! per-value check here.
+//! no prefix sums but at ties. Where a group fails it, the loop goes round again from that
+//! group; while the sum lies nearer its binade's edges than that failed bound, each block takes
+//! the per-value check here.
 //!
 //! A sum whose terms never shrink it (a loss's: squares, absolute values) first tries each
 //! block as a growing sum: every term a whole number of units >= 0 and no tie, so the sums
