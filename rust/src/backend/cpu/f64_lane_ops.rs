@@ -35,47 +35,83 @@ pub fn forward(op: UnaryOp, x: &[f64]) -> Option<Vec<f64>> {
     Some(chunked(x.len(), |at, out| f(&x[at..][..out.len()], out)))
 }
 
-/// The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`, exp and log1p each
-/// over a block first.
-fn softplus(x: &[f64], out: &mut [f64], beta: f64, threshold: f64) {
-    let mut e = [0.0; BLOCK];
-    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
-        let e = &mut e[..xb.len()];
-        for (o, &v) in ob.iter_mut().zip(xb) {
-            *o = v * beta;
+/// Values the block-wise kernels below take at a time: their buffers on the stack, in L1.
+const BLOCK: usize = 256;
+
+/// For each block of BLOCK values of `x` (starting at `at`): the arguments `arg(x)` on the
+/// stack, `f(arguments, out)` over them (a slice function in a loop of its own, where it
+/// vectorises; it may use the arguments as scratch), then `finish(at, x, out)`.
+#[inline(always)]
+fn by_blocks(
+    x: &[f64],
+    out: &mut [f64],
+    arg: impl Fn(f64) -> f64,
+    f: impl Fn(&mut [f64], &mut [f64]),
+    finish: impl Fn(usize, &[f64], &mut [f64]),
+) {
+    let mut a = [0.0; BLOCK];
+    for (b, (xb, ob)) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).enumerate() {
+        let a = &mut a[..xb.len()];
+        for (a, &v) in a.iter_mut().zip(xb) {
+            *a = arg(v);
         }
-        exp_slice(ob, e);
-        log1p_slice(e, ob);
-        for (o, &v) in ob.iter_mut().zip(xb) {
-            *o = if v * beta > threshold { v } else { *o / beta };
-        }
+        f(a, ob);
+        finish(b * BLOCK, xb, ob);
     }
 }
 
-/// The table's `x * beta > threshold ? g : g * (1 / (1 + exp(-(x * beta))))`, exp over a block
-/// first.
+/// The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`.
+fn softplus(x: &[f64], out: &mut [f64], beta: f64, threshold: f64) {
+    let f = |a: &mut [f64], o: &mut [f64]| {
+        exp_slice(a, o);
+        a.copy_from_slice(o);
+        log1p_slice(a, o);
+    };
+    by_blocks(
+        x,
+        out,
+        |v| v * beta,
+        f,
+        |_, xb, ob| {
+            for (o, &v) in ob.iter_mut().zip(xb) {
+                *o = if v * beta > threshold { v } else { *o / beta };
+            }
+        },
+    );
+}
+
+/// The table's `x * beta > threshold ? g : g * (1 / (1 + exp(-(x * beta))))`.
 fn softplus_grad(x: &[f64], g: &[f64], out: &mut [f64], beta: f64, threshold: f64) {
-    let mut a = [0.0; BLOCK];
-    for ((xb, gb), ob) in x
-        .chunks(BLOCK)
-        .zip(g.chunks(BLOCK))
-        .zip(out.chunks_mut(BLOCK))
-    {
-        let a = &mut a[..xb.len()];
-        // The product, then its negation in a loop of its own: in one, LLVM may fold
-        // -(v * beta) into v * -beta, which keeps a NaN's sign where the formula flips it.
-        for (a, &v) in a.iter_mut().zip(xb) {
-            *a = v * beta;
-        }
+    // The product, then its negation in a loop of its own: in one, LLVM may fold -(v * beta)
+    // into v * -beta, which keeps a NaN's sign where the formula flips it.
+    let f = |a: &mut [f64], o: &mut [f64]| {
         a.iter_mut().for_each(|a| *a = -*a);
-        exp_slice(a, ob);
-        for i in 0..ob.len() {
-            ob[i] = if xb[i] * beta > threshold {
-                gb[i]
-            } else {
-                gb[i] * (1.0 / (1.0 + ob[i]))
-            };
-        }
+        exp_slice(a, o);
+    };
+    by_blocks(
+        x,
+        out,
+        |v| v * beta,
+        f,
+        |at, xb, ob| {
+            let gb = &g[at..][..ob.len()];
+            for (i, o) in ob.iter_mut().enumerate() {
+                let g = gb[i];
+                *o = if xb[i] * beta > threshold {
+                    g
+                } else {
+                    g * (1.0 / (1.0 + *o))
+                };
+            }
+        },
+    );
+}
+
+/// Both GELU forms' last step, `o = 0.5 x (1 + o)` (o holding erf's or tanh's value).
+#[inline(always)]
+fn half_x_one_plus(x: &[f64], o: &mut [f64]) {
+    for (o, &v) in o.iter_mut().zip(x) {
+        *o = 0.5 * v * (1.0 + *o);
     }
 }
 
@@ -85,87 +121,72 @@ fn gelu_tanh_arg(x: f64) -> f64 {
     GELU_TANH_BETA * (x + 0.044715 * (x * x * x))
 }
 
-/// The table's GELU tanh form, 0.5 x (1 + tanh(beta (x + kappa x³))), tanh over a block first.
+/// The table's GELU tanh form, 0.5 x (1 + tanh(beta (x + kappa x³))).
 fn gelu_tanh(x: &[f64], out: &mut [f64]) {
-    let mut a = [0.0; BLOCK];
-    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
-        let a = &mut a[..xb.len()];
-        for (a, &v) in a.iter_mut().zip(xb) {
-            *a = gelu_tanh_arg(v);
-        }
-        tanh_slice(a, ob);
-        for (o, &v) in ob.iter_mut().zip(xb) {
-            *o = 0.5 * v * (1.0 + *o);
-        }
-    }
+    by_blocks(
+        x,
+        out,
+        gelu_tanh_arg,
+        |a, o| tanh_slice(a, o),
+        |_, xb, ob| half_x_one_plus(xb, ob),
+    );
 }
 
-/// `g` times the GELU tanh form's derivative, the table's formula, tanh over a block first.
+/// `g` times the GELU tanh form's derivative, the table's formula.
 fn gelu_tanh_grad(x: &[f64], g: &[f64], out: &mut [f64]) {
-    let mut a = [0.0; BLOCK];
-    for ((xb, gb), ob) in x
-        .chunks(BLOCK)
-        .zip(g.chunks(BLOCK))
-        .zip(out.chunks_mut(BLOCK))
-    {
-        let a = &mut a[..xb.len()];
-        for (a, &v) in a.iter_mut().zip(xb) {
-            *a = gelu_tanh_arg(v);
-        }
-        tanh_slice(a, ob);
-        for i in 0..ob.len() {
-            let (x, t) = (xb[i], ob[i]);
-            let x_sq = x * x;
-            let left = 0.5 * (1.0 + t);
-            let inner = GELU_TANH_BETA * (1.0 + 3.0 * 0.044715 * x_sq);
-            let right = 0.5 * x * (1.0 - t * t) * inner;
-            ob[i] = gb[i] * (left + right);
-        }
-    }
+    by_blocks(
+        x,
+        out,
+        gelu_tanh_arg,
+        |a, o| tanh_slice(a, o),
+        |at, xb, ob| {
+            let gb = &g[at..][..ob.len()];
+            for (i, o) in ob.iter_mut().enumerate() {
+                let (x, t) = (xb[i], *o);
+                let x_sq = x * x;
+                let left = 0.5 * (1.0 + t);
+                let inner = GELU_TANH_BETA * (1.0 + 3.0 * 0.044715 * x_sq);
+                let right = 0.5 * x * (1.0 - t * t) * inner;
+                *o = gb[i] * (left + right);
+            }
+        },
+    );
 }
 
-/// Values GELU takes at a time: its buffers on the stack, in L1.
-const BLOCK: usize = 256;
-
-/// GELU's table formula, (0.5 x)(1 + erf(x / sqrt 2)), with erf over each block first.
+/// GELU's table formula, (0.5 x)(1 + erf(x / sqrt 2)).
 fn gelu(x: &[f64], out: &mut [f64]) {
-    let mut z = [0.0; BLOCK];
-    for (xb, ob) in x.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
-        let z = &mut z[..xb.len()];
-        for (z, &v) in z.iter_mut().zip(xb) {
-            *z = v * FRAC_1_SQRT_2;
-        }
-        erf_slice(z, ob);
-        for (o, &v) in ob.iter_mut().zip(xb) {
-            *o = 0.5 * v * (1.0 + *o);
-        }
-    }
+    by_blocks(
+        x,
+        out,
+        |v| v * FRAC_1_SQRT_2,
+        |a, o| erf_slice(a, o),
+        |_, xb, ob| half_x_one_plus(xb, ob),
+    );
 }
 
 /// `g` times GELU's derivative, the table's formula: g (0.5 (1 + erf(x / sqrt 2)) + x pdf),
-/// pdf = 0.3989... exp(-(0.5 x x)), erf and exp over each block first.
+/// pdf = 0.3989... exp(-(0.5 x x)), the exponentials over the block too.
 fn gelu_grad(x: &[f64], g: &[f64], out: &mut [f64]) {
-    let (mut z, mut ex) = ([0.0; BLOCK], [0.0; BLOCK]);
-    for ((xb, gb), ob) in x
-        .chunks(BLOCK)
-        .zip(g.chunks(BLOCK))
-        .zip(out.chunks_mut(BLOCK))
-    {
-        let (z, ex) = (&mut z[..xb.len()], &mut ex[..xb.len()]);
-        for (z, &v) in z.iter_mut().zip(xb) {
-            *z = v * FRAC_1_SQRT_2;
-        }
-        erf_slice(z, ob);
-        for (z, &v) in z.iter_mut().zip(xb) {
-            *z = -(0.5 * v * v);
-        }
-        exp_slice(z, ex);
-        for i in 0..ob.len() {
-            let cdf = 0.5 * (1.0 + ob[i]);
-            let pdf = 0.398_942_280_401_432_7 * ex[i];
-            ob[i] = gb[i] * (cdf + xb[i] * pdf);
-        }
-    }
+    by_blocks(
+        x,
+        out,
+        |v| v * FRAC_1_SQRT_2,
+        |a, o| erf_slice(a, o),
+        |at, xb, ob| {
+            let (mut a, mut ex) = ([0.0; BLOCK], [0.0; BLOCK]);
+            let (a, ex) = (&mut a[..xb.len()], &mut ex[..xb.len()]);
+            for (a, &v) in a.iter_mut().zip(xb) {
+                *a = -(0.5 * v * v);
+            }
+            exp_slice(a, ex);
+            let gb = &g[at..][..ob.len()];
+            for (i, o) in ob.iter_mut().enumerate() {
+                let cdf = 0.5 * (1.0 + *o);
+                let pdf = 0.398_942_280_401_432_7 * ex[i];
+                *o = gb[i] * (cdf + xb[i] * pdf);
+            }
+        },
+    );
 }
 
 /// `g` times d(op)/dx (threaded over chunks), or None where the table's formula runs.
@@ -235,32 +256,36 @@ mod tests {
         assert!(forward(UnaryOp::Exp, &x).is_none() && grad(UnaryOp::Exp, &x, &g).is_none());
     }
 
-    /// softplus (two parameter pairs) and GELU's tanh form, forward and gradient, against the
-    /// table's formulas on libm's scalar exp, log1p and tanh, bit for bit (NaN included), over
-    /// more than one chunk.
-    #[test]
-    fn softplus_and_gelu_tanh_keep_the_formulas_bits() {
+    /// Over three chunks and a bit: x spread over [-shift, shift) in steps of 1 / step, led by
+    /// the zeros, NaN, the infinities, a tiny value and `extra`; g varied.
+    fn inputs(step: f64, shift: f64, extra: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let mut x: Vec<f64> = (0..3 * (1 << 13) + 5)
-            .map(|i| ((i * 7919) % 10_007) as f64 / 250.0 - 20.0)
+            .map(|i| ((i * 7919) % 10_007) as f64 / step - shift)
             .collect();
-        let specials = [
+        let lead = [
             0.0,
             -0.0,
             f64::NAN,
             f64::INFINITY,
             f64::NEG_INFINITY,
             1e-300,
-            20.0,
-            10.0,
-            -745.5,
-            710.0,
-            1e300,
-            -1e300,
-            5.0,
-            2.5,
         ];
-        x[..specials.len()].copy_from_slice(&specials);
-        let g: Vec<f64> = (0..x.len()).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
+        x[..lead.len()].copy_from_slice(&lead);
+        x[lead.len()..][..extra.len()].copy_from_slice(extra);
+        let g = (0..x.len()).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
+        (x, g)
+    }
+
+    /// softplus (two parameter pairs) and GELU's tanh form, forward and gradient, against the
+    /// table's formulas on libm's scalar exp, log1p and tanh, bit for bit (NaN included), over
+    /// more than one chunk.
+    #[test]
+    fn softplus_and_gelu_tanh_keep_the_formulas_bits() {
+        let (x, g) = inputs(
+            250.0,
+            20.0,
+            &[20.0, 10.0, -745.5, 710.0, 1e300, -1e300, 5.0, 2.5],
+        );
         // NaN included: x is the only NaN, so its sign and payload are defined.
         let same = |got: f64, want: f64, what: &str, v: f64| {
             assert!(
@@ -308,27 +333,11 @@ mod tests {
     /// range's bounds, and the special values, over more than one chunk.
     #[test]
     fn erf_and_gelu_keep_the_formulas_bits() {
-        let mut x: Vec<f64> = (0..3 * (1 << 13) + 5)
-            .map(|i| ((i * 7919) % 10_007) as f64 / 1000.0 - 5.0)
-            .collect();
-        let specials = [
-            0.0,
-            -0.0,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            1e-300,
-            -3e-9,
-            1.1932,
-            1.7678,
-            -8.49,
-            6.0,
-            1e300,
-            -1.25,
-            0.84375,
-        ];
-        x[..specials.len()].copy_from_slice(&specials);
-        let g: Vec<f64> = (0..x.len()).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
+        let (x, g) = inputs(
+            1000.0,
+            5.0,
+            &[-3e-9, 1.1932, 1.7678, -8.49, 6.0, 1e300, -1.25, 0.84375],
+        );
         let (e, y) = (
             forward(UnaryOp::Erf, &x).unwrap(),
             forward(UnaryOp::Gelu, &x).unwrap(),
