@@ -6,7 +6,7 @@
 //! totals kept per vector. Near the binade's edge the bound fails and the caller takes the
 //! exact per-value check (`in_units`).
 
-use super::{BLOCK, MAX_TIES};
+use super::{other_neighbour, Units, BLOCK, MAX_TIES};
 use std::arch::x86_64::*;
 
 /// Vectors of 16 the bound covers at once: 64 values, whose total |units| stays under 2^30.
@@ -18,23 +18,16 @@ const GROUP: usize = 4;
 /// bound (the group's total |x|, about) of the group that failed it, or 0.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,popcnt")]
 pub(super) unsafe fn in_units_bounded(s: f32, block: &[f32]) -> (f32, usize, f32) {
-    let bits = s.to_bits();
-    let biased = (bits >> 23) & 0xff;
-    // As in `in_units`: s finite and normal, 1/u = 2^(150 - biased) a normal f32.
-    if !(23..0xff).contains(&biased) {
+    let Some(Units {
+        inv_u,
+        start,
+        lo,
+        hi,
+    }) = Units::of(s)
+    else {
         return (s, 0, 0.0);
-    }
-    let inv_u = f32::from_bits((277 - biased) << 23);
-    let magnitude = ((bits & 0x007f_ffff) | 0x0080_0000) as i64;
-    let negative = bits >> 31 != 0;
-    let start = if negative { -magnitude } else { magnitude };
-    // S must stay in [lo, hi] (|S| in [2^23 + 1, 2^24 - 1], of s's sign) less the ties' margin.
-    let (lo, hi): (i64, i64) = if negative {
-        (-(1 << 24) + 1, -(1 << 23) - 1)
-    } else {
-        ((1 << 23) + 1, (1 << 24) - 1)
     };
-    let (lo, hi) = (lo + MAX_TIES as i64, hi - MAX_TIES as i64);
+    let (start, lo, hi) = (start as i64, lo as i64, hi as i64);
     let (inv, half) = (_mm512_set1_ps(inv_u), _mm512_set1_ps(0.5));
     // After vector j: each lane's total of RNE(x / u) over the block so far, and its ties.
     let mut totals = [_mm512_setzero_si512(); BLOCK / 16];
@@ -102,8 +95,7 @@ pub(super) unsafe fn in_units_bounded(s: f32, block: &[f32]) -> (f32, usize, f32
             );
             let sum = start + _mm512_reduce_add_epi32(earlier) as i64 + through as i64;
             if (sum + extra) & 1 != 0 {
-                let y = block[16 * j + l as usize] * inv_u;
-                extra += if y > y.round_ties_even() { 1 } else { -1 };
+                extra += other_neighbour(block[16 * j + l as usize] * inv_u) as i64;
             }
             m &= m - 1;
         }

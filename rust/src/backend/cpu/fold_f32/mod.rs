@@ -64,10 +64,61 @@ pub fn fold_counting(acc: f32, x: &[f32]) -> (f32, usize) {
 #[cfg(target_arch = "x86_64")]
 mod bounded;
 
+/// A sum s in units of its last place u (s = start·u), for the checks that fold in units.
+#[cfg(target_arch = "x86_64")]
+struct Units {
+    /// 1/u, a power of two.
+    inv_u: f32,
+    /// s / u: |start| in [2^23, 2^24), of s's sign.
+    start: i32,
+    /// The range every sum S in the stretch must keep: |S| in [2^23 + 1, 2^24 - 1] less
+    /// MAX_TIES units each side, as a tie moves the later sums one unit at most (a stretch
+    /// stops before its tie number MAX_TIES + 1).
+    lo: i32,
+    hi: i32,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Units {
+    /// None where s cannot use units: 1/u = 2^(150 - biased) must be a normal f32 (|s| >=
+    /// 2^-104), s finite and normal.
+    fn of(s: f32) -> Option<Self> {
+        let bits = s.to_bits();
+        let biased = (bits >> 23) & 0xff;
+        if !(23..0xff).contains(&biased) {
+            return None;
+        }
+        let magnitude = ((bits & 0x007f_ffff) | 0x0080_0000) as i32;
+        let negative = bits >> 31 != 0;
+        let (start, lo, hi) = if negative {
+            (-magnitude, -(1 << 24) + 1, -(1 << 23) - 1)
+        } else {
+            (magnitude, (1 << 23) + 1, (1 << 24) - 1)
+        };
+        Some(Units {
+            inv_u: f32::from_bits((277 - biased) << 23),
+            start,
+            lo: lo + MAX_TIES,
+            hi: hi - MAX_TIES,
+        })
+    }
+}
+
+/// The fix of a tie y = x / u whose sum came out odd: the other neighbour of y (2y - r), one
+/// unit up or down from the even RNE(y) the sums took.
+#[cfg(target_arch = "x86_64")]
+fn other_neighbour(y: f32) -> i32 {
+    if y > y.round_ties_even() {
+        1
+    } else {
+        -1
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::bounded::in_units_bounded;
-    use super::{plain, BLOCK, MAX_TIES};
+    use super::{other_neighbour, plain, Units, BLOCK, MAX_TIES};
     use std::arch::x86_64::*;
 
     /// What `grown` made of a block.
@@ -206,28 +257,16 @@ mod avx512 {
     /// comment's conditions).
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,popcnt")]
     unsafe fn in_units(s: f32, block: &[f32], prefix: &mut [i32; BLOCK]) -> (f32, usize) {
-        let bits = s.to_bits();
-        let biased = (bits >> 23) & 0xff;
-        // 1/u = 2^(150 - biased) must be a normal f32 (|s| >= 2^-104); s finite and normal.
-        if !(23..0xff).contains(&biased) {
+        let Some(Units {
+            inv_u,
+            start,
+            lo,
+            hi,
+        }) = Units::of(s)
+        else {
             return (s, 0);
-        }
-        let inv_u = f32::from_bits((277 - biased) << 23);
-        let magnitude = ((bits & 0x007f_ffff) | 0x0080_0000) as i32;
-        let negative = bits >> 31 != 0;
-        let start = if negative { -magnitude } else { magnitude };
-        // S must stay in [lo, hi]: |S| in [2^23 + 1, 2^24 - 1], of s's sign.
-        let (lo, hi) = if negative {
-            (-(1 << 24) + 1, -(1 << 23) - 1)
-        } else {
-            ((1 << 23) + 1, (1 << 24) - 1)
         };
-        // A tie moves the later sums one unit at most: the prefixes keep MAX_TIES units inside
-        // [lo, hi], and a block stops before its tie number MAX_TIES + 1.
-        let (lo_v, span) = (
-            _mm512_set1_epi32(lo + MAX_TIES),
-            _mm512_set1_epi32(hi - lo - 2 * MAX_TIES),
-        );
+        let (lo_v, span) = (_mm512_set1_epi32(lo), _mm512_set1_epi32(hi - lo));
         // Per 16 lanes: which terms are ties, and which failed a check.
         let vectors = block.len() / 16;
         let mut masks = [(0u16, 0u16); BLOCK / 16];
@@ -284,8 +323,7 @@ mod avx512 {
             while m != 0 {
                 let k = 16 * j + m.trailing_zeros() as usize;
                 if (prefix[k] + extra) & 1 != 0 {
-                    let y = block[k] * inv_u;
-                    extra += if y > y.round_ties_even() { 1 } else { -1 };
+                    extra += other_neighbour(block[k] * inv_u);
                 }
                 m &= m - 1;
             }
