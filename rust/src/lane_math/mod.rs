@@ -23,6 +23,7 @@ pub mod log;
 pub mod log1p;
 pub mod log1pf;
 pub mod logf;
+pub mod pow;
 pub mod powf;
 pub mod sincos;
 pub mod sincosf;

@@ -1,10 +1,10 @@
-//! The binary ops on libm's vector lanes, threaded over chunks: in f32 tensor_pow and its two
-//! slopes (`lane_math/powf.rs`) and atan2 (`lane_math/atan2f.rs`), in f64 atan2
-//! (`lane_math/atan2.rs`), libm's bits; floor division in both, its remainder from
+//! The binary ops on libm's vector lanes, threaded over chunks: tensor_pow and its two slopes
+//! (`lane_math/powf.rs`, `lane_math/pow.rs`) and atan2 (`lane_math/atan2f.rs`,
+//! `lane_math/atan2.rs`), libm's bits; floor division in both, its remainder from
 //! `lane_math/fmod.rs`; each operand whole or a single value repeated (`2.0 ** x`).
 //! The slopes are the op table's formulas with the same IEEE operations in the same order
 //! (`op_table/binary.rs`): `b * a ** (b - 1)` (0 where b = 0) and, from the forward's output
-//! p = a ** b, `p * ln(a)` (0 where a = 0 and |p| <= 1). f64 keeps the table's scalar formulas.
+//! p = a ** b, `p * ln(a)` (0 where a = 0 and |p| <= 1).
 
 use super::f32_view::{as_f32, as_f64, from_f32, from_f64};
 use super::simd::wide_fn;
@@ -13,12 +13,13 @@ use crate::dtype::Float;
 use crate::lane_math::atan2::atan2_zip;
 use crate::lane_math::atan2f::atan2f_zip;
 use crate::lane_math::fmod::{fmod_zip, fmodf_zip};
+use crate::lane_math::pow::{pow_slice, pow_zip};
 use crate::lane_math::powf::{powf_base, powf_slice, powf_zip};
 use crate::op_table::BinaryOp;
 
 const CHUNK: usize = 1 << 13;
 
-/// `op` (Pow, PowSlopeBase, PowSlopeExponent or Atan2; f64: Atan2) over `n` elements, `a` and
+/// `op` (Pow, PowSlopeBase, PowSlopeExponent or Atan2) over `n` elements, `a` and
 /// `b` each of length `n` or 1; None for another op or dtype, or other lengths.
 pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option<Vec<T>> {
     let fits = |len: usize| len == n || len == 1;
@@ -37,8 +38,11 @@ pub fn lane_binary<T: Float>(op: BinaryOp, a: &[T], b: &[T], n: usize) -> Option
     if !fits(a.len()) || !fits(b.len()) || n == 0 {
         return None;
     }
-    if let (BinaryOp::Atan2, Some(a), Some(b)) = (kind, as_f64(a), as_f64(b)) {
-        return Some(from_f64(atan2_f64(a, b, n)));
+    if let (Some(a), Some(b)) = (as_f64(a), as_f64(b)) {
+        return Some(from_f64(match kind {
+            BinaryOp::Atan2 => atan2_f64(a, b, n),
+            _ => pow_f64(kind, a, b, n),
+        }));
     }
     let (Some(a), Some(b)) = (as_f32(a), as_f32(b)) else {
         return None;
@@ -99,6 +103,34 @@ fn atan2_f64(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
         let len = o.len();
         let (ac, bc) = (part(a, &ra, ci, len), part(b, &rb, ci, len));
         atan2_zip(ac, bc, fill_with(o, 0.0));
+    })
+}
+
+/// f64 tensor_pow and its two slopes over `n` elements on pow's lanes (`lane_math/pow.rs`),
+/// each operand whole or a single value repeated.
+fn pow_f64(kind: BinaryOp, a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+    let run = |v: &[f64]| (v.len() == 1 && n > 1).then(|| vec![v[0]; CHUNK.min(n)]);
+    let (ra, rb) = (run(a), run(b));
+    filled(n, CHUNK, n, |ci, o| {
+        let len = o.len();
+        let (ac, bc) = (part(a, &ra, ci, len), part(b, &rb, ci, len));
+        let o = fill_with(o, 0.0);
+        let one_y = (b.len() == 1).then(|| b[0]);
+        match (kind, one_y) {
+            (BinaryOp::Pow, Some(y)) => pow_slice(ac, y, o),
+            (BinaryOp::Pow, None) => pow_zip(ac, bc, o),
+            (BinaryOp::PowSlopeBase, Some(y)) => {
+                pow_slice(ac, y - 1.0, o);
+                slope_base_finish(bc, o);
+            }
+            (BinaryOp::PowSlopeBase, None) => {
+                let less: Vec<f64> = bc.iter().map(|&v| v - 1.0).collect();
+                pow_zip(ac, &less, o);
+                slope_base_finish(bc, o);
+            }
+            // b is the forward's output p = a ** b here (the op's second operand).
+            _ => slope_exponent(ac, bc, o),
+        }
     })
 }
 
@@ -185,6 +217,19 @@ pub(super) fn scalar_formula(op: BinaryOp, a: f32, b: f32) -> f32 {
     }
 }
 
+/// `scalar_formula` on f64 (libm's pow, atan2 and log).
+#[cfg(test)]
+pub(super) fn scalar_formula64(op: BinaryOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinaryOp::Pow => libm::pow(a, b),
+        BinaryOp::Atan2 => libm::atan2(a, b),
+        BinaryOp::PowSlopeBase if b == 0.0 => 0.0,
+        BinaryOp::PowSlopeBase => b * libm::pow(a, b - 1.0),
+        _ if a == 0.0 && b.abs() <= 1.0 => 0.0,
+        _ => b * libm::log(a),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,32 +237,40 @@ mod tests {
     #[test]
     fn the_lane_binary_keeps_the_scalar_formulas_bits() {
         // Whole operands over three chunks and a partial one, and single values either side.
-        let n = 3 * CHUNK + 5;
-        let a: Vec<f32> = (0..n)
-            .map(|i| ((i * 7919) % 4001) as f32 / 1000.0 - 1.0)
-            .collect();
-        let mut b: Vec<f32> = (0..n)
-            .map(|i| ((i * 104_729) % 6007) as f32 / 300.0 - 10.0)
-            .collect();
-        b[..8].copy_from_slice(&[0.0, -0.0, 1.0, 2.0, 0.5, f32::NAN, f32::INFINITY, -1.0]);
-        for op in [
-            BinaryOp::Pow,
-            BinaryOp::PowSlopeBase,
-            BinaryOp::PowSlopeExponent,
-            BinaryOp::Atan2,
-        ] {
-            let cases: [(&[f32], &[f32]); 4] = [(&a, &b), (&[2.0], &b), (&a, &[3.0]), (&[0.0], &b)];
-            for (x, y) in cases {
-                let got = lane_binary(op, x, y, n).expect("f32 operands");
-                for i in 0..n {
-                    let (u, v) = (x[i % x.len()], y[i % y.len()]);
-                    let want = scalar_formula(op, u, v);
-                    assert_eq!(got[i].to_bits(), want.to_bits(), "{op:?}({u:?}, {v:?})");
+        fn check<T: Float>(formula: fn(BinaryOp, T, T) -> T) {
+            let n = 3 * CHUNK + 5;
+            let a: Vec<T> = (0..n)
+                .map(|i| T::from_f64(((i * 7919) % 4001) as f64 / 1000.0 - 1.0))
+                .collect();
+            let mut b: Vec<T> = (0..n)
+                .map(|i| T::from_f64(((i * 104_729) % 6007) as f64 / 300.0 - 10.0))
+                .collect();
+            let special = [0.0, -0.0, 1.0, 2.0, 0.5, f64::NAN, f64::INFINITY, -1.0];
+            for (b, s) in b.iter_mut().zip(special) {
+                *b = T::from_f64(s);
+            }
+            for op in [
+                BinaryOp::Pow,
+                BinaryOp::PowSlopeBase,
+                BinaryOp::PowSlopeExponent,
+                BinaryOp::Atan2,
+            ] {
+                let (two, three, zero) = (T::from_f64(2.0), T::from_f64(3.0), T::ZERO);
+                let cases: [(&[T], &[T]); 4] =
+                    [(&a, &b), (&[two], &b), (&a, &[three]), (&[zero], &b)];
+                for (x, y) in cases {
+                    let got = lane_binary(op, x, y, n).expect("float operands");
+                    for i in 0..n {
+                        let (u, v) = (x[i % x.len()], y[i % y.len()]);
+                        let want = formula(op, u, v).to_f64().to_bits();
+                        assert_eq!(got[i].to_f64().to_bits(), want, "{op:?}({u:?}, {v:?})");
+                    }
                 }
             }
+            assert!(lane_binary(BinaryOp::Add, &a, &b, n).is_none());
         }
-        assert!(lane_binary(BinaryOp::Add, &a, &b, n).is_none());
-        assert!(lane_binary(BinaryOp::Pow, &[2.0f64], &[1.0], 1).is_none());
+        check::<f32>(scalar_formula);
+        check::<f64>(scalar_formula64);
     }
 
     /// The exponent's slope from the forward's output equals PyTorch's rule on (a, b),
@@ -338,9 +391,5 @@ mod tests {
                 );
             }
         }
-        assert!(
-            lane_binary(BinaryOp::Pow, &a, &b, n).is_none(),
-            "f64 pow keeps the formula"
-        );
     }
 }

@@ -1,9 +1,9 @@
 //! Powers by one exponent: where libm answers the exponent by a special case, those operations
-//! without a call per element; otherwise, in f32, libm's powf across vector lanes
-//! (`lane_math/powf.rs`), threaded over chunks.
+//! without a call per element; otherwise libm's powf or pow across vector lanes
+//! (`lane_math/powf.rs`, `lane_math/pow.rs`), threaded over chunks.
 
 use super::elementwise::map;
-use super::f32_view::{as_f32, from_f32};
+use super::f32_view::{as_f32, as_f64, from_f32, from_f64};
 use super::uninit::{assume_init, filled};
 use super::wide_rows::map_row;
 use crate::dtype::Float;
@@ -68,6 +68,15 @@ pub fn pow_by_scalar<T: Float>(x: &[T], y: T) -> Vec<T> {
             crate::lane_math::powf::powf_slice(&x32[ci * CHUNK..][..n], y32, o);
         });
         return from_f32(out);
+    }
+    if let (Some(x64), Some(&[y64])) = (as_f64(x), as_f64(&[y])) {
+        const CHUNK: usize = 1 << 12;
+        let out: Vec<f64> = filled(x.len(), CHUNK, x.len(), |ci, o| {
+            let n = o.len();
+            let o = super::uninit::fill_with(o, 0.0);
+            crate::lane_math::pow::pow_slice(&x64[ci * CHUNK..][..n], y64, o);
+        });
+        return from_f64(out);
     }
     map(x, |v| v.powf(y))
 }

@@ -166,7 +166,7 @@ macro_rules! binary_kernels {
                 op,
                 BinaryOp::Pow | BinaryOp::PowSlopeBase | BinaryOp::PowSlopeExponent | BinaryOp::Atan2
             );
-            if !same && T::DTYPE == crate::DType::F32 && on_lanes {
+            if !same && on_lanes {
                 let a_full = broadcast_map(a, sa, b, sb, out, |x, _| x);
                 let b_full = broadcast_map(a, sa, b, sb, out, |_, y| y);
                 if let Some(y) = super::binary_lanes::lane_binary(op, &a_full, &b_full, out.numel()) {
@@ -441,48 +441,46 @@ mod tests {
 mod lane_tests {
     use super::*;
 
-    use super::super::binary_lanes::scalar_formula as oracle;
+    use super::super::binary_lanes::{scalar_formula, scalar_formula64};
 
     #[test]
     fn broadcast_operands_keep_the_scalar_formulas_bits() {
         // [rows, 40] against an exponent per column [40] and a base per row [rows, 1], through
         // the table's broadcasting entry point (which expands them for the lanes).
-        use crate::shape::broadcast_strides;
-        use crate::Shape;
-        let (rows, cols) = (300, 40);
-        let out = Shape(vec![rows, cols]);
-        let a: Vec<f32> = (0..rows * cols)
-            .map(|i| ((i * 7919) % 3001) as f32 / 1000.0)
-            .collect();
-        let col: Vec<f32> = (0..cols).map(|j| j as f32 / 4.0 - 5.0).collect();
-        let row: Vec<f32> = (0..rows).map(|r| r as f32 / 100.0).collect();
-        let (sa, sc) = (
-            broadcast_strides(&out, &out),
-            broadcast_strides(&Shape(vec![cols]), &out),
-        );
-        let sr = broadcast_strides(&Shape(vec![rows, 1]), &out);
-        for op in [
-            BinaryOp::Pow,
-            BinaryOp::PowSlopeBase,
-            BinaryOp::PowSlopeExponent,
-            BinaryOp::Atan2,
-        ] {
-            let by_column = binary(op, &a, &sa, &col, &sc, &out, false);
-            let by_row = binary(op, &row, &sr, &a, &sa, &out, false);
-            for i in 0..rows * cols {
-                let want = oracle(op, a[i], col[i % cols]);
-                assert_eq!(
-                    by_column[i].to_bits(),
-                    want.to_bits(),
-                    "{op:?} column, element {i}"
-                );
-                let want = oracle(op, row[i / cols], a[i]);
-                assert_eq!(
-                    by_row[i].to_bits(),
-                    want.to_bits(),
-                    "{op:?} row, element {i}"
-                );
+        fn check<T: Float>(oracle: fn(BinaryOp, T, T) -> T) {
+            use crate::shape::broadcast_strides;
+            use crate::Shape;
+            let (rows, cols) = (300, 40);
+            let out = Shape(vec![rows, cols]);
+            let from = T::from_f64;
+            let a: Vec<T> = (0..rows * cols)
+                .map(|i| from(((i * 7919) % 3001) as f64 / 1000.0))
+                .collect();
+            let col: Vec<T> = (0..cols).map(|j| from(j as f64 / 4.0 - 5.0)).collect();
+            let row: Vec<T> = (0..rows).map(|r| from(r as f64 / 100.0)).collect();
+            let (sa, sc) = (
+                broadcast_strides(&out, &out),
+                broadcast_strides(&Shape(vec![cols]), &out),
+            );
+            let sr = broadcast_strides(&Shape(vec![rows, 1]), &out);
+            for op in [
+                BinaryOp::Pow,
+                BinaryOp::PowSlopeBase,
+                BinaryOp::PowSlopeExponent,
+                BinaryOp::Atan2,
+            ] {
+                let by_column = binary(op, &a, &sa, &col, &sc, &out, false);
+                let by_row = binary(op, &row, &sr, &a, &sa, &out, false);
+                let bits = |v: T| v.to_f64().to_bits();
+                for i in 0..rows * cols {
+                    let want = oracle(op, a[i], col[i % cols]);
+                    assert_eq!(bits(by_column[i]), bits(want), "{op:?} column, element {i}");
+                    let want = oracle(op, row[i / cols], a[i]);
+                    assert_eq!(bits(by_row[i]), bits(want), "{op:?} row, element {i}");
+                }
             }
         }
+        check::<f32>(scalar_formula);
+        check::<f64>(scalar_formula64);
     }
 }
