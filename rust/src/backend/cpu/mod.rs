@@ -31,6 +31,7 @@ pub mod layout;
 pub mod logsumexp;
 pub mod loss;
 pub mod matmul;
+mod max_long;
 pub mod norm;
 mod outer;
 pub mod parallel;

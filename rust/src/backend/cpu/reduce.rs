@@ -2,6 +2,7 @@
 //! kernels' sum of a whole tensor (`sum_fast`, its own fixed order): outputs are split across
 //! threads, a single output's accumulation never is.
 
+use super::max_long::{max_index_long, LONG_ROW};
 use super::parallel::for_chunks;
 use super::row_folds::{cumsum_rows, fold_rows, max_index_rows, LANES};
 use super::simd;
@@ -185,31 +186,6 @@ pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (V
         }
     }
     (vals, idx)
-}
-
-/// Rows at least this long take `max_index_long` when there are too few to fill the lanes.
-const LONG_ROW: usize = 64 * LANES;
-
-/// The maximum of one row under `pool::beats` and the index of its first occurrence, as the
-/// left fold gives them: sixteen equal segments fold side by side (`max_index_rows`), then the
-/// segments' winners and the tail are taken in index order with the same strict `beats`. The
-/// winner is the first element of the largest class (equal values; all NaNs one class, +0 above
-/// -0), which no grouping of the fold changes, so value bits and index are the fold's.
-fn max_index_long<T: Float>(row: &[T]) -> (T, usize) {
-    let seg = row.len() / LANES;
-    let (bests, firsts) = simd::widest(|| max_index_rows(&row[..seg * LANES], seg));
-    let (mut best, mut at) = (bests[0], firsts[0]);
-    for s in 1..LANES {
-        if super::pool::beats(bests[s], best) {
-            (best, at) = (bests[s], s * seg + firsts[s]);
-        }
-    }
-    for (i, &v) in row.iter().enumerate().skip(seg * LANES) {
-        if super::pool::beats(v, best) {
-            (best, at) = (v, i);
-        }
-    }
-    (best, at)
 }
 
 /// Reduces a gradient of broadcast shape `from` back to `to` by summing the broadcast axes.
@@ -483,48 +459,6 @@ mod tests {
         }
         check::<f32>();
         check::<f64>();
-    }
-
-    #[test]
-    fn long_row_maxima_are_the_left_folds() {
-        // One and three long rows (the long-row path), with ties, signed zeros and NaNs placed
-        // across segments: value bits and index as the scalar left fold of `beats` gives them.
-        let len = LONG_ROW * 3 + 7;
-        let mut state = 7u64;
-        for case in 0..6 {
-            let mut x: Vec<f32> = spread_values(3 * len, &mut state);
-            match case {
-                1 => x.iter_mut().for_each(|v| *v = v.round()), // many ties
-                2 => x
-                    .iter_mut()
-                    .for_each(|v| *v = if *v > 0.0 { -0.0 } else { *v }),
-                3 => {
-                    x.iter_mut()
-                        .for_each(|v| *v = if *v > 0.0 { -0.0 } else { *v });
-                    x[len + 5000] = 0.0;
-                }
-                4 => {
-                    x[2 * LONG_ROW + 3] = f32::from_bits(0x7fc0_0001);
-                    x[len - 1] = f32::from_bits(0x7fc0_0002);
-                }
-                5 => x[len - 2] = f32::INFINITY,
-                _ => {}
-            }
-            for rows in [1, 3] {
-                let (vals, idx) = max_axis(&x[..rows * len], rows, len, 1);
-                for r in 0..rows {
-                    let row = &x[r * len..][..len];
-                    let (mut best, mut at) = (row[0], 0);
-                    for (i, &v) in row.iter().enumerate().skip(1) {
-                        if crate::backend::cpu::pool::beats(v, best) {
-                            (best, at) = (v, i);
-                        }
-                    }
-                    assert_eq!(vals[r].to_bits(), best.to_bits(), "case {case} row {r}");
-                    assert_eq!(idx[r], at, "case {case} row {r}");
-                }
-            }
-        }
     }
 
     #[test]
