@@ -91,20 +91,8 @@ fn max_index_part<T: Float>(row: &[T]) -> (T, usize) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::reduce::tests::spread_values as spread;
     use super::*;
-
-    /// Values spread over many magnitudes, both signs.
-    fn spread<T: Float>(n: usize, state: &mut u64) -> Vec<T> {
-        (0..n)
-            .map(|_| {
-                *state ^= *state << 13;
-                *state ^= *state >> 7;
-                *state ^= *state << 17;
-                let u = (*state >> 11) as f64 / (1u64 << 53) as f64;
-                T::from_f64((u - 0.5) * 10f64.powf(6.0 * u - 3.0))
-            })
-            .collect()
-    }
 
     /// One and three long rows (several parts and a partial one, or shorter than a part), with
     /// ties, signed zeros, infinities and NaNs placed across parts and lanes, through

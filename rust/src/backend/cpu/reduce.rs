@@ -310,12 +310,12 @@ pub fn max_axis_grad<T: Float>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// `n` values of magnitudes from 1e-3 to 1e3, both signs (so a fold's order shows in its
     /// bits), from the xorshift stream at `state`.
-    fn spread_values<T: Float>(n: usize, state: &mut u64) -> Vec<T> {
+    pub(in crate::backend::cpu) fn spread_values<T: Float>(n: usize, state: &mut u64) -> Vec<T> {
         (0..n)
             .map(|_| {
                 *state ^= *state << 13;
