@@ -3,7 +3,7 @@
 //! sum a left fold in index order. The same operations as the composition of max, clamp,
 //! subtract, exp, sum, log and add (`BackendStorage::logsumexp`'s default), so the same bits,
 //! without six passes over memory. Last-axis rows go sixteen at a time: their maxima and sums
-//! step side by side (`row_folds.rs`) and their exponentials are taken as one block
+//! step side by side (`row_folds/`) and their exponentials are taken as one block
 //! (`ExpRow`, libm's bits on vector lanes).
 
 use super::exp_lanes::ExpRow;

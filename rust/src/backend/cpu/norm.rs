@@ -26,7 +26,7 @@ pub use crate::geometry::PlaneDims;
 use crate::{DType, Result};
 use std::mem::MaybeUninit;
 
-/// Planes whose statistics fold side by side (`row_folds.rs`).
+/// Planes whose statistics fold side by side (`row_folds/`).
 const LANES: usize = LANES16;
 
 // The loops over a plane are zips, never indexed closures: through a closure that indexes its

@@ -65,7 +65,7 @@ pub fn sum_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> Ve
         return out;
     }
     if inner == 1 && len > 0 {
-        // Sums of contiguous rows: sixteen rows' folds step together (row_folds.rs), each one
+        // Sums of contiguous rows: sixteen rows' folds step together (row_folds/), each one
         // still a left fold in index order, instead of one add at a time waiting on the last.
         for_chunks(&mut out, LANES, x.len(), |g, sums: &mut [T]| {
             let rows = &x[g * LANES * len..][..sums.len() * len];
@@ -98,7 +98,7 @@ pub fn cumsum<T: Float>(x: &[T], outer: usize, len: usize, inner: usize, reverse
         return out;
     }
     if inner == 1 && len >= LANES {
-        // Rows of the last axis: sixteen rows' chains step together (row_folds.rs).
+        // Rows of the last axis: sixteen rows' chains step together (row_folds/).
         for_chunks(&mut out, LANES * len, x.len(), |g, ys: &mut [T]| {
             let rows = &x[g * LANES * len..][..ys.len()];
             if !cumsum_rows(rows, len, ys, reverse) {
@@ -161,7 +161,7 @@ pub fn max_axis<T: Float>(x: &[T], outer: usize, len: usize, inner: usize) -> (V
         return (vals, idx);
     }
     if inner == 1 && len > 0 {
-        // Rows of the last axis: sixteen rows' folds step together (row_folds.rs), threaded
+        // Rows of the last axis: sixteen rows' folds step together (row_folds/), threaded
         // over groups of rows; each row's fold keeps its order.
         super::parallel::for_chunks2(&mut vals, LANES, &mut idx, LANES, x.len(), |g, v, at| {
             let (best, first) = max_index_rows(&x[g * LANES * len..][..v.len() * len], len);

@@ -40,7 +40,7 @@ fn for_each_lane(outer: usize, len: usize, inner: usize, mut f: impl FnMut(usize
 }
 
 /// Rows a `softmax_rows` step takes together: their max and sum folds step side by side
-/// (`row_folds.rs`: each row's fold keeps its own order), so the adds of different rows overlap
+/// (`row_folds/`: each row's fold keeps its own order), so the adds of different rows overlap
 /// instead of each waiting on the one before it.
 pub(super) const ROWS: usize = LANES;
 

@@ -2,7 +2,7 @@
 //! sum((x - mean)²) / divisor, each sum a left fold in index order: the operations of the
 //! composition (sum, divide, subtract, square, sum, divide; `BackendStorage::var`'s default),
 //! so the same bits, in two passes instead of six. Last-axis rows fold sixteen at a time
-//! (`row_folds.rs`).
+//! (`row_folds/`).
 
 use super::reduce::sum_axis;
 use super::row_folds::{fold_rows, LANES};
