@@ -5,9 +5,9 @@
 //! written without branches, so a loop of it vectorises: each lane runs the scalar call's IEEE
 //! operations in the same order (no FMA contraction). It answers the lanes that path answers in
 //! libm, and says which those are: x finite, normal and not ±1, x > 0 or y an integer, y not one
-//! of libm's special exponents (0, ±1, 2, 0.5, NaN, ±inf) with |y| < 2^31, and a result that
-//! neither overflows nor underflows to a subnormal. The other lanes (rare in practice: zeros,
-//! infinities, NaNs, ±1, huge exponents) take libm's scalar call, a block at a time.
+//! of libm's special exponents (0, ±1, 2, 0.5, NaN, ±inf) with |y| < 2^31 + 2048, and a result
+//! that neither overflows nor underflows to a subnormal. The other lanes (rare in practice:
+//! zeros, infinities, NaNs, ±1, huge exponents) take libm's scalar call, a block at a time.
 
 const BP1: f64 = 1.5;
 const DP_H1: f64 = f64::from_bits(0x3fe2_b803_4000_0000); // 5.84962487220764160156e-01
@@ -116,9 +116,10 @@ fn finish(x: f64, y: f64, t1: f64, t2: f64) -> (f64, bool) {
     let (hx, lx) = (high_word(x), x.to_bits() as u32);
     let (hy, ly) = (high_word(y), y.to_bits() as u32);
     let (ix, iy) = (hx & 0x7fff_ffff, hy & 0x7fff_ffff);
-    // y an integer (|y| < 2^31 here, where libm's bit test says the same), and odd.
+    // y an integer, and odd (the main path takes |y| up to 2^31 + 2047, where libm's bit test
+    // says the same; larger values are clamped to the even 2^32, their lanes left to libm).
     let y_int = y == y.trunc();
-    let y_odd = y_int & ((y.abs().min(2_147_483_648.0) as i64) & 1 == 1);
+    let y_odd = y_int & ((y.abs().min(4_294_967_296.0) as i64) & 1 == 1);
     let y_special = ly == 0 && (iy == 0x3ff0_0000 || hy == 0x4000_0000 || hy == 0x3fe0_0000);
     let ordinary = ((iy as u32 | ly) != 0)
         & (iy <= 0x41e0_0000)

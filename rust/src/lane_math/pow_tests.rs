@@ -89,6 +89,15 @@ fn special_values_crossed_match_libm() {
         1.0 + f64::EPSILON,
         1.0 - 1e-16,
     ]);
+    // Odd and even integers just past 2^31 that libm's main path still takes (high word
+    // 0x41e00000), against bases near -1 whose powers stay in range.
+    v.extend([2147483649.0, 2147483650.0, 2147485695.0, -2147483649.0]);
+    v.extend([
+        -(1.0 + f64::EPSILON),
+        -(1.0 - 1e-16),
+        -(1.0 + 1e-12),
+        -(1.0 - 1e-12),
+    ]);
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for &x in &v {
         for &y in &v {
