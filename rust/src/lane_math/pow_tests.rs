@@ -183,7 +183,9 @@ fn every_interval_bound_of_the_reduction_matches_libm() {
             }
         }
     }
-    check_pairs(&xs, &ys);
+    let (n, main) = check_pairs(&xs, &ys);
+    // Negative bases with fractional exponents take libm's call; the rest the main path.
+    assert!(main > n / 2, "the main path answered {main} of {n}");
 }
 
 #[test]

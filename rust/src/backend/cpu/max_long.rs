@@ -100,7 +100,9 @@ mod tests {
     fn long_rows_are_the_left_folds<T: Float>(nan: [T; 2]) {
         let mut state = 7u64;
         let inf = T::from_f64(f64::INFINITY);
-        for len in [2 * PART + 3 * LONG_ROW + 7, LONG_ROW + 5] {
+        // Parts: two and a partial one past LONG_ROW, one and a partial one shorter than
+        // LONG_ROW, exactly one, and less than one.
+        for len in [2 * PART + 3 * LONG_ROW + 7, PART + 5, PART, LONG_ROW + 5] {
             for case in 0..7 {
                 let mut x: Vec<T> = spread(3 * len, &mut state);
                 let at = |f: f64| (f * len as f64) as usize;

@@ -30,19 +30,23 @@ use std::mem::MaybeUninit;
 const LANES: usize = LANES16;
 
 // The loops over a plane are zips, never indexed closures: through a closure that indexes its
-// slices LLVM kept bounds checks, and the loop ran scalar (half of layer norm's time).
+// slices LLVM kept bounds checks, and the loop ran scalar (about 30% of layer norm's forward).
+// Every slice a plane's loop zips has the plane's length (checked in debug builds): a shorter
+// one would leave outputs unwritten.
 
-/// `f(&mut out[i], a[i], b[i])` for every element of the shortest.
+/// `f(&mut out[i], a[i], b[i])` for every element.
 #[inline(always)]
 fn zip_each<O, T: Copy>(out: &mut [O], a: &[T], b: &[T], f: impl Fn(&mut O, T, T)) {
+    debug_assert!(a.len() == out.len() && b.len() == out.len());
     for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
         f(o, a, b);
     }
 }
 
-/// `f(&mut out[i], a[i], b[i], c[i])` for every element of the shortest.
+/// `f(&mut out[i], a[i], b[i], c[i])` for every element.
 #[inline(always)]
 fn zip3_each<O, T: Copy>(out: &mut [O], a: &[T], b: &[T], c: &[T], f: impl Fn(&mut O, T, T, T)) {
+    debug_assert!(a.len() == out.len() && b.len() == out.len() && c.len() == out.len());
     for (((o, &a), &b), &c) in out.iter_mut().zip(a).zip(b).zip(c) {
         f(o, a, b, c);
     }

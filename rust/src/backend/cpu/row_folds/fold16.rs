@@ -1,7 +1,7 @@
 //! row_folds' AVX-512 kernels: sixteen rows' folds (sums, running sums, maxima and their
 //! indices) stepping together. In f32 each 16 × 16 block of (rows, positions) is transposed in
-//! registers, so one vector add steps all sixteen folds; f64 sums take two 8 × 8 blocks per
-//! eight positions, two vectors of eight rows. Positions past the last whole block come from
+//! registers, so one vector add steps all sixteen folds; f64 sums and maxima take two 8 × 8
+//! blocks per eight positions, two vectors of eight rows. Positions past the last whole block come from
 //! an overlapping block, or step one by one, in order.
 
 use super::LANES;

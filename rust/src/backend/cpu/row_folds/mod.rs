@@ -1,15 +1,15 @@
 //! Up to sixteen left folds over contiguous rows (the planes of a per-image norm, the rows of a
 //! last-axis sum) stepping together. Each is still one left fold in index order, but sixteen
 //! independent chains advance side by side instead of each addition waiting on the one before;
-//! in f32 on AVX-512 the sixteen folds are the lanes of one vector, fed by 16 x 16 register
-//! transposes of the rows.
+//! on AVX-512 the sixteen folds are the lanes of one vector (f32) or two (f64), fed by register
+//! transposes of the rows (`fold16.rs`).
 
 use crate::dtype::Float;
 
 /// Planes whose statistics fold side by side: each is still one left fold in index order, but
 /// sixteen of them advance together (independent chains), instead of one fold waiting on each
-/// scalar addition (the passes were bound by that wait). In f32 on AVX-512 the sixteen folds
-/// are the lanes of one vector, fed by 16 × 16 register transposes of the planes. The terms
+/// scalar addition (the passes were bound by that wait). On AVX-512 the sixteen folds are the
+/// lanes of one vector (f32) or two (f64), fed by register transposes of the planes. The terms
 /// themselves are computed plane by plane in contiguous runs, where the divisions vectorise.
 pub const LANES: usize = 16;
 
