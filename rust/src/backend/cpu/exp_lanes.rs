@@ -162,12 +162,13 @@ pub(super) mod avx512 {
     /// `silu` (`logistic_each`). `out` holds the block's length; a partial last vector is left
     /// to the caller. Returns how many values it wrote (the whole vectors').
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn logistic(x: &[f32], out: &mut [f32], silu: bool) -> usize {
+    pub unsafe fn logistic(x: &[f32], out: &mut [std::mem::MaybeUninit<f32>], silu: bool) -> usize {
         let whole = out.len().min(x.len()) / 16 * 16;
-        // SAFETY: this function's features; at + 16 <= whole <= out.len().
+        // SAFETY: this function's features; at + 16 <= whole <= out.len(); MaybeUninit<f32>
+        // has f32's layout.
         unsafe {
             logistic_each(x, whole, silu, |at, y, _| {
-                _mm512_storeu_ps(out.as_mut_ptr().add(at), y)
+                _mm512_storeu_ps(out.as_mut_ptr().add(at).cast(), y)
             })
         };
         whole

@@ -12,11 +12,12 @@ use super::elu_lanes;
 use super::erf_lanes;
 use super::exp_lanes::{ExpRow, Pre};
 use super::simd::{has_avx512, wide_fn};
-use super::uninit::filled;
+use super::uninit::{assume_init, fill_with, filled};
 use crate::dtype::Float;
 use crate::lane_math::expm1f::expm1f_slice;
 use crate::lane_math::sincosf::{cosf_slice, sinf_slice};
 use crate::op_table::UnaryOp;
+use std::mem::MaybeUninit;
 
 const CHUNK: usize = 1 << 13;
 
@@ -25,8 +26,8 @@ pub fn forward(op: UnaryOp, x: &[f32], fast: bool) -> Option<Vec<f32>> {
     match op {
         UnaryOp::Gelu => Some(erf_lanes::gelu(x, fast)),
         UnaryOp::Erf => Some(erf_lanes::erf(x)),
-        _ if blocks_on_lanes(op) => Some(chunked(x.len(), |at, out| {
-            forward_into(op, &x[at..][..out.len()], out, fast);
+        _ if blocks_on_lanes(op) => Some(filled(x.len(), CHUNK, x.len(), |ci, out| {
+            forward_uninit(op, &x[ci * CHUNK..][..out.len()], out, fast);
         })),
         _ => None,
     }
@@ -52,37 +53,20 @@ fn blocks_on_lanes(op: UnaryOp) -> bool {
 pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool {
     match op {
         UnaryOp::Gelu => erf_lanes::gelu_into(x, out, fast),
-        // The table's `exp(x)` on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
-        UnaryOp::Exp => exp_into(x, out, Pre::Same),
+        UnaryOp::Exp
+        | UnaryOp::Sigmoid
+        | UnaryOp::Silu
+        | UnaryOp::Softplus { .. }
+        | UnaryOp::Logsigmoid => {
+            // SAFETY: f32 and MaybeUninit<f32> share a layout, and `forward_uninit` writes
+            // only f32 values, so `out` stays initialised.
+            let out = unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) };
+            return forward_uninit(op, x, out, fast);
+        }
         // libm's expm1f, its common lanes in intrinsics (`lane_math/expm1f/lanes.rs`).
         UnaryOp::Expm1 => expm1f_slice(x, out),
         UnaryOp::Sin => sinf_slice(x, out),
         UnaryOp::Cos => cosf_slice(x, out),
-        // The table's `1 / (1 + exp(-x))` and `x / (1 + exp(-x))`, the exponentials taken
-        // over the block first on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
-        UnaryOp::Sigmoid | UnaryOp::Silu => {
-            let silu = op == UnaryOp::Silu;
-            let done = logistic(x, out, silu);
-            let (x, out) = (&x[done..], &mut out[done..]);
-            exp_of_negated(x, out);
-            if silu {
-                finish_silu(x, out);
-            } else {
-                finish_sigmoid(out);
-            }
-        }
-        // The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`.
-        UnaryOp::Softplus { beta, threshold } => {
-            let (beta, threshold) = (f32::from_f64(beta), f32::from_f64(threshold));
-            out.iter_mut().zip(x).for_each(|(o, &v)| *o = v * beta);
-            <f32 as super::exp_lanes::ExpRow>::exp_row(out);
-            finish_softplus(x, out, beta, threshold);
-        }
-        // The table's `min(x, 0) - log1p(exp(-|x|))`.
-        UnaryOp::Logsigmoid => {
-            exp_of_negated_abs(x, out);
-            finish_logsigmoid(x, out);
-        }
         // The table's `x > 0 ? x : alpha * expm1(x)`, expm1 on the lanes that use it.
         #[cfg(target_arch = "x86_64")]
         UnaryOp::Elu { alpha } if has_avx512() => {
@@ -94,6 +78,49 @@ pub fn forward_into(op: UnaryOp, x: &[f32], out: &mut [f32], fast: bool) -> bool
     true
 }
 
+/// `forward_into` for an `out` that may start uninitialised (every element is written where it
+/// returns true): the ops whose first pass writes every element (an exponential, or
+/// softplus's product) write `out` directly; the others fill it first. Filling a chunk before
+/// a kernel overwrote it was 8% of sigmoid's forward.
+fn forward_uninit(op: UnaryOp, x: &[f32], out: &mut [MaybeUninit<f32>], fast: bool) -> bool {
+    let x = &x[..out.len()]; // every element of out has its x
+    match op {
+        // The table's `exp(x)` on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
+        UnaryOp::Exp => _ = <f32 as ExpRow>::exp_from(x, out, Pre::Same),
+        // The table's `1 / (1 + exp(-x))` and `x / (1 + exp(-x))`, the exponentials taken
+        // over the block first on the 16-lane intrinsics (`exp_lanes.rs`, expf's bits).
+        UnaryOp::Sigmoid | UnaryOp::Silu => {
+            let silu = op == UnaryOp::Silu;
+            let done = logistic(x, out, silu);
+            let (x, out) = (&x[done..], &mut out[done..]);
+            let out = <f32 as ExpRow>::exp_from(x, out, Pre::Neg);
+            if silu {
+                finish_silu(x, out);
+            } else {
+                finish_sigmoid(out);
+            }
+        }
+        // The table's `x * beta > threshold ? x : log1p(exp(x * beta)) / beta`.
+        UnaryOp::Softplus { beta, threshold } => {
+            let (beta, threshold) = (f32::from_f64(beta), f32::from_f64(threshold));
+            out.iter_mut()
+                .zip(x)
+                .for_each(|(o, &v)| _ = o.write(v * beta));
+            // SAFETY: every element was just written (x holds the block's length).
+            let out = unsafe { assume_init(out) };
+            <f32 as ExpRow>::exp_row(out);
+            finish_softplus(x, out, beta, threshold);
+        }
+        // The table's `min(x, 0) - log1p(exp(-|x|))`.
+        UnaryOp::Logsigmoid => {
+            let out = <f32 as ExpRow>::exp_from(x, out, Pre::NegAbs);
+            finish_logsigmoid(x, out);
+        }
+        _ => return forward_into(op, x, fill_with(out, 0.0), fast),
+    }
+    true
+}
+
 /// `out[i] = exp(-|x[i]|)`, the negation on the exponential's own pass.
 fn exp_of_negated_abs(x: &[f32], out: &mut [f32]) {
     exp_into(x, out, Pre::NegAbs);
@@ -101,7 +128,7 @@ fn exp_of_negated_abs(x: &[f32], out: &mut [f32]) {
 
 /// The table's sigmoid (or SiLU) of the whole vectors of `x` into `out`, each division next
 /// to its exponential where AVX-512 runs them (`exp_lanes.rs`): how many values it wrote.
-fn logistic(x: &[f32], out: &mut [f32], silu: bool) -> usize {
+fn logistic(x: &[f32], out: &mut [MaybeUninit<f32>], silu: bool) -> usize {
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
         // SAFETY: AVX-512 was just detected.
