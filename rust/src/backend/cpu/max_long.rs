@@ -8,7 +8,6 @@
 use super::parallel::for_chunks;
 use super::pool::beats;
 use super::row_folds::{max_index_rows, LANES};
-use super::simd;
 use crate::dtype::Float;
 use std::any::TypeId;
 
@@ -30,7 +29,7 @@ pub fn max_index_long<T: Float>(row: &[T]) -> (T, usize) {
     let mut winners = vec![(T::NEG_INFINITY, 0usize); row.len().div_ceil(PART)];
     for_chunks(&mut winners, 1, row.len(), |p, w| {
         let part = &row[p * PART..row.len().min((p + 1) * PART)];
-        let (v, at) = simd::widest(|| max_index_part(part));
+        let (v, at) = max_index_part(part); // for_chunks compiles it at the widest width
         w[0] = (v, p * PART + at);
     });
     let mut best = winners[0];

@@ -3,6 +3,7 @@
 //! (`lane_math/powf.rs`, `lane_math/pow.rs`), threaded over chunks.
 
 use super::elementwise::map;
+use super::f32_lane_ops::chunked;
 use super::f32_view::{as_f32, as_f64, from_f32, from_f64};
 use super::uninit::{assume_init, filled};
 use super::wide_rows::map_row;
@@ -60,23 +61,16 @@ pub fn pow_by_scalar<T: Float>(x: &[T], y: T) -> Vec<T> {
     if let Some(out) = pow_by_special_exponent(x, y) {
         return out;
     }
+    // libm's general algorithm on vector lanes, chunks on threads.
     if let (Some(x32), Some(&[y32])) = (as_f32(x), as_f32(&[y])) {
-        const CHUNK: usize = 1 << 13;
-        let out: Vec<f32> = filled(x.len(), CHUNK, x.len(), |ci, o| {
-            let n = o.len();
-            let o = super::uninit::fill_with(o, 0.0);
-            crate::lane_math::powf::powf_slice(&x32[ci * CHUNK..][..n], y32, o);
-        });
-        return from_f32(out);
+        return from_f32(chunked(x.len(), |at, o| {
+            crate::lane_math::powf::powf_slice(&x32[at..][..o.len()], y32, o)
+        }));
     }
     if let (Some(x64), Some(&[y64])) = (as_f64(x), as_f64(&[y])) {
-        const CHUNK: usize = 1 << 12;
-        let out: Vec<f64> = filled(x.len(), CHUNK, x.len(), |ci, o| {
-            let n = o.len();
-            let o = super::uninit::fill_with(o, 0.0);
-            crate::lane_math::pow::pow_slice(&x64[ci * CHUNK..][..n], y64, o);
-        });
-        return from_f64(out);
+        return from_f64(chunked(x.len(), |at, o| {
+            crate::lane_math::pow::pow_slice(&x64[at..][..o.len()], y64, o)
+        }));
     }
     map(x, |v| v.powf(y))
 }
