@@ -1,5 +1,6 @@
 """Ten training steps of `tlrs run` commands give the same bits on CUDA as on the CPU (reference
-kernels): every parameter and optimizer slot of the saved checkpoint. On the emulator in CI, where
+kernels), on the eager and on the compiled backend (its graph replayed on the device): every
+parameter and optimizer slot of the saved checkpoint. On the emulator in CI, where
 products fold as the CPU's; scripts/gpu-check.sh runs it on a GPU, where cuBLAS's fold order
 differs (see docs/numerics.md)."""
 
@@ -30,13 +31,14 @@ def test_the_list_is_every_model_command():
 @pytest.mark.parametrize("command", COMMANDS)
 def test_ten_steps_on_cuda_give_the_cpu_bits(command, tmp_path):
     saved = {}
-    for device in ("cpu", "cuda"):
-        path = tmp_path / f"{device}.safetensors"
-        flags = ["--cuda"] if device == "cuda" else []
+    runs = {"cpu": [], "cuda": ["--cuda"], "cuda compiled": ["--cuda", "--backend", "compiled"]}
+    for name, flags in runs.items():
+        path = tmp_path / f"{name.replace(' ', '-')}.safetensors"
         run = subprocess.run([sys.executable, "-m", "tlrs", "run", command, "--steps", "10", "--save", str(path),
                               *flags], capture_output=True, text=True, env=dict(os.environ), timeout=600)
         assert run.returncode == 0, run.stderr[-2000:]
-        saved[device] = safetensors_numpy.load_file(str(path))
-    assert saved["cpu"].keys() == saved["cuda"].keys()
-    differ = [k for k in saved["cpu"] if saved["cpu"][k].tobytes() != saved["cuda"][k].tobytes()]
-    assert not differ, f"{command}: {len(differ)} of {len(saved['cpu'])} tensors differ, e.g. {differ[:3]}"
+        saved[name] = safetensors_numpy.load_file(str(path))
+    for name in ("cuda", "cuda compiled"):
+        assert saved["cpu"].keys() == saved[name].keys()
+        differ = [k for k in saved["cpu"] if saved["cpu"][k].tobytes() != saved[name][k].tobytes()]
+        assert not differ, f"{command} on {name}: {len(differ)} of {len(saved['cpu'])} tensors differ, e.g. {differ[:3]}"

@@ -250,17 +250,6 @@ def test_cli_run_with_cuda_matches_the_cpu_run():
     np.testing.assert_allclose(numbers(dev), numbers(cpu), rtol=1e-3, atol=1e-4)
 
 
-def test_compiled_backend_with_cuda_is_refused_before_the_run():
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-m", "tlrs", "run", "mlp", "--cuda", "--backend", "compiled"],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr.strip() == ("tlrs: error: the compiled backend runs on the CPU only; use --backend "
-                                "eager with --device cuda, or --backend compiled with --cpu")
-
-
 def test_a_cuda_module_saves_and_loads_with_its_optimizer_state(tmp_path):
     defn, _ = SMALL_MODELS["mlp_classifier"]("float32")
     opts = Options().to_device(DEV)

@@ -7,7 +7,8 @@ the crate records has a record (or a stated reason it has none), and each record
   float32 and float64);
 - exports to ONNX and onnxruntime agrees with tlrs (float32, |diff| <= 1e-5 * max(1, max |y|)),
   or the export refuses naming the op, where the record says ONNX cannot express it;
-- on CUDA (a GPU, or the emulator) gives the CPU's bits with reference kernels.
+- on CUDA (a GPU, or the emulator) gives the CPU's bits with reference kernels, eager and
+  compiled (the compiled graph replayed on the device, its fused chains included).
 
 The forwards' values come from PyTorch's own tests elsewhere (tests/test_opinfo.py); these check
 that each op works on every path the crate offers, so a new op cannot skip one.
@@ -167,3 +168,44 @@ def test_cuda_agrees_with_the_cpu(name, dtype):
         a, b = np.atleast_1d(a), np.atleast_1d(b)
         same = (np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))
         assert np.all(same), f"{name} #{k}: CUDA differs from the CPU's bits"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_on_cuda_gives_the_cpu_bits(name, dtype):
+    case = CASES[name]
+    params, _ = _arrays(case)
+    defn = tlrs.ModuleDef([list(s) for s in case.param_shapes], [[BATCH, case.features]], _loss(case),
+                          init_params=params, param_names=[f"p{i}" for i in range(len(params))])
+    on_cuda = tlrs.instantiate_with_options(defn, dtype, Options(backend="compiled").to_device("cuda"))
+    on_cpu = _module(case, dtype)
+    assert on_cuda._compiled is not None and all(p.device == "cuda:0" for p in on_cuda.params())
+    rng = np.random.default_rng(1)
+    batches = [rng.uniform(-1, 1, (BATCH, case.features)) for _ in range(3)]
+    tlrs.cuda.set_matmul_precision("fp64" if dtype == "float64" else "fp32")
+    try:
+        for b in batches:
+            got, want = on_cuda.forward([tlrs.tensor(b, dtype=dtype, device="cuda")]), \
+                on_cpu.forward([tlrs.tensor(b, dtype=dtype)])
+            assert got.device == "cuda:0" and _nan_equal_bits([got], [want]), f"{name}: forward"
+            assert _nan_equal_bits(on_cuda.backward([tlrs.tensor(b, dtype=dtype)]),
+                                   on_cpu.backward([tlrs.tensor(b, dtype=dtype)])), f"{name}: gradients"
+        for b in batches:
+            on_cuda.step(0.05, [tlrs.tensor(b, dtype=dtype)])
+            on_cpu.step(0.05, [tlrs.tensor(b, dtype=dtype)])
+    finally:
+        tlrs.cuda.set_matmul_precision("fp32")
+    assert _nan_equal_bits(on_cuda.params(), on_cpu.params()), f"{name}: parameters after three steps"
+
+
+def _nan_equal_bits(xs, ys):
+    """Whether each pair holds the same bits, NaNs equal to NaNs (their payloads are the platform's)."""
+    for x, y in zip(xs, ys, strict=True):
+        a, b = np.atleast_1d(x.numpy()), np.atleast_1d(y.numpy())
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not np.all((np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))):
+            return False
+    return True

@@ -2,8 +2,8 @@
 `RunOptions`, `RunAction`, `run_usage` and `run`, in the reference's control flow and output order.
 
 docs/runtime.md describes these: `--help`/`-h` answers with the usage; the parsed `--seed` reaches the program
-(`opts.seed` and the global stream); `--cuda` is checked before the body runs; `--backend compiled`
-is refused until it is built; `--cuda --dtype float32` is not refused by dtype.
+(`opts.seed` and the global stream); `--cuda` is checked before the body runs (the compiled backend runs on CUDA too); `--cuda --dtype
+float32` is not refused by dtype.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from ._core import CudaUnavailableError, DeviceError, manual_seed
 from .cli.args import drop_dash_dash, has_help, take_seed
-from .config import Backend, ExecConfig, Options
+from .config import ExecConfig, Options
 from .dtype import FLOAT
 from .errors import ArgError
 from .kernels import fast_kernels
@@ -88,15 +88,10 @@ def require_cuda(device: str = "cuda") -> None:
 def check_executable(cfg: ExecConfig) -> None:
     """Refuse a configuration tlrs cannot execute, before any program code runs.
 
-    Raises: CudaUnavailableError: a CUDA device was asked for and is not usable; ArgError: the
-    compiled backend with a CUDA device (its graphs execute on the CPU, and a run never moves
-    to the CPU silently).
+    Raises: CudaUnavailableError: a CUDA device was asked for and is not usable.
     """
     if cfg.use_gpu:
         require_cuda(cfg.device)
-        if cfg.backend is Backend.COMPILED:
-            raise ArgError(f"the compiled backend runs on the CPU only; use --backend eager with "
-                           f"--device {cfg.device}, or --backend compiled with --cpu")
         from . import cuda
 
         cuda.allow_tf32(cfg.tf32)
@@ -126,7 +121,7 @@ def _call_body(opts: Options, body: Callable[[], T]) -> T:
 def _parse_checked(args: Sequence[str]) -> tuple[ExecConfig, list[str]]:
     """Parse (reference default-dtype policy), log, then the dtype and executability checks."""
     cfg, rest = ExecConfig.parse_and_strip(_as_args(args))
-    # docs/runtime.md: a run that cannot execute (no GPU, compiled backend) fails before anything runs.
+    # docs/runtime.md: a run that cannot execute (no usable GPU) fails before anything runs.
     check_executable(cfg)
     cfg.log()
     cfg.dtype.check_runnable()
@@ -145,7 +140,7 @@ def with_runtime(args: Sequence[str], k: Callable[[str, Options, list[str]], T])
     Args: args: the argument list (`--seed` is not taken here: it stays in `rest`); k: the program;
     cast is the tensor dtype name (`'float64'`, `'float32'` or `'complex64'`), opts has seed 0.
     Returns k's result. Raises: ArgError: a parse error (reference text, no prefix), a proof-only
-    or unsupported dtype (after the log lines), `--backend compiled`; CudaUnavailableError:
+    or unsupported dtype (after the log lines); CudaUnavailableError:
     `--cuda` without a usable GPU (after the log lines, before k).
     """
     _check_callable("k", k)
@@ -257,11 +252,11 @@ def run(
     (nothing else happens); take `--seed` (natural, default 0) and reset the global seed stream to
     (seed, 0); then for `any`: parse (default-dtype policy), log, dtype check; for `float`: parse
     (default `float`), refuse a non-float dtype before logging, log; then refuse what cannot run
-    (`--backend compiled`, unusable CUDA); banner (with opts, seed included), body, ok line.
+    (unusable CUDA); banner (with opts, seed included), body, ok line.
     Args: exe_name: program name for the usage, prefixes and the ok line; args: the argument list;
     action: the program; run_opts: framing (None: `RunOptions()`).
     Raises: ArgError: `<exe_name>: --seed: ...` errors, ``<exe_name>: this program only supports
-    `--dtype float` ``, unprefixed parse/dtype errors, `--backend compiled`; CudaUnavailableError:
+    `--dtype float` ``, unprefixed parse/dtype errors; CudaUnavailableError:
     `--cuda` without a usable GPU (before the banner and body); TypeError: bad arguments.
     """
     if not isinstance(exe_name, str):

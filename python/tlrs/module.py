@@ -50,14 +50,10 @@ def _check_defn(defn: Any, where: str) -> None:
 
 
 def _check_options(opts: Options) -> None:
-    """Refuse what cannot run: a CUDA device that is not usable here, and the compiled backend
-    on CUDA (its graphs execute on the CPU)."""
+    """Refuse what cannot run: a CUDA device that is not usable here."""
     if not isinstance(opts, Options):
         raise TypeError(f"expected tlrs Options, got {type(opts).__name__}")
     if opts.use_gpu:
-        if opts.backend is Backend.COMPILED:
-            raise ValueError(f"the compiled backend runs on the CPU only; use --backend eager "
-                             f"with {opts.device}, or --backend compiled with --cpu")
         # Raises CudaUnavailableError (naming the missing library or device) when unusable.
         _core.full([], 0.0, "float64", device=opts.device)
 
@@ -71,7 +67,7 @@ class Module:
     Args: defn: the definition (loss, shapes, flags, names); params: the initial tensors, already
     in the module's dtype (float32 or float64, one for all); opts: runtime options (default
     `Options()`). Prefer the `instantiate_*` functions.
-    Raises: ValueError: the compiled backend, or parameters of the wrong count or shape;
+    Raises: ValueError: parameters of the wrong count or shape;
     DTypeError: mixed or unsupported dtypes; CudaUnavailableError: `opts.use_gpu` where CUDA
     cannot be used.
     """
@@ -453,7 +449,7 @@ def instantiate_with_options(defn: ModuleDef, cast: Any, opts: Options | None) -
     a function of tensors (kept when it returns a Tensor of the same shape), else applied to each
     scalar of each initial tensor (to the whole array at once where that gives an array of the
     same shape); opts: runtime options (None: defaults).
-    Raises: ValueError: the compiled backend, or a cast that changes shapes; DTypeError: an unknown
+    Raises: ValueError: a cast that changes shapes; DTypeError: an unknown
     dtype name or mixed dtypes; CudaUnavailableError: `opts.use_gpu` where CUDA cannot be
     used.
     """

@@ -1,7 +1,7 @@
 //! Replaying a traced graph: the loss for new parameters and inputs, its gradients through
 //! the same autograd rules as eager, and whole training loops with native optimizer updates.
 
-use super::ir::{Graph, NodeKind, Source};
+use super::ir::{const_on, leaf_device, Graph, NodeKind, Source};
 use crate::optim::{update_spending, OptimKind};
 use crate::{autograd, Error, Result, Tensor};
 
@@ -19,6 +19,8 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
             ),
         ));
     }
+    // Every value lives where the leaves do (constants follow them).
+    let device = leaf_device(params, inputs);
     let mut vals: Vec<Option<Tensor>> = vec![None; g.nodes.len()];
     // Last use of each node, so values not needed later are released during the forward pass
     // (the autograd graph keeps what backward needs).
@@ -35,7 +37,7 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
         let v = match &n.kind {
             NodeKind::Leaf(Source::Param(p)) => params[*p].clone(),
             NodeKind::Leaf(Source::Input(x)) => inputs[*x].clone(),
-            NodeKind::Leaf(Source::Const(c)) => c.clone(),
+            NodeKind::Leaf(Source::Const(c)) => const_on(c, device)?,
             NodeKind::Op { op, inputs } => {
                 let xs: Vec<Tensor> = inputs
                     .iter()
@@ -45,6 +47,7 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
                             .ok_or_else(|| Error::arg("graph", "node used after release"))
                     })
                     .collect::<Result<_>>()?;
+                let xs = on_device(xs, device)?;
                 let y = op.replay(&xs, &n.shape)?;
                 for &j in inputs {
                     if last_use[j] == i && j != g.output {
@@ -75,6 +78,18 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
     vals[g.output]
         .take()
         .ok_or_else(|| Error::arg("graph", "no output"))
+}
+
+/// An op's inputs as a replay on `device` gives them: a float value the host computed there
+/// (the cast of a comparison's mask: integer and bool ops run on the host) moves to the device,
+/// as the loss's `.to(device)` moved it in eager mode (a no-op in the CPU trace, so not traced).
+fn on_device(xs: Vec<Tensor>, device: Option<crate::Device>) -> Result<Vec<Tensor>> {
+    xs.into_iter()
+        .map(|x| match device {
+            Some(d) if x.device() != d && x.dtype().is_float() => x.to_device(d),
+            _ => Ok(x),
+        })
+        .collect()
 }
 
 /// (loss, gradient per parameter); parameters whose flag is false get zeros.

@@ -2,7 +2,7 @@
 //! with static shapes and dtypes, built by tracing one evaluation of a loss.
 
 use crate::autograd::Op;
-use crate::{DType, Error, Result, Shape, Tensor};
+use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -133,6 +133,18 @@ impl Graph {
         })
     }
 
+    /// This graph with its constants on `device`, so that replays there copy them once
+    /// (`exec::evaluate` moves any it meets on another device, on every replay).
+    pub fn constants_on(&self, device: Option<Device>) -> Result<Graph> {
+        let mut g = self.clone();
+        for n in &mut g.nodes {
+            if let NodeKind::Leaf(Source::Const(c)) = &mut n.kind {
+                *c = const_on(c, device)?;
+            }
+        }
+        Ok(g)
+    }
+
     /// How many times each node is read: by each op input naming it, and once more for the
     /// graph's output (what the fusion passes check before removing a value).
     pub fn reader_counts(&self) -> Vec<usize> {
@@ -243,4 +255,18 @@ impl Graph {
         }
         None
     }
+}
+
+/// The device a replay runs on: the first parameter's, else the first input's (None: a graph
+/// without leaves, which runs where its constants are).
+pub fn leaf_device(params: &[Tensor], inputs: &[Tensor]) -> Option<Device> {
+    params.first().or(inputs.first()).map(Tensor::device)
+}
+
+/// A constant as a replay on `device` reads it: there, as eager ops on that device made it.
+pub fn const_on(c: &Tensor, device: Option<Device>) -> Result<Tensor> {
+    let Some(device) = device.filter(|&d| d != c.device()) else {
+        return Ok(c.clone());
+    };
+    Ok(c.to_device(device)?.detach())
 }

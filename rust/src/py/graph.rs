@@ -7,14 +7,15 @@ use crate::autograd::Attr;
 use crate::backend::cpu::parallel::with_fast_kernels;
 use crate::graph::fuse::fuse_chains;
 use crate::graph::fuse_conv::fuse_conv_relu;
-use crate::graph::ir::{NodeKind, Source};
+use crate::graph::ir::{leaf_device, NodeKind, Source};
 use crate::graph::{exec, Graph};
 use crate::optim::OptimKind;
-use crate::Tensor;
+use crate::{Device, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Every name a recorded op can have (what `Graph.nodes()` may show; the ONNX export maps
 /// or refuses each).
@@ -46,18 +47,40 @@ fn wrap(ts: Vec<Tensor>) -> Vec<PyTensor> {
 
 /// A traced graph (what `nodes` and exporters read, and traces are compared on) and the plan
 /// that runs: the same graph after the fusion passes (`graph/fuse_conv.rs`, `graph/fuse.rs`),
-/// or the traced graph itself when made `without_fusion`.
+/// or the traced graph itself when made `without_fusion`; and the plan with its constants on
+/// each device it has replayed on, so their copies there are made once.
 #[pyclass(name = "Graph", module = "tlrs._core", frozen)]
 pub struct PyGraph {
     traced: Graph,
     plan: Graph,
+    on_devices: Mutex<Vec<(Option<Device>, Arc<Graph>)>>,
 }
 
 impl PyGraph {
     fn new(traced: Graph) -> PyGraph {
         // Convolution epilogues first: a ReLU taken into its convolution is no chain step.
         let plan = fuse_chains(&fuse_conv_relu(&traced));
-        PyGraph { traced, plan }
+        PyGraph::with_plan(traced, plan)
+    }
+
+    fn with_plan(traced: Graph, plan: Graph) -> PyGraph {
+        PyGraph {
+            traced,
+            plan,
+            on_devices: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The plan for leaves on `params`' (else `inputs'`) device: its constants there.
+    fn plan_for(&self, params: &[Tensor], inputs: &[Tensor]) -> PyResult<Arc<Graph>> {
+        let device = leaf_device(params, inputs);
+        let mut cache = self.on_devices.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, g)) = cache.iter().find(|(d, _)| *d == device) {
+            return Ok(g.clone());
+        }
+        let g = Arc::new(guard(|| self.plan.constants_on(device))?);
+        cache.push((device, g.clone()));
+        Ok(g)
     }
 }
 
@@ -114,10 +137,7 @@ impl PyGraph {
     }
     /// This graph with a plan that runs the traced ops one by one (no fusion).
     fn without_fusion(&self) -> PyGraph {
-        PyGraph {
-            traced: self.traced.clone(),
-            plan: self.traced.clone(),
-        }
+        PyGraph::with_plan(self.traced.clone(), self.traced.clone())
     }
     /// The graph's structure, one dict per node in SSA order (what an exporter reads):
     /// `kind` ("param", "input", "const" or "op"), `shape`, `dtype`, and for leaves `index`
@@ -177,7 +197,8 @@ impl PyGraph {
         fast: bool,
     ) -> PyResult<PyTensor> {
         let (ps, xs) = (inner(&params), inner(&inputs));
-        let g = &self.plan;
+        let plan = self.plan_for(&ps, &xs)?;
+        let g = &*plan;
         py.detach(|| {
             guard(|| {
                 with_fast_kernels(fast, || {
@@ -197,7 +218,8 @@ impl PyGraph {
         fast: bool,
     ) -> PyResult<(PyTensor, Vec<PyTensor>)> {
         let (ps, xs) = (inner(&params), inner(&inputs));
-        let g = &self.plan;
+        let plan = self.plan_for(&ps, &xs)?;
+        let g = &*plan;
         let (l, gs) = py.detach(|| {
             guard(|| with_fast_kernels(fast, || exec::loss_and_grads(g, &ps, &flags, &xs)))
         })?;
@@ -217,7 +239,8 @@ impl PyGraph {
         fast: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (ps, xs) = (inner(&params), inner(&inputs));
-        let g = &self.plan;
+        let plan = self.plan_for(&ps, &xs)?;
+        let g = &*plan;
         let (r, m) = py.detach(|| {
             crate::buffer_cache::measure(|| {
                 guard(|| with_fast_kernels(fast, || exec::loss_and_grads(g, &ps, &flags, &xs)))
@@ -291,7 +314,8 @@ impl PyGraph {
         let ps = inner(&params);
         let samples: Vec<Vec<Tensor>> = samples.iter().map(|s| inner(s)).collect();
         let slots: Vec<Vec<Tensor>> = slots.iter().map(|s| inner(s)).collect();
-        let g = &self.plan;
+        let plan = self.plan_for(&ps, samples.first().map_or(&[][..], |s| &s[..]))?;
+        let g = &*plan;
         // Between steps and between the nodes of a step's backward pass the loop takes the
         // GIL for a moment to run Python's signal handlers: Ctrl-C or SIGTERM ends it between
         // two whole steps, and the steps done come back with the exception, so the caller
