@@ -1,7 +1,11 @@
 """The compiled backend's fusion pass (rust/src/graph/fuse.rs): runs of elementwise table ops
 become one `fused_chain` node, and the loss and every gradient stay bit for bit those of the
 eager ops one by one (the eager autograd on the reference kernels is the oracle). Each test
-also checks how many ops the plan runs, so a pass that fused nothing cannot pass silently."""
+also checks how many ops the plan runs, so a pass that fused nothing cannot pass silently.
+
+Every test runs on the CPU and, marked `cuda`, on a CUDA device (the emulator in CI), where the
+graph replays on the device and each chain is one generated kernel (backend/cuda/ops/chain.rs):
+there the oracle is eager on the same device, and with reference kernels the CPU's bits too."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import numpy as np
 import pytest
 
 import tlrs
+import tlrs.cuda
 from tlrs import _core, ops, optim
 from tlrs.compiled import CompiledLoss
 from tlrs.config import Backend, Options
@@ -22,8 +27,31 @@ PARAMS = {"leaky_relu": (0.2,), "elu": (1.5,), "hardtanh": (-0.5, 2.0), "softplu
 POSITIVE = {"log", "sqrt", "rsqrt", "log1p"}
 
 
+DEVICE = "cpu"
+
+
+@pytest.fixture(autouse=True, params=["cpu", pytest.param("cuda", marks=[
+    pytest.mark.cuda, pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")])])
+def _device(request):
+    """Runs each test on the CPU and on CUDA (`DEVICE` says which)."""
+    global DEVICE
+    DEVICE = request.param
+    yield
+    DEVICE = "cpu"
+
+
 def bits(a: np.ndarray) -> np.ndarray:
+    if DEVICE != "cpu":  # NaNs compare as one value: their payloads are the platform's.
+        a = np.where(np.isnan(a), np.array(np.nan, dtype=a.dtype), a)
     return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def eager_value_and_grads(loss, params: list[np.ndarray], inputs: list[np.ndarray], device: str, fast: bool):
+    ps = [tlrs.tensor(p, device=device, requires_grad=True) for p in params]
+    xs = [tlrs.tensor(x, device=device) for x in inputs]
+    with tlrs.fast_kernels(fast):
+        value = loss(ps, xs)
+        return value, tlrs.autograd.grad(value, ps)
 
 
 def check(loss: Callable[[Sequence[tlrs.Tensor], Sequence[tlrs.Tensor]], tlrs.Tensor],
@@ -35,16 +63,18 @@ def check(loss: Callable[[Sequence[tlrs.Tensor], Sequence[tlrs.Tensor]], tlrs.Te
     compiled = CompiledLoss(loss, [p.shape for p in params], [x.shape for x in inputs], dtype)
     graph = compiled.graph_for([x.shape for x in inputs])
     assert graph.op_count - graph.plan_op_count == fused_away, graph.describe()
-    ps = [tlrs.tensor(p, requires_grad=True) for p in params]
-    xs = [tlrs.tensor(x) for x in inputs]
-    with tlrs.fast_kernels(fast):
-        eager_loss = loss(ps, xs)
-        eager_grads = tlrs.autograd.grad(eager_loss, ps)
+    oracles = [eager_value_and_grads(loss, params, inputs, DEVICE, fast)]
+    if DEVICE != "cpu" and not fast:
+        oracles.append(eager_value_and_grads(loss, params, inputs, "cpu", fast))
+    xs = [tlrs.tensor(x, device=DEVICE) for x in inputs]
     for g in (graph, graph.without_fusion()):
-        value, grads = g.loss_and_grads([tlrs.tensor(p) for p in params], [True] * len(params), xs, fast=fast)
-        assert np.array_equal(bits(value.numpy()), bits(eager_loss.numpy()))
-        for got, want in zip(grads, eager_grads):
-            assert np.array_equal(bits(got.numpy()), bits(want.numpy()))
+        value, grads = g.loss_and_grads([tlrs.tensor(p, device=DEVICE) for p in params], [True] * len(params), xs,
+                                        fast=fast)
+        assert value.device == tlrs.tensor(0.0, device=DEVICE).device
+        for eager_loss, eager_grads in oracles:
+            assert np.array_equal(bits(value.numpy()), bits(eager_loss.numpy()))
+            for got, want in zip(grads, eager_grads, strict=True):
+                assert np.array_equal(bits(got.numpy()), bits(want.numpy()))
     return str(graph.describe())
 
 
@@ -187,8 +217,9 @@ def test_training_with_fused_chains_matches_eager_bit_for_bit():
     rng = np.random.default_rng(13)
     data = [[tlrs.tensor(rng.normal(size=(8, 3))), tlrs.tensor(rng.normal(size=(8, 2)))] for _ in range(3)]
     runs = []
-    for backend in ("eager", "compiled"):
-        m = tlrs.instantiate_with_options(defn, "float64", Options(backend=Backend(backend)))
+    # Eager on the CPU, compiled on the test's device.
+    for backend, device in (("eager", "cpu"), ("compiled", DEVICE)):
+        m = tlrs.instantiate_with_options(defn, "float64", Options(backend=Backend(backend)).to_device(device))
         opt = optim.adam(0.01, 0.9, 0.999, 1e-8)
         m.train_with(opt, m.init_optim(opt), 10, data, log_every=0)
         runs.append([bits(p.numpy()) for p in m.params()])

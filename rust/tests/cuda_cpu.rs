@@ -173,3 +173,63 @@ fn every_kernel_compiles_through_nvrtc_for_sm_90() {
         "{bad}"
     );
 }
+
+#[test]
+fn generated_chain_kernels_compile_through_nvrtc() {
+    use tlrs::op_table::{BinaryOp, ChainStep, UnaryOp};
+    preload_nvrtc().unwrap_or_else(|e| panic!("{e}"));
+    // Ops with scalar parameters (baked in as constants) and ones calling the libm ports, then
+    // the four binary steps with the running value on either side.
+    let mut steps: Vec<ChainStep> = [
+        UnaryOp::Exp {},
+        UnaryOp::LeakyRelu {
+            negative_slope: 0.2,
+        },
+        UnaryOp::Hardtanh {
+            min_val: -0.5,
+            max_val: 2.0,
+        },
+        UnaryOp::Softplus {
+            beta: 2.0,
+            threshold: 1.5,
+        },
+        UnaryOp::Gelu {},
+        UnaryOp::Sin {},
+    ]
+    .into_iter()
+    .map(ChainStep::Unary)
+    .collect();
+    for (k, op) in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div]
+        .into_iter()
+        .enumerate()
+    {
+        for (j, value_left) in [true, false].into_iter().enumerate() {
+            let operand = 1 + 2 * k + j;
+            steps.push(ChainStep::Binary {
+                op,
+                operand,
+                value_left,
+            });
+        }
+    }
+    let n_inputs = 9;
+    let mut want = vec![true; n_inputs];
+    want[4] = false;
+    for dtype in [DType::F32, DType::F64] {
+        let families = [
+            cuda::ops::forward_family(&steps, n_inputs, 0, dtype).unwrap(),
+            cuda::ops::backward_family(&steps, 0, &want, dtype).unwrap(),
+        ];
+        for family in families {
+            if !cuda::probe::library_present("nvrtc") {
+                let err = kernels::compile(&family, dtype, "sm_90").unwrap_err();
+                assert!(err.contains("NVRTC is not loadable"), "{err}");
+                continue;
+            }
+            let ptx = kernels::compile(&family, dtype, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+            let name = kernels::kernel_names(&family, dtype);
+            assert_eq!(name.len(), 1, "{family}");
+            assert!(ptx.contains(&format!(".entry {}(", name[0])), "{family}");
+        }
+    }
+}

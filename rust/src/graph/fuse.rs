@@ -56,10 +56,9 @@ fn value_positions(g: &Graph, i: usize) -> Vec<usize> {
         return vec![];
     };
     let same = |j: usize| g.nodes[j].shape == n.shape && g.nodes[j].dtype == n.dtype;
-    let on_cpu = op.inputs().iter().all(|t| t.on_host());
     match op {
-        Op::Unary(..) if on_cpu && same(inputs[0]) => vec![0],
-        Op::Binary(b) if on_cpu && ChainStep::fusable_binary(b.op) => (0..2)
+        Op::Unary(..) if same(inputs[0]) => vec![0],
+        Op::Binary(b) if ChainStep::fusable_binary(b.op) => (0..2)
             .filter(|&p| {
                 let other = &g.nodes[inputs[1 - p]];
                 same(inputs[p]) && other.dtype == n.dtype && repeats_over(&other.shape, &n.shape)

@@ -1,9 +1,9 @@
 //! A fused elementwise chain as one recorded op (the compiled backend's `graph/fuse.rs` builds
 //! them): unary and binary table ops applied to one running value, with the chain's other
 //! inputs as the binary ops' second operands. On the CPU the forward is one pass and the
-//! gradients one more (backend/cpu/fused.rs), with every step rounded as the op alone rounds,
-//! so values and gradients are bit-identical to the ops run one by one; on devices the steps
-//! run one by one.
+//! gradients one more (backend/cpu/fused.rs), on CUDA one generated kernel each
+//! (backend/cuda/ops/chain.rs), with every step rounded as the op alone rounds, so values and
+//! gradients are bit-identical to the ops run one by one.
 
 use crate::autograd::record::{Attr, Record};
 use crate::op_table::{ChainGrad, ChainStep};
@@ -88,9 +88,6 @@ fn check(steps: &[ChainStep], inputs: &[Tensor], head: usize) -> Result<()> {
 /// `steps` applied to `inputs[head]`, the binary steps taking their other operand from `inputs`.
 pub fn fused_chain(steps: &Arc<[ChainStep]>, inputs: &[Tensor], head: usize) -> Result<Tensor> {
     check(steps, inputs, head)?;
-    if !inputs.iter().all(Tensor::on_host) {
-        return steps_one_by_one(steps, inputs, head);
-    }
     let shape = inputs[head].shape().clone();
     crate::storage::check_alloc(OP, &shape)?;
     let storages: Vec<_> = inputs.iter().map(Tensor::storage).collect();
@@ -105,7 +102,7 @@ pub fn fused_chain(steps: &Arc<[ChainStep]>, inputs: &[Tensor], head: usize) -> 
     Ok(Tensor::from_op(s, shape, op))
 }
 
-/// The chain as separate recorded ops (what the fused op equals bit for bit).
+/// The chain as separate recorded ops (what the fused op equals bit for bit; the tests' oracle).
 pub fn steps_one_by_one(steps: &[ChainStep], inputs: &[Tensor], head: usize) -> Result<Tensor> {
     let mut v = inputs[head].clone();
     for step in steps {

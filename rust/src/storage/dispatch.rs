@@ -438,7 +438,7 @@ impl Storage {
             .map(|v| v.map(Storage::Cpu)))
     }
     /// A fused chain of elementwise steps over `inputs` (`self` among them, at `head`): `n`
-    /// output elements. CPU only; the op layer runs the steps one by one on devices.
+    /// output elements, on the inputs' device.
     pub fn chain(
         &self,
         steps: &[crate::op_table::ChainStep],
@@ -446,6 +446,10 @@ impl Storage {
         head: usize,
         n: usize,
     ) -> Result<Storage> {
+        if let Storage::Cuda(_) = self {
+            let dev = self.cuda_all("fused_chain", inputs)?;
+            return CudaStorage::chain(steps, &dev, head, n).map(Storage::Cuda);
+        }
         let cpu = self.cpu_all("fused_chain", inputs)?;
         Ok(Storage::Cpu(crate::backend::cpu::fused::chain_forward(
             steps, &cpu, head, n,
@@ -461,6 +465,14 @@ impl Storage {
         (y, g): (&Storage, &Storage),
         want: &[bool],
     ) -> Result<Vec<crate::op_table::ChainGrad<Storage>>> {
+        if let Storage::Cuda(_) = self {
+            let dev = self.cuda_all("fused_chain", inputs)?;
+            let g = self.cuda_all("fused_chain", &[g])?[0];
+            return Ok(CudaStorage::chain_grads(steps, &dev, head, g, want)?
+                .into_iter()
+                .map(|v| v.map(Storage::Cuda))
+                .collect());
+        }
         let cpu = self.cpu_all("fused_chain", inputs)?;
         let (y, g) = (
             self.same_cpu("fused_chain", y)?,
@@ -472,6 +484,20 @@ impl Storage {
                 .map(|v| v.map(Storage::Cpu))
                 .collect(),
         )
+    }
+    /// Every one of `inputs` on the device `self` is on (one ordinal).
+    fn cuda_all<'a>(
+        &self,
+        op: &'static str,
+        inputs: &[&'a Storage],
+    ) -> Result<Vec<&'a CudaStorage>> {
+        inputs
+            .iter()
+            .map(|t| match t.as_cuda() {
+                Some(c) if t.device() == self.device() => Ok(c),
+                _ => Err(device_mismatch(op, self, t)),
+            })
+            .collect()
     }
     /// Every one of `inputs` on the CPU, where `self` is.
     fn cpu_all<'a>(&self, op: &'static str, inputs: &[&'a Storage]) -> Result<Vec<&'a CpuStorage>> {

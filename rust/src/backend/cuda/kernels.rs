@@ -2,7 +2,10 @@
 //! f64 from one template, plus their launch geometry. NVRTC compiles them at first use for the
 //! device's architecture, so the build needs no nvcc; `compile_all_for` checks them without a GPU.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, OnceLock};
 
 use cudarc::driver::LaunchConfig;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
@@ -150,8 +153,37 @@ fn instantiate(template: &str, name: &str, expr: &str, dtype: DType) -> String {
         .replace("$O", other)
 }
 
+/// Programs generated at run time (fused chains, ops/chain.rs): family name -> its kernels'
+/// template, compiled after the shared prelude, the libm functions and the table helpers.
+fn generated() -> &'static Mutex<HashMap<String, String>> {
+    static GENERATED: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    GENERATED.get_or_init(Default::default)
+}
+
+/// Registers a generated program for `dtype` and returns its family name, `prefix` and a hash
+/// of the text, so the same text names the same program (compiled once per process, and found
+/// again in the on-disk cache). `template` names its kernels `$NAME_$S` (and `$NAME_...`), uses
+/// `$T`/`$F` for the element type and its math suffix, and may call the libm functions and
+/// the table helpers the op table's expressions call.
+pub fn generated_family(prefix: &str, dtype: DType, template: &str) -> String {
+    // SipHash with fixed keys: the same text gives the same name in every process.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (prefix, dtype_suffix(dtype), template).hash(&mut h);
+    let family = format!("{prefix}_{:016x}", h.finish());
+    let mut programs = generated().lock().unwrap_or_else(|e| e.into_inner());
+    programs
+        .entry(family.clone())
+        .or_insert_with(|| template.replace("$NAME", &family));
+    family
+}
+
 /// The CUDA C source of one family for one dtype; `None` for an unknown family.
 pub fn source(family: &str, dtype: DType) -> Option<String> {
+    let generated = generated()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(family)
+        .cloned();
     let mut src = instantiate(PRELUDE, "", "", dtype);
     // The CPU's transcendentals (the libm crate's algorithms), which the kernels below call:
     // the huge-argument reduction of sin and cos (and the binary64 helpers) both widths share,
@@ -164,6 +196,11 @@ pub fn source(family: &str, dtype: DType) -> Option<String> {
             include_str!("cu/libm_pow_f64.cu")
         ),
     });
+    if let Some(template) = generated {
+        src.push_str(&instantiate(TABLE_HELPERS, "", "", dtype));
+        src.push_str(&instantiate(&template, "", "", dtype));
+        return Some(src);
+    }
     if family == "elementwise" {
         // The op table (op_table/) gives each op's expressions; the templates add the loop.
         src.push_str(&instantiate(TABLE_HELPERS, "", "", dtype));

@@ -2,6 +2,7 @@
 
 use super::{gpu, DeviceBuffer};
 use crate::backend::cpu::CpuStorage;
+use crate::op_table::{ChainGrad, ChainStep};
 use crate::{DType, Result};
 use std::sync::Arc;
 
@@ -54,6 +55,31 @@ impl CudaStorage {
                     .into(),
             ),
         })
+    }
+    /// A fused chain of elementwise steps over `inputs` (on this device; the op layer checked
+    /// the steps and shapes), `n` output elements.
+    pub fn chain(
+        steps: &[ChainStep],
+        inputs: &[&CudaStorage],
+        head: usize,
+        n: usize,
+    ) -> Result<Self> {
+        let bufs: Vec<&DeviceBuffer> = inputs.iter().map(|s| &*s.0).collect();
+        super::ops::chain_forward(steps, &bufs, head, n).map(CudaStorage::new)
+    }
+    /// Full-size gradients of a fused chain's inputs marked in `want`, from the upstream `g`.
+    pub fn chain_grads(
+        steps: &[ChainStep],
+        inputs: &[&CudaStorage],
+        head: usize,
+        g: &CudaStorage,
+        want: &[bool],
+    ) -> Result<Vec<ChainGrad<CudaStorage>>> {
+        let bufs: Vec<&DeviceBuffer> = inputs.iter().map(|s| &*s.0).collect();
+        Ok(super::ops::chain_backward(steps, &bufs, head, &g.0, want)?
+            .into_iter()
+            .map(|v| v.map(CudaStorage::new))
+            .collect())
     }
     /// Copies host values to device `ordinal`.
     pub fn upload(ordinal: usize, s: &CpuStorage) -> Result<Self> {
