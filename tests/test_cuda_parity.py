@@ -321,6 +321,14 @@ PRODUCTS = [
     ("transposed view", lambda x, w: ops.matmul(x, w.T), [[4, 9], [6, 9]]),
     ("linear", ops.linear, [[3, 8], [5, 8], [5]]),
     ("long fold", ops.matmul, [[2, 700], [700, 3]]),
+    # The tiled kernel (8 x 8 outputs per thread, at least 8 rows and columns): edges inside a
+    # tile, transposed operands, a broadcast batch, k of 0 and 1.
+    ("tiled edges", ops.matmul, [[17, 70], [70, 9]]),
+    ("tiled, transposed A", lambda x, w: ops.matmul(x.T, w), [[40, 8], [40, 13]]),
+    ("tiled, transposed B", lambda x, w: ops.matmul(x, w.T), [[3, 24, 33], [31, 33]]),
+    ("tiled batch broadcast", ops.matmul, [[2, 1, 12, 5], [3, 5, 16]]),
+    ("tiled, k = 1", ops.matmul, [[9, 1], [1, 10]]),
+    ("tiled, k = 0", ops.matmul, [[9, 0], [0, 10]]),
     ("conv2d", lambda x, w, b: L.conv2d(x, w, b, stride=1, padding=1), [[2, 3, 6, 5], [4, 3, 3, 3], [4]]),
 ]
 
@@ -329,7 +337,7 @@ PRODUCTS = [
 @pytest.mark.parametrize("case", PRODUCTS, ids=[c[0] for c in PRODUCTS])
 def test_reference_products_give_the_cpu_bits(case, dtype):
     """With reference kernels a CUDA product folds each output over k in index order (cu/nn.cu
-    `gemm_exact`; cuBLAS serves fast kernels only), so products and what is built on them give
+    `gemm_exact_tiled` and `gemm_exact`; cuBLAS serves fast kernels only), so products and what is built on them give
     the CPU's bits, forward and backward, at the tensors' own precision."""
     name, fn, shapes = case
     arrays = _inputs(shapes, seed=len(name))

@@ -121,6 +121,55 @@ extern "C" __global__ void gemm_exact_$S(const $T* __restrict__ a, const $T* __r
     }
 }
 
+// The same products, each thread computing an 8 x 8 tile of outputs (rows i0.., columns j0..):
+// per p it loads 8 values of A and 8 of B and runs the 64 folds one step each, so loads per
+// multiply-add drop 8-fold against one output per thread, and every output's fold is still
+// acc = acc + A(i, p)·B(p, j) over p from 0 in index order: the same bits. Neighbouring
+// threads take neighbouring column tiles of the same rows (A's loads are one broadcast per
+// warp, B's coalesced). Rows and columns past the edges load a clamped valid element and store
+// nothing. No shared memory or barriers (the emulator runs threads one after another).
+// n = batch·ceil(m/8)·ceil(cols/8).
+#define GEMM_TILE 8
+extern "C" __global__ void gemm_exact_tiled_$S(const $T* __restrict__ a, const $T* __restrict__ b,
+                                              $T* __restrict__ c, u64 n, u64 m, u64 cols, u64 k,
+                                              u64 ta, u64 tb, u64 sa, u64 sb, u64 sc) {
+    u64 ntiles = (cols + GEMM_TILE - 1) / GEMM_TILE, mtiles = (m + GEMM_TILE - 1) / GEMM_TILE;
+    GRID_LOOP(t, n) {
+        u64 j0 = (t % ntiles) * GEMM_TILE, r = t / ntiles;
+        u64 i0 = (r % mtiles) * GEMM_TILE, batch = r / mtiles;
+        const $T* ab = a + batch * sa;
+        const $T* bb = b + batch * sb;
+        u64 rows[GEMM_TILE], cs[GEMM_TILE];
+#pragma unroll
+        for (int q = 0; q < GEMM_TILE; ++q) {
+            rows[q] = (i0 + q < m) ? i0 + q : m - 1;
+            cs[q] = (j0 + q < cols) ? j0 + q : cols - 1;
+        }
+        $T acc[GEMM_TILE][GEMM_TILE];
+#pragma unroll
+        for (int r2 = 0; r2 < GEMM_TILE; ++r2)
+#pragma unroll
+            for (int c2 = 0; c2 < GEMM_TILE; ++c2) acc[r2][c2] = ($T)0;
+        for (u64 p = 0; p < k; ++p) {
+            $T x[GEMM_TILE], y[GEMM_TILE];
+#pragma unroll
+            for (int q = 0; q < GEMM_TILE; ++q) {
+                x[q] = ta ? ab[p * m + rows[q]] : ab[rows[q] * k + p];
+                y[q] = tb ? bb[cs[q] * k + p] : bb[p * cols + cs[q]];
+            }
+#pragma unroll
+            for (int r2 = 0; r2 < GEMM_TILE; ++r2)
+#pragma unroll
+                for (int c2 = 0; c2 < GEMM_TILE; ++c2) acc[r2][c2] = acc[r2][c2] + x[r2] * y[c2];
+        }
+#pragma unroll
+        for (int r2 = 0; r2 < GEMM_TILE; ++r2)
+#pragma unroll
+            for (int c2 = 0; c2 < GEMM_TILE; ++c2)
+                if (i0 + r2 < m && j0 + c2 < cols) c[batch * sc + (i0 + r2) * cols + j0 + c2] = acc[r2][c2];
+    }
+}
+
 // ---- 2-D convolution on [N, C, H, W] ----
 // All images' columns side by side: cols[q, nb·P + p] with q = (c·KH + ky)·KW + kx and
 // p = oy·OW + ox (P = OH·OW); padding cells are 0. n = C·KH·KW · N·P.

@@ -77,26 +77,44 @@ pub fn compute_dtype(dtype: DType) -> DType {
     precision_rule(dtype, effective_precision(dtype)).compute
 }
 
-/// The reference product (cu/nn.cu `gemm_exact`): one thread per output, its fold over k in
-/// index order with a separate multiply and add, so the bits are the CPU reference kernels'.
+/// Products at least this many rows and columns run on the tiled exact kernel (8 x 8 outputs
+/// per thread); smaller ones (a matrix-vector product) on one output per thread.
+const TILED_FROM: usize = 8;
+
+/// The reference product (cu/nn.cu `gemm_exact_tiled`, or `gemm_exact` for thin products):
+/// every output one fold over k in index order with a separate multiply and add, so the bits
+/// are the CPU reference kernels' whichever kernel runs.
 fn gemm_exact(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<DeviceBuffer> {
+    let overflow = || Error::shape("matmul", "the product's size overflows the address space");
     let out_len = mm
         .batch
         .checked_mul(mm.m)
         .and_then(|v| v.checked_mul(mm.n))
-        .ok_or_else(|| Error::shape("matmul", "the product's size overflows the address space"))?;
+        .ok_or_else(overflow)?;
     let (gpu, dtype) = (a.gpu(), a.dtype());
     let c = gpu.alloc(dtype, out_len)?;
+    let tiled = mm.m >= TILED_FROM && mm.n >= TILED_FROM;
+    let (kernel, threads) = if tiled {
+        let tiles = |d: usize| d.div_ceil(TILED_FROM);
+        let n = mm
+            .batch
+            .checked_mul(tiles(mm.m))
+            .and_then(|v| v.checked_mul(tiles(mm.n)))
+            .ok_or_else(overflow)?;
+        ("gemm_exact_tiled", n)
+    } else {
+        ("gemm_exact", out_len)
+    };
     gpu.launch(
         "nn",
-        "gemm_exact",
+        kernel,
         dtype,
-        out_len,
+        threads,
         &[
             a.into(),
             b.into(),
             (&c).into(),
-            out_len.into(),
+            threads.into(),
             mm.m.into(),
             mm.n.into(),
             mm.k.into(),
