@@ -172,18 +172,25 @@ def test_cuda_agrees_with_the_cpu(name, dtype):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not tlrs.cuda.is_available(), reason="no usable CUDA device (or emulator)")
+@pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_compiled_on_cuda_gives_the_cpu_bits(name, dtype):
+def test_compiled_on_cuda_gives_the_eager_bits(name, dtype, fast):
+    """The compiled graph replayed on CUDA against eager: with reference kernels eager on the
+    CPU (the CPU's bits), with fast kernels eager on CUDA under the same settings."""
     case = CASES[name]
     params, _ = _arrays(case)
     defn = tlrs.ModuleDef([list(s) for s in case.param_shapes], [[BATCH, case.features]], _loss(case),
                           init_params=params, param_names=[f"p{i}" for i in range(len(params))])
-    on_cuda = tlrs.instantiate_with_options(defn, dtype, Options(backend="compiled").to_device("cuda"))
-    on_cpu = _module(case, dtype)
+    on_cuda = tlrs.instantiate_with_options(
+        defn, dtype, Options(backend="compiled", fast_kernels=fast).to_device("cuda"))
+    on_cpu = tlrs.instantiate_with_options(
+        defn, dtype, Options(fast_kernels=fast).to_device("cuda" if fast else "cpu"))
     assert on_cuda._compiled is not None and all(p.device == "cuda:0" for p in on_cuda.params())
     rng = np.random.default_rng(1)
     batches = [rng.uniform(-1, 1, (BATCH, case.features)) for _ in range(3)]
+    # The thread's own fast GPU precision differs from the modules' (fp32, the default) for
+    # float64: each module must run with its own settings, compiled as well as eager.
     tlrs.cuda.set_matmul_precision("fp64" if dtype == "float64" else "fp32")
     try:
         for b in batches:

@@ -171,7 +171,8 @@ class Module:
         """
         if self._compiled is not None:
             graph, xs_t = self._graph(xs)
-            return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
+            with self._settings():
+                return graph.evaluate(self._params, xs_t, self.opts.fast_kernels)
         with self._settings(), no_grad():
             return self._loss(self._shared_params(), xs)
 
@@ -186,8 +187,9 @@ class Module:
         """(loss, one gradient per parameter); frozen parameters get zeros."""
         if self._compiled is not None:
             graph, xs_t = self._graph(xs)
-            return graph.loss_and_grads(self._params, list(self.requires_grad), xs_t,
-                                        self.opts.fast_kernels)
+            with self._settings():
+                return graph.loss_and_grads(self._params, list(self.requires_grad), xs_t,
+                                            self.opts.fast_kernels)
         leaves = []
         for p, flag in zip(self._params, self.requires_grad, strict=True):
             leaf = p.detach()

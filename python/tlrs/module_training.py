@@ -80,10 +80,12 @@ def train_native(module: Module, samples: Sequence[Inputs], steps: int, log_ever
     if st.kind != opt.kind:
         raise ValueError(f"{opt.kind}: expected a {opt.kind} state, got a {st.kind} state")
     with interrupts.handled():
-        losses, params, slots, step, interrupt = graph.train(
-            module._params, list(module.requires_grad), samples, steps, opt.kind,
-            dict(opt.hyper), slots_to_native(st, len(module._params), names), st.step,
-            module.opts.fast_kernels, None if lrs is None else [float(v) for v in lrs], clip, accumulate)
+        with module._settings():  # the module's GPU matmul precision and TF32, as in eager
+            losses, params, slots, step, interrupt = graph.train(
+                module._params, list(module.requires_grad), samples, steps, opt.kind,
+                dict(opt.hyper), slots_to_native(st, len(module._params), names), st.step,
+                module.opts.fast_kernels, None if lrs is None else [float(v) for v in lrs], clip,
+                accumulate)
         with interrupts.deferred():
             module._params = list(params)
             st = optim.OptimState(opt.kind, step, slots_from_native(slots, names))
