@@ -343,3 +343,38 @@ def test_reference_products_give_the_cpu_bits(case, dtype):
     arrays = _inputs(shapes, seed=len(name))
     for cpu, dev in zip(_run(fn, arrays, dtype, "cpu"), _run(fn, arrays, dtype, DEV), strict=True):
         assert cpu.tobytes() == dev.tobytes(), name
+
+
+def _name_the_device(p, x):
+    return ops.sum(ops.tanh(ops.matmul(x[0].to("cuda"), p[0])) + p[1])
+
+
+def _a_constant_on_the_device(p, x):
+    c = tlrs.tensor(np.linspace(0.5, 1.5, 4), device="cuda")
+    return ops.sum(ops.tanh(ops.matmul(x[0], p[0]) + p[1]) * c)
+
+
+def _a_host_mask_moved(p, x):
+    # A comparison's mask lives on the host; the loss moves it to the device by name.
+    y = ops.matmul(x[0], p[0]) + p[1]
+    return ops.sum(y * (y > 0).to("float64").to("cuda"))
+
+
+@pytest.mark.parametrize("loss", [_name_the_device, _a_constant_on_the_device, _a_host_mask_moved])
+def test_a_compiled_loss_may_name_its_device(loss):
+    """The compiled backend traces the loss on the module's device, so device copies and
+    constants the loss names replay as they ran (the copy is a recorded op); a frozen parameter's
+    gradient is zeros on the device. Eager on CUDA is the oracle, bit for bit."""
+    rng = np.random.default_rng(21)
+    defn = tlrs.ModuleDef(param_shapes=[[3, 4], [4]], input_shapes=[[3]], loss=loss,
+                          requires_grad=[True, False], init_params=[rng.normal(size=(3, 4)), rng.normal(size=4)])
+    xs = [tlrs.tensor(rng.normal(size=(5, 3)))]
+    got = {}
+    for backend in ("eager", "compiled"):
+        m = tlrs.instantiate_with_options(defn, "float64", Options(backend=backend).to_device(DEV))
+        grads = m.backward(xs)
+        assert [g.device for g in grads] == ["cuda:0", "cuda:0"], backend
+        assert not grads[1].numpy().any(), "a frozen parameter's gradient is zeros"
+        m.step(0.1, xs)
+        got[backend] = [m.forward(xs).numpy().tobytes()] + [t.numpy().tobytes() for t in [*grads, *m.params()]]
+    assert got["compiled"] == got["eager"]

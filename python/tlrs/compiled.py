@@ -19,15 +19,16 @@ class CompiledLoss:
     """A definition's loss traced into native graphs, one per input-shape signature.
 
     Args: loss: the definition's loss(params, inputs); param_shapes, input_shapes: its shapes
-    (inputs without a batch axis); dtype: the module's dtype.
+    (inputs without a batch axis); dtype: the module's dtype; device: where the module lives
+    (the loss is traced there, so device copies and constants it names replay as they ran).
     Raises: TraceError: the loss cannot be traced (it raised, used data-dependent Python
     control flow, or read tensor values in Python).
     """
 
     def __init__(self, loss: Any, param_shapes: Sequence[Sequence[int]],
                  input_shapes: Sequence[Sequence[int]], dtype: str,
-                 input_dtypes: Sequence[str | None] | None = None) -> None:
-        self.loss, self.dtype = loss, dtype
+                 input_dtypes: Sequence[str | None] | None = None, device: str = "cpu") -> None:
+        self.loss, self.dtype, self.device = loss, dtype, device
         self.input_dtypes = list(input_dtypes or [None] * len(input_shapes))
         self.param_shapes = [tuple(s) for s in param_shapes]
         self._graphs: dict[tuple[tuple[int, ...], ...], Graph] = {}
@@ -51,12 +52,13 @@ class CompiledLoss:
         lo, hi = (0.1, 1.0) if seed == 1 else (-1.0, -0.1)
 
         def values(shape: Sequence[int]) -> Tensor:
-            return _core.tensor_from_numpy(np.asarray(rng.uniform(lo, hi, size=shape), dtype=self.dtype))
+            arr = np.asarray(rng.uniform(lo, hi, size=shape), dtype=self.dtype)
+            return _core.tensor_from_numpy(arr).to(self.device)
 
         def ints(shape: Sequence[int]) -> Tensor:
             # Index 0 is valid for every table; Python cannot read a traced value, and the ops
             # that take index tensors keep them as inputs, so the value cannot be baked in.
-            return _core.tensor_from_numpy(np.zeros(shape, dtype=np.int64))
+            return _core.tensor_from_numpy(np.zeros(shape, dtype=np.int64)).to(self.device)
 
         params = Graph.leaves([values(s) for s in self.param_shapes])
         inputs = Graph.leaves([ints(s) if kind == "int64" else values(s)

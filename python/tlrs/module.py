@@ -87,7 +87,7 @@ class Module:
         self._compiled: CompiledLoss | None = None
         if self.opts.backend is Backend.COMPILED:
             self._compiled = CompiledLoss(defn.loss, defn.param_shapes, defn.input_shapes, self.dtype,
-                                          defn.input_dtypes)
+                                          defn.input_dtypes, self.opts.device)
 
     @property
     def requires_grad(self) -> tuple[bool, ...]:

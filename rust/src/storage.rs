@@ -93,8 +93,8 @@ impl Storage {
             Storage::Cuda(c) => Ok(Cow::Owned(c.download()?)),
         }
     }
-    /// Whether the elements are in host memory, where the CPU-only paths (the fused chains, the
-    /// per-image batch norm, the optimisers' in-place updates) read them.
+    /// Whether the elements are in host memory, where the CPU-only paths (the per-image batch
+    /// norm, the optimisers' in-place updates) read them.
     pub fn on_host(&self) -> bool {
         matches!(self, Storage::Cpu(_))
     }

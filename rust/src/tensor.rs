@@ -434,7 +434,10 @@ impl Tensor {
         Ok(Tensor::from_op(
             s,
             self.shape().clone(),
-            crate::ops::convert::ToDevice { x: self.clone() },
+            crate::ops::convert::ToDevice {
+                x: self.clone(),
+                to: device,
+            },
         ))
     }
 }

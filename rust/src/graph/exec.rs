@@ -117,14 +117,15 @@ pub fn loss_and_grads(
         vec![]
     }
     .into_iter();
+    // Frozen parameters get zeros where they live, as the eager backend gives them.
     let grads = params
         .iter()
         .zip(flags)
-        .map(|(p, &f)| {
-            if f { found.next() } else { None }
-                .unwrap_or_else(|| Tensor::zeros(p.shape().clone(), p.dtype()))
+        .map(|(p, &f)| match if f { found.next() } else { None } {
+            Some(g) => Ok(g),
+            None => Tensor::full_on(p.shape().clone(), 0.0, p.dtype(), p.device()),
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok((loss.detach(), grads))
 }
 

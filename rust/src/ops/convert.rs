@@ -31,10 +31,11 @@ impl Record for Cast {
     }
 }
 
-/// A copy to another device.
+/// A copy to device `to`.
 #[derive(Clone)]
 pub struct ToDevice {
     pub x: Tensor,
+    pub to: crate::Device,
 }
 
 impl Record for ToDevice {
@@ -45,10 +46,9 @@ impl Record for ToDevice {
     fn input_grads(&self, _out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(g.to_device(self.x.device())?)])
     }
-    fn replay(&self, _xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
-        Err(crate::Error::arg(
-            "graph",
-            "a device copy cannot be compiled; move inputs and parameters before tracing",
-        ))
+    /// The copy the trace made (a compiled graph replays on the device it was traced on: a
+    /// loss that names its device, or moves a host-computed mask there, replays as it ran).
+    fn replay(&self, xs: &[Tensor], _out: &Shape) -> Result<Tensor> {
+        first("to_device", xs)?.to_device(self.to)
     }
 }

@@ -126,8 +126,8 @@ extern "C" __global__ void gemm_exact_$S(const $T* __restrict__ a, const $T* __r
 // multiply-add drop 8-fold against one output per thread, and every output's fold is still
 // acc = acc + A(i, p)·B(p, j) over p from 0 in index order: the same bits. Neighbouring
 // threads take neighbouring column tiles of the same rows (A's loads are one broadcast per
-// warp, B's coalesced). Rows and columns past the edges load a clamped valid element and store
-// nothing. No shared memory or barriers (the emulator runs threads one after another).
+// warp; a thread's 8 B values are neighbours, or k apart when B is transposed). Rows and
+// columns past the edges load a clamped valid element and store nothing. No shared memory or barriers (the emulator runs threads one after another).
 // n = batch·ceil(m/8)·ceil(cols/8).
 #define GEMM_TILE 8
 extern "C" __global__ void gemm_exact_tiled_$S(const $T* __restrict__ a, const $T* __restrict__ b,
