@@ -189,7 +189,7 @@ run_step nccl nccl.txt nccl_step
 # (a torch failure is only a warning).
 bench_step() {
   local rc
-  local t; t=$(limit 180); timeout -k 10 "$t" "$PY" benchmarks/gpu.py --out "$OUT" --time-limit $((t * 5 / 6))
+  local t; t=$(limit 180); timeout -k 10 "$t" "$PY" benchmarks/gpu.py --out "$OUT" --time-limit $((t * 3 / 4))
   rc=$?
   if [ "$rc" -ne 0 ]; then return "$rc"; fi
   "$PY" -c '
