@@ -80,9 +80,11 @@ pub fn evaluate(g: &Graph, params: &[Tensor], inputs: &[Tensor]) -> Result<Tenso
         .ok_or_else(|| Error::arg("graph", "no output"))
 }
 
-/// An op's inputs as a replay on `device` gives them: a float value the host computed there
-/// (the cast of a comparison's mask: integer and bool ops run on the host) moves to the device,
-/// as the loss's `.to(device)` moved it in eager mode (a no-op in the CPU trace, so not traced).
+/// An op's inputs as a replay on `device` gives them. A module traces its loss on its own
+/// device, so its graph moves values where the loss did; a graph traced on the CPU and replayed
+/// on a device (`Graph` used directly) has no such copy where the loss's `.to(device)` was a
+/// no-op at trace time, so a float the host computed (the cast of a comparison's mask: integer
+/// and bool ops run on the host) moves to the device here, as that `.to` moved it in eager mode.
 fn on_device(xs: Vec<Tensor>, device: Option<crate::Device>) -> Result<Vec<Tensor>> {
     xs.into_iter()
         .map(|x| match device {
