@@ -62,7 +62,7 @@ kernel may not use: its own ceiling is half the peak, so the goal asks 90% of th
 table says, per goal, met, MISSED or not measured.
 
 --quick: tiny sizes (GEMM n = 1024, 128 on the emulator; conv batch 2, 8 -> 8 channels, 8 x 8;
-the training models at batch 2 or 8 on 8x8 to 32x32 images, a transformer block of d_model 16,
+the training models at batch 2 or 8 on 8x8 to 64x64 images, a transformer block of d_model 16,
 a GPT of block 16, d_model 32: benchmarks/gpu_models.py), 2 repetitions of one call each.
 
 Without torch, or without a CUDA device for torch, the torch columns show "-". When tlrs cannot

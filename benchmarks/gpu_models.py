@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _vs_torch_models import torch_resnet18  # the same mirror benchmarks/vs_torch.py times
 
 import tlrs
 from tlrs import models, ops
@@ -224,54 +225,6 @@ def torch_block(torch: Any, defn: tlrs.ModuleDef, heads: int) -> Any:
             return self.norm(self.attn(x))
 
     return Block()
-
-
-def torch_resnet18(torch: Any, defn: tlrs.ModuleDef) -> Any:
-    """models/resnet.py layer for layer, same parameter names and order: conv layers with bias,
-    per-image norm over H x W per channel (GroupNorm with one channel per group: the same
-    formula, biased variance, eps 1e-6), stem conv 7x7 s2 p3 -> norm -> ReLU -> max-pool 3x3 s2
-    p1, four stages of two BasicBlocks (widths w, 2w, 4w, 8w; the first block of stages 2-4:
-    conv 3x3 s2 and a conv 1x1 s2 + norm projection), global average pool (mean over H, W),
-    linear head."""
-    nn = torch.nn
-    Base: Any = nn.Module
-    in_c, width, classes = defn.param_shapes[0][1], defn.param_shapes[0][0], defn.param_shapes[-1][0]
-
-    def conv(cin: int, cout: int, k: int, s: int, p: int) -> Any:
-        return nn.Conv2d(cin, cout, k, stride=s, padding=p, bias=True)
-
-    def norm(ch: int) -> Any:
-        return nn.GroupNorm(ch, ch, eps=1e-6, affine=True)
-
-    class BasicBlock(Base):
-        def __init__(self, cin: int, cout: int, down: bool) -> None:
-            super().__init__()
-            self.conv1, self.bn1 = conv(cin, cout, 3, 2 if down else 1, 1), norm(cout)
-            self.conv2, self.bn2 = conv(cout, cout, 3, 1, 1), norm(cout)
-            self.downsample = nn.Sequential(conv(cin, cout, 1, 2, 0), norm(cout)) if down else None
-
-        def forward(self, x: Any) -> Any:
-            r = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
-            return torch.relu(r + (x if self.downsample is None else self.downsample(x)))
-
-    class ResNet18(Base):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv1, self.bn1 = conv(in_c, width, 7, 2, 3), norm(width)
-            self.maxpool = nn.MaxPool2d(3, 2, 1)
-            prev = width
-            for stage in range(1, 5):
-                ch = width << (stage - 1)
-                setattr(self, f"layer{stage}", nn.Sequential(BasicBlock(prev, ch, stage > 1), BasicBlock(ch, ch, False)))
-                prev = ch
-            self.fc = nn.Linear(prev, classes)
-
-        def forward(self, x: Any) -> Any:
-            y = self.maxpool(torch.relu(self.bn1(self.conv1(x))))
-            y = self.layer4(self.layer3(self.layer2(self.layer1(y))))
-            return self.fc(y.mean(dim=(2, 3)))
-
-    return ResNet18()
 
 
 def torch_gpt(torch: Any, defn: tlrs.ModuleDef, heads: int) -> Any:
