@@ -480,7 +480,7 @@ fn max_pool_of_an_empty_window_and_bad_argmax() {
 
 // ---------------------------------------------------------------- compilation
 
-const NN_KERNELS: [&str; 19] = [
+const NN_KERNELS: [&str; 20] = [
     "softmax_stats",
     "softmax_apply",
     "softmax_grad_stats",
@@ -496,6 +496,7 @@ const NN_KERNELS: [&str; 19] = [
     "avg_pool",
     "avg_pool_grad",
     "gemm_exact",
+    "gemm_exact_tiled",
     // Not kernels: the device helpers must stay non-exported.
     "nn_taps",
     "nn_covering",
@@ -513,7 +514,7 @@ fn every_nn_kernel_compiles_in_the_emulator() {
         };
         let mut names = kernels::kernel_names("nn", dtype);
         names.sort();
-        let mut want: Vec<String> = NN_KERNELS[..15]
+        let mut want: Vec<String> = NN_KERNELS[..16]
             .iter()
             .map(|k| format!("{k}_{sfx}"))
             .collect();
@@ -529,7 +530,7 @@ fn every_nn_kernel_compiles_in_the_emulator() {
             "float"
         }));
         let src = emu::host_source("nn", dtype).expect("the nn family");
-        for k in &NN_KERNELS[15..] {
+        for k in &NN_KERNELS[16..] {
             assert!(src.contains(k) && !names.iter().any(|n| n.starts_with(k)));
         }
         // Compile the emulator's translation unit the way it does, warnings as errors.

@@ -130,6 +130,13 @@ extern "C" __global__ void gemm_exact_$S(const $T* __restrict__ a, const $T* __r
 // columns past the edges load a clamped valid element and store nothing. No shared memory or barriers (the emulator runs threads one after another).
 // n = batch·ceil(m/8)·ceil(cols/8).
 #define GEMM_TILE 8
+// Full unrolling keeps the 64 accumulators in registers (NVRTC); the host compiler of the
+// emulator has no such pragma and needs none.
+#ifdef __CUDACC_RTC__
+#define GEMM_UNROLL _Pragma("unroll")
+#else
+#define GEMM_UNROLL
+#endif
 extern "C" __global__ void gemm_exact_tiled_$S(const $T* __restrict__ a, const $T* __restrict__ b,
                                               $T* __restrict__ c, u64 n, u64 m, u64 cols, u64 k,
                                               u64 ta, u64 tb, u64 sa, u64 sb, u64 sc) {
@@ -140,31 +147,31 @@ extern "C" __global__ void gemm_exact_tiled_$S(const $T* __restrict__ a, const $
         const $T* ab = a + batch * sa;
         const $T* bb = b + batch * sb;
         u64 rows[GEMM_TILE], cs[GEMM_TILE];
-#pragma unroll
+GEMM_UNROLL
         for (int q = 0; q < GEMM_TILE; ++q) {
             rows[q] = (i0 + q < m) ? i0 + q : m - 1;
             cs[q] = (j0 + q < cols) ? j0 + q : cols - 1;
         }
         $T acc[GEMM_TILE][GEMM_TILE];
-#pragma unroll
+GEMM_UNROLL
         for (int r2 = 0; r2 < GEMM_TILE; ++r2)
-#pragma unroll
+GEMM_UNROLL
             for (int c2 = 0; c2 < GEMM_TILE; ++c2) acc[r2][c2] = ($T)0;
         for (u64 p = 0; p < k; ++p) {
             $T x[GEMM_TILE], y[GEMM_TILE];
-#pragma unroll
+GEMM_UNROLL
             for (int q = 0; q < GEMM_TILE; ++q) {
                 x[q] = ta ? ab[p * m + rows[q]] : ab[rows[q] * k + p];
                 y[q] = tb ? bb[cs[q] * k + p] : bb[p * cols + cs[q]];
             }
-#pragma unroll
+GEMM_UNROLL
             for (int r2 = 0; r2 < GEMM_TILE; ++r2)
-#pragma unroll
+GEMM_UNROLL
                 for (int c2 = 0; c2 < GEMM_TILE; ++c2) acc[r2][c2] = acc[r2][c2] + x[r2] * y[c2];
         }
-#pragma unroll
+GEMM_UNROLL
         for (int r2 = 0; r2 < GEMM_TILE; ++r2)
-#pragma unroll
+GEMM_UNROLL
             for (int c2 = 0; c2 < GEMM_TILE; ++c2)
                 if (i0 + r2 < m && j0 + c2 < cols) c[batch * sc + (i0 + r2) * cols + j0 + c2] = acc[r2][c2];
     }
