@@ -329,6 +329,13 @@ PRODUCTS = [
     ("tiled batch broadcast", ops.matmul, [[2, 1, 12, 5], [3, 5, 16]]),
     ("tiled, k = 1", ops.matmul, [[9, 1], [1, 10]]),
     ("tiled, k = 0", ops.matmul, [[9, 0], [0, 10]]),
+    # The block kernel (128 x 128 outputs per block of 256 threads, k staged 8 at a time in
+    # shared memory, from 128 rows and columns): edges inside a block, a k that is no multiple
+    # of 8, either operand transposed, a broadcast batch.
+    ("block edges", ops.matmul, [[130, 21], [21, 259]]),
+    ("block, transposed A", lambda x, w: ops.matmul(x.T, w), [[19, 140], [19, 131]]),
+    ("block, transposed B", lambda x, w: ops.matmul(x, w.T), [[2, 129, 12], [150, 12]]),
+    ("block batch broadcast", ops.matmul, [[2, 1, 128, 9], [3, 9, 128]]),
     ("conv2d", lambda x, w, b: L.conv2d(x, w, b, stride=1, padding=1), [[2, 3, 6, 5], [4, 3, 3, 3], [4]]),
 ]
 
@@ -337,7 +344,7 @@ PRODUCTS = [
 @pytest.mark.parametrize("case", PRODUCTS, ids=[c[0] for c in PRODUCTS])
 def test_reference_products_give_the_cpu_bits(case, dtype):
     """With reference kernels a CUDA product folds each output over k in index order (cu/nn.cu
-    `gemm_exact_tiled` and `gemm_exact`; cuBLAS serves fast kernels only), so products and what is built on them give
+    `gemm_exact_block`, `gemm_exact_tiled` and `gemm_exact`; cuBLAS serves fast kernels only), so products and what is built on them give
     the CPU's bits, forward and backward, at the tensors' own precision."""
     name, fn, shapes = case
     arrays = _inputs(shapes, seed=len(name))

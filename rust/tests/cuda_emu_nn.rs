@@ -480,7 +480,7 @@ fn max_pool_of_an_empty_window_and_bad_argmax() {
 
 // ---------------------------------------------------------------- compilation
 
-const NN_KERNELS: [&str; 20] = [
+const NN_KERNELS: [&str; 21] = [
     "softmax_stats",
     "softmax_apply",
     "softmax_grad_stats",
@@ -497,6 +497,7 @@ const NN_KERNELS: [&str; 20] = [
     "avg_pool_grad",
     "gemm_exact",
     "gemm_exact_tiled",
+    "gemm_exact_block",
     // Not kernels: the device helpers must stay non-exported.
     "nn_taps",
     "nn_covering",
@@ -514,7 +515,7 @@ fn every_nn_kernel_compiles_in_the_emulator() {
         };
         let mut names = kernels::kernel_names("nn", dtype);
         names.sort();
-        let mut want: Vec<String> = NN_KERNELS[..16]
+        let mut want: Vec<String> = NN_KERNELS[..17]
             .iter()
             .map(|k| format!("{k}_{sfx}"))
             .collect();
@@ -530,7 +531,7 @@ fn every_nn_kernel_compiles_in_the_emulator() {
             "float"
         }));
         let src = emu::host_source("nn", dtype).expect("the nn family");
-        for k in &NN_KERNELS[16..] {
+        for k in &NN_KERNELS[17..] {
             assert!(src.contains(k) && !names.iter().any(|n| n.starts_with(k)));
         }
         // Compile the emulator's translation unit the way it does, warnings as errors.

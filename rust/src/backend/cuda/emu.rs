@@ -3,7 +3,10 @@
 //! on machines without a GPU. Each kernel family is compiled by the host C++ compiler with a
 //! prelude that defines CUDA's built-ins, plus one wrapper per kernel that takes the argument
 //! array CUDA's launch API takes (`void**`) and runs every block and thread of the grid in turn.
-//! Kernels use no shared memory, barriers or atomics, so a sequential run is a valid schedule.
+//! Kernels use no atomics. Most use no barriers either, so running each thread to its end is a
+//! valid schedule; a kernel that calls `__syncthreads()` runs each thread of a block as a fiber
+//! (ucontext) that yields at the barrier, every thread reaching it before any goes on, with the
+//! block's `__shared__` arrays shared by its fibers.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -28,6 +31,63 @@ static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
 static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
+// Barriers: the threads of a block as fibers on this OS thread, which share its thread_local
+// storage (so `__shared__` arrays are the block's); a barrier switches back to the scheduler.
+#include <stdlib.h>
+#include <ucontext.h>
+#define __shared__ static thread_local
+static thread_local ucontext_t tlrs_sched_ctx;
+static thread_local ucontext_t* tlrs_fiber_ctx;
+static thread_local char* tlrs_fiber_done;
+static thread_local unsigned tlrs_fiber_index;
+static thread_local void (*tlrs_fiber_body)();
+static inline void __syncthreads() { swapcontext(tlrs_fiber_ctx, &tlrs_sched_ctx); }
+static void tlrs_fiber_entry() { tlrs_fiber_body(); tlrs_fiber_done[tlrs_fiber_index] = 1; }
+// Runs `body` as `block` threads of the current block: in rounds, each live thread runs until
+// its next barrier or its end, until all have ended.
+// The fibers' stacks and contexts, kept per OS thread for every later block and launch (the
+// pages stay mapped).
+static thread_local char* tlrs_fiber_stacks;
+static thread_local ucontext_t* tlrs_fiber_ctxs;
+static thread_local char* tlrs_fiber_flags;
+static thread_local unsigned tlrs_fiber_capacity;
+static void tlrs_run_block_fibers(unsigned block, void (*body)()) {
+    const size_t stack = 64 * 1024;
+    if (block > tlrs_fiber_capacity) {
+        free(tlrs_fiber_stacks);
+        free(tlrs_fiber_ctxs);
+        free(tlrs_fiber_flags);
+        tlrs_fiber_stacks = (char*)malloc(stack * block);
+        tlrs_fiber_ctxs = (ucontext_t*)malloc(sizeof(ucontext_t) * block);
+        tlrs_fiber_flags = (char*)malloc(block);
+        if (!tlrs_fiber_stacks || !tlrs_fiber_ctxs || !tlrs_fiber_flags) abort();
+        tlrs_fiber_capacity = block;
+    }
+    char* stacks = tlrs_fiber_stacks;
+    ucontext_t* ctx = tlrs_fiber_ctxs;
+    char* done = tlrs_fiber_flags;
+    memset(done, 0, block);
+    tlrs_fiber_body = body;
+    tlrs_fiber_done = done;
+    for (unsigned t = 0; t < block; ++t) {
+        getcontext(&ctx[t]);
+        ctx[t].uc_stack.ss_sp = stacks + (size_t)t * stack;
+        ctx[t].uc_stack.ss_size = stack;
+        ctx[t].uc_link = &tlrs_sched_ctx;
+        makecontext(&ctx[t], tlrs_fiber_entry, 0);
+    }
+    for (bool live = true; live;) {
+        live = false;
+        for (unsigned t = 0; t < block; ++t) {
+            if (done[t]) continue;
+            live = true;
+            threadIdx.x = t;
+            tlrs_fiber_index = t;
+            tlrs_fiber_ctx = &ctx[t];
+            swapcontext(&tlrs_sched_ctx, &ctx[t]);
+        }
+    }
+}
 "#;
 
 type Entry = unsafe extern "C" fn(*mut *mut c_void, u32, u32);
@@ -47,6 +107,18 @@ pub fn host_source(family: &str, dtype: DType) -> Option<String> {
             .enumerate()
             .map(|(i, t)| format!("*({t}*)p[{i}]"))
             .collect();
+        if uses_barriers(&src, &name) {
+            out.push_str(&format!(
+                "static thread_local void** tlrs_args_{name};\n\
+                 static void tlrs_body_{name}() {{ void** p = tlrs_args_{name}; {name}({}); }}\n\
+                 extern \"C\" void tlrs_emu_{name}(void** p, unsigned grid, unsigned block) {{\n\
+                 \x20 gridDim.x = grid; gridDim.y = gridDim.z = 1; blockDim.x = block; blockDim.y = blockDim.z = 1;\n\
+                 \x20 threadIdx.y = threadIdx.z = blockIdx.y = blockIdx.z = 0; tlrs_args_{name} = p;\n\
+                 \x20 for (unsigned b = 0; b < grid; ++b) {{ blockIdx.x = b; tlrs_run_block_fibers(block, tlrs_body_{name}); }}\n}}\n",
+                call.join(", ")
+            ));
+            continue;
+        }
         out.push_str(&format!(
             "extern \"C\" void tlrs_emu_{name}(void** p, unsigned grid, unsigned block) {{\n\
              \x20 gridDim.x = grid; gridDim.y = gridDim.z = 1; blockDim.x = block; blockDim.y = blockDim.z = 1;\n\
@@ -56,6 +128,17 @@ pub fn host_source(family: &str, dtype: DType) -> Option<String> {
         ));
     }
     Some(out)
+}
+
+/// Whether kernel `name`'s body (up to the next kernel) calls `__syncthreads()`.
+fn uses_barriers(src: &str, name: &str) -> bool {
+    let decl = format!("extern \"C\" __global__ void {name}(");
+    let Some(at) = src.find(&decl) else {
+        return false;
+    };
+    let body = &src[at + decl.len()..];
+    let end = body.find("extern \"C\" __global__").unwrap_or(body.len());
+    body[..end].contains("__syncthreads")
 }
 
 impl Emulator {

@@ -177,6 +177,74 @@ GEMM_UNROLL
     }
 }
 
+// Large products (at least GEMM_BM rows and GEMM_BN columns) in block tiles of GEMM_BM x
+// GEMM_BN outputs: the block's 256 threads stage
+// slices of GEMM_BK values of k from A and B in shared memory, then each thread runs 8 x 8 of
+// the tile's folds one step per staged k (thread (tx, ty) of a 16 x 16 grid takes rows
+// ty + 16 r and columns tx + 16 c, so a warp's shared reads are broadcasts or consecutive
+// words). Every output's fold is still acc = acc + A(i, p)·B(p, j) from +0 over p in index
+// order, a separate multiply and add: the same bits as `gemm_exact`. Staged values past k are
+// never read (the fold stops at k); values past m or cols feed only outputs that are not
+// stored. `tiles` = batch·ceil(m/GEMM_BM)·ceil(cols/GEMM_BN); blockDim.x must be 256.
+#define GEMM_BM 128
+#define GEMM_BN 128
+#define GEMM_BK 8
+extern "C" __global__ void gemm_exact_block_$S(const $T* __restrict__ a, const $T* __restrict__ b,
+                                              $T* __restrict__ c, u64 tiles, u64 m, u64 cols,
+                                              u64 k, u64 ta, u64 tb, u64 sa, u64 sb, u64 sc) {
+    __shared__ $T as[GEMM_BK][GEMM_BM];
+    __shared__ $T bs[GEMM_BK][GEMM_BN];
+    const u64 mt = (m + GEMM_BM - 1) / GEMM_BM, nt = (cols + GEMM_BN - 1) / GEMM_BN;
+    const unsigned tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const u64 j0 = (tile % nt) * GEMM_BN, r = tile / nt;
+        const u64 i0 = (r % mt) * GEMM_BM, batch = r / mt;
+        const $T* ab = a + batch * sa;
+        const $T* bb = b + batch * sb;
+        $T acc[8][8];
+GEMM_UNROLL
+        for (int r2 = 0; r2 < 8; ++r2)
+GEMM_UNROLL
+            for (int c2 = 0; c2 < 8; ++c2) acc[r2][c2] = ($T)0;
+        for (u64 p0 = 0; p0 < k; p0 += GEMM_BK) {
+            // Stage A(i0.., p0..) and B(p0.., j0..): 1024 values each, 4 per thread, neighbouring
+            // threads reading neighbouring addresses of either layout.
+            for (unsigned e = 0; e < 4; ++e) {
+                const unsigned idx = tid + 256 * e;
+                const unsigned il = ta ? idx % GEMM_BM : idx / GEMM_BK;
+                const unsigned pa = ta ? idx / GEMM_BM : idx % GEMM_BK;
+                const u64 i = i0 + il, pi = p0 + pa;
+                as[pa][il] = (i < m && pi < k) ? (ta ? ab[pi * m + i] : ab[i * k + pi]) : ($T)0;
+                const unsigned jl = tb ? idx / GEMM_BK : idx % GEMM_BN;
+                const unsigned pb = tb ? idx % GEMM_BK : idx / GEMM_BN;
+                const u64 j = j0 + jl, pj = p0 + pb;
+                bs[pb][jl] = (j < cols && pj < k) ? (tb ? bb[j * k + pj] : bb[pj * cols + j]) : ($T)0;
+            }
+            __syncthreads();
+            const unsigned kk = (k - p0 < GEMM_BK) ? (unsigned)(k - p0) : GEMM_BK;
+            for (unsigned q = 0; q < kk; ++q) {
+                $T x[8], y[8];
+GEMM_UNROLL
+                for (int r2 = 0; r2 < 8; ++r2) x[r2] = as[q][ty + 16 * r2];
+GEMM_UNROLL
+                for (int c2 = 0; c2 < 8; ++c2) y[c2] = bs[q][tx + 16 * c2];
+GEMM_UNROLL
+                for (int r2 = 0; r2 < 8; ++r2)
+GEMM_UNROLL
+                    for (int c2 = 0; c2 < 8; ++c2) acc[r2][c2] = acc[r2][c2] + x[r2] * y[c2];
+            }
+            __syncthreads();  // the next slice overwrites what this one read
+        }
+GEMM_UNROLL
+        for (int r2 = 0; r2 < 8; ++r2)
+GEMM_UNROLL
+            for (int c2 = 0; c2 < 8; ++c2) {
+                const u64 i = i0 + ty + 16 * r2, j = j0 + tx + 16 * c2;
+                if (i < m && j < cols) c[batch * sc + i * cols + j] = acc[r2][c2];
+            }
+    }
+}
+
 // ---- 2-D convolution on [N, C, H, W] ----
 // All images' columns side by side: cols[q, nb·P + p] with q = (c·KH + ky)·KW + kx and
 // p = oy·OW + ox (P = OH·OW); padding cells are 0. n = C·KH·KW · N·P.

@@ -5,7 +5,7 @@
 
 use super::convert::cast_buffer;
 use crate::backend::cuda::blas::{precision_rule, GpuMatmulPrecision, RowMajorMatmul};
-use crate::backend::cuda::DeviceBuffer;
+use crate::backend::cuda::{kernels, DeviceBuffer};
 use crate::{DType, Error, Result};
 
 /// Selects the arithmetic of this thread's later GPU matmuls (`--fast-gpu-matmul-precision`).
@@ -77,13 +77,18 @@ pub fn compute_dtype(dtype: DType) -> DType {
     precision_rule(dtype, effective_precision(dtype)).compute
 }
 
-/// Products at least this many rows and columns run on the tiled exact kernel (8 x 8 outputs
-/// per thread); smaller ones (a matrix-vector product) on one output per thread.
+/// Products at least this many rows and columns run on a tiled exact kernel; smaller ones (a
+/// matrix-vector product) on one output per thread.
 const TILED_FROM: usize = 8;
 
-/// The reference product (cu/nn.cu `gemm_exact_tiled`, or `gemm_exact` for thin products):
-/// every output one fold over k in index order with a separate multiply and add, so the bits
-/// are the CPU reference kernels' whichever kernel runs.
+/// Output rows and columns of one block of `gemm_exact_block` (cu/nn.cu GEMM_BM, GEMM_BN):
+/// products at least this large in both run on it, smaller ones on `gemm_exact_tiled`, whose
+/// 8 x 8 tiles per thread waste less work on a small product.
+const BLOCK_TILE: usize = 128;
+
+/// The reference product (cu/nn.cu `gemm_exact_block`, `gemm_exact_tiled` or, for thin
+/// products, `gemm_exact`): every output one fold over k in index order with a separate multiply
+/// and add, so the bits are the CPU reference kernels' whichever kernel runs.
 fn gemm_exact(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<DeviceBuffer> {
     let overflow = || Error::shape("matmul", "the product's size overflows the address space");
     let out_len = mm
@@ -93,17 +98,25 @@ fn gemm_exact(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<
         .ok_or_else(overflow)?;
     let (gpu, dtype) = (a.gpu(), a.dtype());
     let c = gpu.alloc(dtype, out_len)?;
-    let tiled = mm.m >= TILED_FROM && mm.n >= TILED_FROM;
-    let (kernel, threads) = if tiled {
-        let tiles = |d: usize| d.div_ceil(TILED_FROM);
-        let n = mm
-            .batch
-            .checked_mul(tiles(mm.m))
-            .and_then(|v| v.checked_mul(tiles(mm.n)))
+    let tiles = |side: usize| {
+        mm.batch
+            .checked_mul(mm.m.div_ceil(side))
+            .and_then(|v| v.checked_mul(mm.n.div_ceil(side)))
+            .ok_or_else(overflow)
+    };
+    // (kernel, its count argument, threads to launch)
+    let (kernel, count, threads) = if mm.m >= BLOCK_TILE && mm.n >= BLOCK_TILE {
+        // One block of 256 threads per tile.
+        let t = tiles(BLOCK_TILE)?;
+        let threads = t
+            .checked_mul(kernels::BLOCK as usize)
             .ok_or_else(overflow)?;
-        ("gemm_exact_tiled", n)
+        ("gemm_exact_block", t, threads)
+    } else if mm.m >= TILED_FROM && mm.n >= TILED_FROM {
+        let t = tiles(TILED_FROM)?;
+        ("gemm_exact_tiled", t, t)
     } else {
-        ("gemm_exact", out_len)
+        ("gemm_exact", out_len, out_len)
     };
     gpu.launch(
         "nn",
@@ -114,7 +127,7 @@ fn gemm_exact(a: &DeviceBuffer, b: &DeviceBuffer, mm: RowMajorMatmul) -> Result<
             a.into(),
             b.into(),
             (&c).into(),
-            threads.into(),
+            count.into(),
             mm.m.into(),
             mm.n.into(),
             mm.k.into(),
