@@ -33,6 +33,7 @@ static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i
 static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
 // Barriers: the threads of a block as fibers on this OS thread, which share its thread_local
 // storage (so `__shared__` arrays are the block's); a barrier switches back to the scheduler.
+#include <stdio.h>
 #include <stdlib.h>
 #include <ucontext.h>
 #define __shared__ static thread_local
@@ -41,15 +42,26 @@ static thread_local ucontext_t* tlrs_fiber_ctx;
 static thread_local char* tlrs_fiber_done;
 static thread_local unsigned tlrs_fiber_index;
 static thread_local void (*tlrs_fiber_body)();
-static inline void __syncthreads() { swapcontext(tlrs_fiber_ctx, &tlrs_sched_ctx); }
+static thread_local unsigned long long* tlrs_fiber_barriers;
+static inline void __syncthreads() {
+    if (!tlrs_fiber_ctx) {
+        fprintf(stderr, "tlrs CUDA emulator: __syncthreads() outside a kernel run as fibers\n");
+        abort();
+    }
+    ++tlrs_fiber_barriers[tlrs_fiber_index];
+    swapcontext(tlrs_fiber_ctx, &tlrs_sched_ctx);
+}
 static void tlrs_fiber_entry() { tlrs_fiber_body(); tlrs_fiber_done[tlrs_fiber_index] = 1; }
 // Runs `body` as `block` threads of the current block: in rounds, each live thread runs until
-// its next barrier or its end, until all have ended.
+// its next barrier or its end, until all have ended. Rounds alternate the threads' order, so a
+// missing barrier shows whichever way its race runs; threads that pass different numbers of
+// barriers (undefined on a GPU) abort the run.
 // The fibers' stacks and contexts, kept per OS thread for every later block and launch (the
 // pages stay mapped).
 static thread_local char* tlrs_fiber_stacks;
 static thread_local ucontext_t* tlrs_fiber_ctxs;
 static thread_local char* tlrs_fiber_flags;
+static thread_local unsigned long long* tlrs_fiber_counts;
 static thread_local unsigned tlrs_fiber_capacity;
 static void tlrs_run_block_fibers(unsigned block, void (*body)()) {
     const size_t stack = 64 * 1024;
@@ -57,18 +69,22 @@ static void tlrs_run_block_fibers(unsigned block, void (*body)()) {
         free(tlrs_fiber_stacks);
         free(tlrs_fiber_ctxs);
         free(tlrs_fiber_flags);
+        free(tlrs_fiber_counts);
         tlrs_fiber_stacks = (char*)malloc(stack * block);
         tlrs_fiber_ctxs = (ucontext_t*)malloc(sizeof(ucontext_t) * block);
         tlrs_fiber_flags = (char*)malloc(block);
-        if (!tlrs_fiber_stacks || !tlrs_fiber_ctxs || !tlrs_fiber_flags) abort();
+        tlrs_fiber_counts = (unsigned long long*)malloc(sizeof(unsigned long long) * block);
+        if (!tlrs_fiber_stacks || !tlrs_fiber_ctxs || !tlrs_fiber_flags || !tlrs_fiber_counts) abort();
         tlrs_fiber_capacity = block;
     }
     char* stacks = tlrs_fiber_stacks;
     ucontext_t* ctx = tlrs_fiber_ctxs;
     char* done = tlrs_fiber_flags;
     memset(done, 0, block);
+    memset(tlrs_fiber_counts, 0, sizeof(unsigned long long) * block);
     tlrs_fiber_body = body;
     tlrs_fiber_done = done;
+    tlrs_fiber_barriers = tlrs_fiber_counts;
     for (unsigned t = 0; t < block; ++t) {
         getcontext(&ctx[t]);
         ctx[t].uc_stack.ss_sp = stacks + (size_t)t * stack;
@@ -76,15 +92,24 @@ static void tlrs_run_block_fibers(unsigned block, void (*body)()) {
         ctx[t].uc_link = &tlrs_sched_ctx;
         makecontext(&ctx[t], tlrs_fiber_entry, 0);
     }
-    for (bool live = true; live;) {
+    for (bool live = true, reverse = false; live; reverse = !reverse) {
         live = false;
-        for (unsigned t = 0; t < block; ++t) {
+        for (unsigned u = 0; u < block; ++u) {
+            const unsigned t = reverse ? block - 1 - u : u;
             if (done[t]) continue;
             live = true;
             threadIdx.x = t;
             tlrs_fiber_index = t;
             tlrs_fiber_ctx = &ctx[t];
             swapcontext(&tlrs_sched_ctx, &ctx[t]);
+        }
+    }
+    tlrs_fiber_ctx = 0;
+    for (unsigned t = 1; t < block; ++t) {
+        if (tlrs_fiber_counts[t] != tlrs_fiber_counts[0]) {
+            fprintf(stderr, "tlrs CUDA emulator: threads 0 and %u of a block passed %llu and %llu "
+                    "barriers\n", t, tlrs_fiber_counts[0], tlrs_fiber_counts[t]);
+            abort();
         }
     }
 }

@@ -86,6 +86,9 @@ const TILED_FROM: usize = 8;
 /// 8 x 8 tiles per thread waste less work on a small product.
 const BLOCK_TILE: usize = 128;
 
+// gemm_exact_block's thread layout (a 16 x 16 grid, 4 staged values each) assumes 256 threads.
+const _: () = assert!(kernels::BLOCK == 256);
+
 /// The reference product (cu/nn.cu `gemm_exact_block`, `gemm_exact_tiled` or, for thin
 /// products, `gemm_exact`): every output one fold over k in index order with a separate multiply
 /// and add, so the bits are the CPU reference kernels' whichever kernel runs.
