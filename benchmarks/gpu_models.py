@@ -7,15 +7,17 @@ PyTorch holding the definition's initial parameters (names and shapes checked).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _vs_torch_models import deep_mlp as vs_torch_deep_mlp
 from _vs_torch_models import torch_resnet18  # the same mirror benchmarks/vs_torch.py times
 
 import tlrs
-from tlrs import models, ops
+from tlrs import models
 from tlrs.config import Backend, Options
 from tlrs.models.nn_transformers import GPT, GPTConfig, gpt_module_def
 from tlrs.random import seeded
@@ -50,18 +52,10 @@ class Case:
 
 
 def deep_mlp() -> tlrs.ModuleDef:
-    """784-512-512-10 from tlrs ops, as in benchmarks/train_step.py (named fc1 .. fc3 here)."""
-    shapes = [[512, 784], [512], [512, 512], [512], [10, 512], [10]]
-    rng = np.random.default_rng(0)
-    init = [tlrs.tensor(rng.normal(size=s) * 0.05, dtype="float32") for s in shapes]
-
-    def loss(ps, xs):
-        h = ops.relu(ops.linear(xs[0], ps[0], ps[1]))
-        h = ops.relu(ops.linear(h, ps[2], ps[3]))
-        return ops.cross_entropy(ops.linear(h, ps[4], ps[5]), xs[1])
-
+    """784-512-512-10 of benchmarks/train_step.py (the definition vs_torch.py times), its
+    parameters named fc1 .. fc3 as the torch mirror names them."""
     names = [f"fc{i // 2 + 1}.{'bias' if i % 2 else 'weight'}" for i in range(6)]
-    return tlrs.ModuleDef(shapes, [[784], [10]], loss, init_params=init, param_names=names)
+    return dataclasses.replace(vs_torch_deep_mlp(), param_names=names)
 
 
 def gpt_def(vocab: int, block: int, d: int, heads: int, layers: int, batch: int) -> tlrs.ModuleDef:
