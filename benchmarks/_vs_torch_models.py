@@ -229,15 +229,21 @@ def find_case(name: str) -> str:
 
 
 def sample(defn: tlrs.ModuleDef, case: Case) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed batch: the case's own `data()`, else float32 standard-normal inputs with one-hot
-    targets of random classes for a cross-entropy loss, standard-normal targets for MSE."""
+    """A fixed batch: the case's own `data()`, else `float_sample`."""
     if case.data is not None:
         return case.data()
+    return float_sample(defn, case.batch, case.loss)
+
+
+def float_sample(defn: tlrs.ModuleDef, batch: int, loss: str) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed batch (seed 1) for the definition's inputs with a leading `batch` axis (none for
+    0): float32 standard-normal inputs with one-hot targets of random classes for a cross-entropy
+    loss ("ce"), standard-normal targets for "mse"."""
     rng = np.random.default_rng(1)
     x_shape, y_shape = (list(s) for s in defn.input_shapes)
-    lead = [case.batch] if case.batch else []
+    lead = [batch] if batch else []
     x = rng.standard_normal(lead + x_shape, dtype=np.float32)
-    if case.loss == "mse":
+    if loss == "mse":
         return x, rng.standard_normal(lead + y_shape, dtype=np.float32)
     y = np.zeros(lead + y_shape, dtype=np.float32)
     rows = y.reshape(-1, y_shape[-1])

@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 from _vs_torch_models import deep_mlp as vs_torch_deep_mlp
-from _vs_torch_models import torch_resnet18  # the same mirror benchmarks/vs_torch.py times
+from _vs_torch_models import (
+    float_sample,
+    torch_resnet18,  # the same mirror benchmarks/vs_torch.py times
+)
 
 import tlrs
 from tlrs import models
@@ -109,21 +112,13 @@ def sample(defn: tlrs.ModuleDef, case: Case) -> tuple[np.ndarray, np.ndarray]:
     """A fixed batch (seed 1): float32 standard-normal inputs with one-hot targets of random
     classes ("ce") or standard-normal targets ("mse"); for "lm" int64 ids uniform over the
     vocabulary, the target the window shifted by one."""
+    if case.kind != "lm":
+        return float_sample(defn, case.batch, case.kind)
     rng = np.random.default_rng(1)
-    x_shape, y_shape = (list(s) for s in defn.input_shapes)
-    if case.kind == "lm":
-        b, t = x_shape
-        vocab = defn.param_shapes[0][0]  # wte [vocab, d]
-        ids = rng.integers(0, vocab, size=(b, t + 1), dtype=np.int64)
-        return np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])
-    lead = [case.batch] if case.batch else []
-    x = rng.standard_normal(lead + x_shape, dtype=np.float32)
-    if case.kind == "mse":
-        return x, rng.standard_normal(lead + y_shape, dtype=np.float32)
-    y = np.zeros(lead + y_shape, dtype=np.float32)
-    rows = y.reshape(-1, y_shape[-1])
-    rows[np.arange(rows.shape[0]), rng.integers(0, y_shape[-1], size=rows.shape[0])] = 1.0
-    return x, y
+    b, t = defn.input_shapes[0]
+    vocab = defn.param_shapes[0][0]  # wte [vocab, d]
+    ids = rng.integers(0, vocab, size=(b, t + 1), dtype=np.int64)
+    return np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])
 
 
 def tlrs_inputs(x: np.ndarray, y: np.ndarray) -> list[tlrs.Tensor]:

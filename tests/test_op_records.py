@@ -165,9 +165,7 @@ def test_cuda_agrees_with_the_cpu(name, dtype):
     # (backend/cuda/cu/libm_*.cu): the CPU's bits, on the emulator and on a GPU (NaNs equal to
     # NaNs: their payloads are the platform's).
     for k, (a, b) in enumerate(zip(cpu, dev, strict=True)):
-        a, b = np.atleast_1d(a), np.atleast_1d(b)
-        same = (np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))
-        assert np.all(same), f"{name} #{k}: CUDA differs from the CPU's bits"
+        assert _nan_equal_arrays(a, b), f"{name} #{k}: CUDA differs from the CPU's bits"
 
 
 @pytest.mark.cuda
@@ -207,12 +205,14 @@ def test_compiled_on_cuda_gives_the_eager_bits(name, dtype, fast):
     assert _nan_equal_bits(on_cuda.params(), on_cpu.params()), f"{name}: parameters after three steps"
 
 
+def _nan_equal_arrays(a, b):
+    """Whether two arrays hold the same bits, NaNs equal to NaNs (their payloads are the platform's)."""
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.all((np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))))
+
+
 def _nan_equal_bits(xs, ys):
-    """Whether each pair holds the same bits, NaNs equal to NaNs (their payloads are the platform's)."""
-    for x, y in zip(xs, ys, strict=True):
-        a, b = np.atleast_1d(x.numpy()), np.atleast_1d(y.numpy())
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if not np.all((np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))):
-            return False
-    return True
+    """`_nan_equal_arrays` for each pair of tensors."""
+    return all(_nan_equal_arrays(x.numpy(), y.numpy()) for x, y in zip(xs, ys, strict=True))

@@ -240,7 +240,16 @@ pub fn backward_family(
     dtype: DType,
 ) -> Result<String> {
     let (_, slot) = slots(steps, head, want);
-    let src = backward_source(steps, want.len(), head, &slot, dtype)?;
+    family_for_slots(steps, head, &slot, dtype)
+}
+
+fn family_for_slots(
+    steps: &[ChainStep],
+    head: usize,
+    slot: &[Option<usize>],
+    dtype: DType,
+) -> Result<String> {
+    let src = backward_source(steps, slot.len(), head, slot, dtype)?;
     Ok(kernels::generated_family("chain_grad", dtype, &src))
 }
 
@@ -282,8 +291,8 @@ pub fn chain_backward(
             ),
         ));
     }
-    let family = backward_family(steps, head, want, dtype)?;
     let (shared, slot) = slots(steps, head, want);
+    let family = family_for_slots(steps, head, &slot, dtype)?;
     let gpu = g.gpu();
     let outs = slot
         .iter()
